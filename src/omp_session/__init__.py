@@ -1,0 +1,76 @@
+"""omp_session: read, check and write omp (oh-my-pi) session files.
+
+    import omp_session
+    session = omp_session.open("~/.omp/agent/sessions/-src-app/2026-…_….jsonl")
+    session.header, session.entries, session.get_leaf_id(), session.get_branch()
+    session.build_session_context(), session.get_tree(), session.diagnostics
+
+``open`` reads and never writes. ``SessionManager.open`` opens for writing, like omp.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+
+from .codec import UNDEFINED
+from .diagnostics import Diagnostic, Severity
+from .errors import (
+    BlobError,
+    DamagedSessionError,
+    EditError,
+    FormatError,
+    SessionError,
+    SessionFileError,
+    UnsupportedVersionError,
+    WriteConflictError,
+)
+from .manager import SessionManager
+from .session import Session, read_session
+from .tree import Tree, TreeNode
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "UNDEFINED",
+    "BlobError",
+    "DamagedSessionError",
+    "Diagnostic",
+    "EditError",
+    "FormatError",
+    "Session",
+    "SessionError",
+    "SessionFileError",
+    "SessionManager",
+    "Severity",
+    "Tree",
+    "TreeNode",
+    "UnsupportedVersionError",
+    "WriteConflictError",
+    "__version__",
+    "open",
+]
+
+
+def open(path: str | os.PathLike[str], *, blob_store: object = None) -> Session:  # noqa: A001
+    """Read a session file, however damaged, into a :class:`Session`; never writes.
+
+    Content problems become ``session.diagnostics``; only a file that cannot be read at all
+    raises :class:`SessionFileError` (a one-line message naming the file).
+    """
+    path = os.path.expanduser(os.fspath(path))
+    if blob_store is None:
+        from .blobs import BlobStore
+        from .paths import blobs_dir
+
+        blob_store = BlobStore(blobs_dir())
+    try:
+        return read_session(path, blob_store=blob_store)
+    except IsADirectoryError:
+        raise SessionFileError(path, "is a directory, not a session file") from None
+    except FileNotFoundError:
+        raise SessionFileError(path, "no such file") from None
+    except PermissionError:
+        raise SessionFileError(path, "permission denied") from None
+    except OSError as e:
+        raise SessionFileError(path, os.strerror(e.errno or errno.EIO)) from None

@@ -1,0 +1,5 @@
+"""``python -m omp_session`` runs the command line."""
+
+from .cli import main
+
+main()

@@ -1,0 +1,104 @@
+"""The omp-session command line: a thin shell over the library (parse, one call, render)."""
+
+from __future__ import annotations
+
+import functools
+import sys
+from collections.abc import Callable
+from importlib import resources
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from .. import open as open_session
+from ..errors import SessionError
+from ..session import Session
+from . import render
+
+__all__ = ["cli", "main"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def json_option(fn: F) -> F:
+    return click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")(fn)
+
+
+def session_argument(fn: F) -> F:
+    return click.argument("path", type=click.Path(dir_okay=True, path_type=Path))(fn)
+
+
+def handle_errors(fn: F) -> F:
+    """One place maps library errors to a one-line message and exit code 1."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except SessionError as e:
+            click.echo(f"omp-session: {e}", err=True)
+            sys.exit(1)
+
+    return wrapper  # type: ignore[return-value]
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="omp-session")
+def cli() -> None:
+    """Read and check the session files of the omp (oh-my-pi) coding agent.
+
+    PATH is a session file (.jsonl). Reading never changes the file.
+    """
+
+
+@cli.command()
+@session_argument
+@json_option
+@handle_errors
+def show(path: Path, as_json: bool) -> None:
+    """Show a session's header, size, leaf and any problems found while reading it."""
+    with open_session(path) as s:
+        render.show(s, as_json)
+
+
+@cli.command()
+@session_argument
+@json_option
+@handle_errors
+def tree(path: Path, as_json: bool) -> None:
+    """Show the entry tree; the branch the session resumes on is marked with *."""
+    with open_session(path) as s:
+        render.tree(s, as_json)
+
+
+@cli.command()
+@session_argument
+@json_option
+@click.option("--transcript", is_flag=True, help="The display transcript (full history) instead of the "
+              "model's context.")
+@handle_errors
+def context(path: Path, as_json: bool, transcript: bool) -> None:
+    """Show the messages omp would send to the model when the session resumes."""
+    with open_session(path) as s:
+        render.context(s, as_json, transcript=transcript)
+
+
+@cli.command()
+@handle_errors
+def demo() -> None:
+    """Show the bundled sample session (written by omp 18.2.3): header, tree and context."""
+    ref = resources.files("omp_session") / "samples" / "sample.jsonl"
+    with resources.as_file(ref) as sample:
+        click.echo(f"Sample session: {sample}\n")
+        s: Session
+        with open_session(sample) as s:
+            render.show(s, False)
+            click.echo()
+            render.tree(s, False)
+            click.echo()
+            render.context(s, False, transcript=False)
+
+
+def main() -> None:
+    cli(prog_name="omp-session")

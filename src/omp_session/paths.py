@@ -1,0 +1,96 @@
+"""Where omp keeps its files: agent dir, sessions dir, blobs dir (spec S9)."""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+
+__all__ = ["agent_dir", "blobs_dir", "project_dir_name", "sessions_dir"]
+
+_PROFILE = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}\Z")
+_WINDOWS_DEVICES = {"con", "prn", "aux", "nul", *(f"com{i}" for i in range(1, 10)),
+                    *(f"lpt{i}" for i in range(1, 10))}
+
+
+def _env(env: Mapping[str, str] | None) -> Mapping[str, str]:
+    return os.environ if env is None else env
+
+
+def _home(env: Mapping[str, str]) -> Path:
+    return Path(env.get("HOME") or os.path.expanduser("~"))
+
+
+def _profile(env: Mapping[str, str]) -> str | None:
+    name = env.get("OMP_PROFILE") or env.get("PI_PROFILE") or ""
+    if not name or name == "default":
+        return None
+    if not _PROFILE.match(name) or name in (".", "..") or name.endswith(".") or \
+            name.split(".")[0] in _WINDOWS_DEVICES:
+        return None
+    return name
+
+
+def _config_root(env: Mapping[str, str]) -> Path:
+    root = _home(env) / (env.get("PI_CONFIG_DIR") or ".omp")
+    profile = _profile(env)
+    return root / "profiles" / profile if profile else root
+
+
+def agent_dir(env: Mapping[str, str] | None = None) -> Path:
+    """``$PI_CODING_AGENT_DIR`` (absolute) unless a named profile is active, else ``<root>/agent``."""
+    env = _env(env)
+    override = env.get("PI_CODING_AGENT_DIR")
+    if override and _profile(env) is None:
+        return Path(os.path.abspath(override))
+    return _config_root(env) / "agent"
+
+
+def _xdg_data_dir(env: Mapping[str, str]) -> Path | None:
+    """The flattened XDG location, used only when it already exists (S9.1)."""
+    if sys.platform not in ("linux", "darwin") or env.get("PI_CODING_AGENT_DIR"):
+        return None
+    xdg = env.get("XDG_DATA_HOME")
+    if not xdg:
+        return None
+    profile = _profile(env)
+    base = Path(xdg) / "omp"
+    candidate = base / "profiles" / profile if profile else base
+    return candidate if candidate.is_dir() else None
+
+
+def sessions_dir(env: Mapping[str, str] | None = None) -> Path:
+    env = _env(env)
+    override = env.get("PI_CODING_AGENT_SESSION_DIR")
+    if override:
+        return Path(os.path.abspath(override))
+    xdg = _xdg_data_dir(env)
+    return xdg / "sessions" if xdg else agent_dir(env) / "sessions"
+
+
+def blobs_dir(env: Mapping[str, str] | None = None) -> Path:
+    env = _env(env)
+    xdg = _xdg_data_dir(env)
+    return xdg / "blobs" if xdg else agent_dir(env) / "blobs"
+
+
+def _encode(rel: str) -> str:
+    return re.sub(r"[/\\:]", "-", rel)
+
+
+def project_dir_name(cwd: str, env: Mapping[str, str] | None = None) -> str:
+    """The bucket name omp derives from a working directory (S9.2)."""
+    env = _env(env)
+    resolved = os.path.abspath(cwd)
+    canonical = os.path.realpath(resolved)
+    home = os.path.realpath(str(_home(env)))
+    tmp = os.path.realpath(env.get("TMPDIR") or "/tmp")
+    if canonical == home or canonical.startswith(home.rstrip(os.sep) + os.sep):
+        rel = os.path.relpath(canonical, home)
+        return "-" if rel == "." else "-" + _encode(rel)
+    if canonical == tmp or canonical.startswith(tmp.rstrip(os.sep) + os.sep):
+        rel = os.path.relpath(canonical, tmp)
+        return "-tmp" if rel == "." else "-tmp-" + _encode(rel)
+    return "--" + _encode(canonical[1:] if canonical.startswith(os.sep) else canonical) + "--"

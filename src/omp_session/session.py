@@ -1,0 +1,338 @@
+"""A loaded session: header, entries, leaf, tree, labels and context, as omp derives them."""
+
+from __future__ import annotations
+
+import os
+from bisect import bisect_right
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, overload
+
+from . import context as _context
+from .codec import UNDEFINED
+from .diagnostics import Diagnostic, Severity
+from .migrate import migrate, needs_migration
+from .reader import Journal, MalformedSpan, scan_file
+from .title import TitleSlot
+from .tree import Tree, build_index, js_key, js_truthy, path_to
+
+__all__ = ["EntryList", "Session", "read_session"]
+
+_BLOB_MARK = b"blob:sha256:"
+
+
+class EntryList(Sequence[Any]):
+    """The entries after the header, decoded on first access (then kept, so edits stick)."""
+
+    def __init__(self, session: Session) -> None:
+        self._s = session
+
+    def __len__(self) -> int:
+        return self._s._count
+
+    @overload
+    def __getitem__(self, i: int) -> Any: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[Any]: ...
+    def __getitem__(self, i: int | slice) -> Any:
+        if isinstance(i, slice):
+            return [self._s.entry_at(k) for k in range(*i.indices(len(self)))]
+        n = len(self)
+        if i < 0:
+            i += n
+        if not 0 <= i < n:
+            raise IndexError(i)
+        return self._s.entry_at(i)
+
+    def __iter__(self) -> Iterator[Any]:
+        for k in range(len(self)):
+            yield self._s.entry_at(k)
+
+
+class _ById(Mapping[Any, Any]):
+    """id -> entry (last one wins), decoding lazily."""
+
+    def __init__(self, session: Session) -> None:
+        self._s = session
+
+    def __getitem__(self, key: Any) -> Any:
+        i = self._s._index.get(js_key(key))
+        if i is None:
+            raise KeyError(key)
+        return self._s.entry_at(i)
+
+    def __contains__(self, key: object) -> bool:
+        return js_key(key) in self._s._index
+
+    def __iter__(self) -> Iterator[Any]:
+        for i in self._s._index.values():
+            yield self._s._ids[i]
+
+    def __len__(self) -> int:
+        return len(self._s._index)
+
+
+class Session:
+    """Everything omp derives from one session file, read lazily.
+
+    ``header`` is None when the file has no valid header (``diagnostics`` says why); such a file
+    cannot be resumed by omp. Reading never writes.
+    """
+
+    def __init__(self, journal: Journal, path: str | None = None, blob_store: Any = None) -> None:
+        self.path = path
+        self.journal = journal
+        self.blob_store = blob_store
+        self.diagnostics: list[Diagnostic] = []
+        self.title_slot: TitleSlot | None = journal.slot
+        self.migrated = False
+        self.raw_header: Any = UNDEFINED
+        self.header: dict[str, Any] | None = None
+        self._count = max(len(journal) - 1, 0)
+        self._ids: list[Any] = journal.ids[1:]
+        self._parents: list[Any] = journal.parents[1:]
+        self._types: list[Any] = journal.types[1:]
+        self._read_header()
+        if self.header is not None:
+            self._resolve_blobs()
+            self._overlay_title()  # before migration: omp overlays the slot first (key order shows it)
+            self._migrate()
+        self._index = build_index(self._ids)
+        self._leaf: Any = self._ids[-1] if self._count else None
+        self._labels: dict[Any, Any] | None = None
+        self._tree: Tree | None = None
+        self.entries = EntryList(self)
+        self.by_id: Mapping[Any, Any] = _ById(self)
+        self._diagnose_records()
+
+    # ----- loading --------------------------------------------------------------------------
+
+    def _diag(self, code: str, severity: Severity, message: str, *, offset: int | None = None,
+              entry_id: Any = None, line: int | None = None) -> None:
+        if line is None and offset is not None:
+            line = self.journal.line_of(offset)
+        self.diagnostics.append(Diagnostic(code, severity, message, line=line, offset=offset,
+                                           entry_id=entry_id if isinstance(entry_id, str) else None,
+                                           path=self.path))
+
+    def _read_header(self) -> None:
+        j = self.journal
+        if len(j) == 0:
+            if j.malformed:
+                self._diag("invalid-header", Severity.ERROR,
+                           "no record could be read, so there is no session header",
+                           offset=j.malformed[0].start)
+            return
+        value = j.value(0)
+        self.raw_header = value
+        if isinstance(value, dict) and value.get("type") == "session" and isinstance(value.get("id"), str):
+            self.header = value
+            return
+        self._diag("invalid-header", Severity.ERROR,
+                   'the first record is not a session header ({"type":"session","id":<string>})',
+                   offset=j.starts[0])
+
+    def _entry_index_at(self, offset: int) -> int | None:
+        i = bisect_right(self.journal.starts, offset) - 1
+        if i < 1 or offset >= self.journal.ends[i]:
+            return None
+        return i - 1
+
+    def _resolve_blobs(self) -> None:
+        j = self.journal
+        if self.blob_store is None:
+            return
+        from .blobs import resolve_blob_refs
+
+        find = j.data.find
+        pos = find(_BLOB_MARK, j.body_start)
+        done: set[int] = set()
+        while pos >= 0:
+            k = self._entry_index_at(pos)
+            if k is not None and k not in done:
+                done.add(k)
+                problems: list[Any] = []
+                value = j.value(k + 1)
+                resolved = resolve_blob_refs(value, self.blob_store, problems)
+                j.values[k + 1] = resolved
+                for problem in problems:
+                    self._diag("blob-unresolved", Severity.WARNING, str(problem), offset=j.starts[k + 1],
+                               entry_id=self._ids[k])
+                pos = find(_BLOB_MARK, j.ends[k + 1])
+            else:
+                pos = find(_BLOB_MARK, pos + 1)
+
+    def _migrate(self) -> None:
+        header = self.header
+        assert header is not None
+        if not needs_migration(header):
+            return
+        entries = [self.entry_at(k) for k in range(self._count)]
+        starts = self.journal.starts
+        self.migrated, found = migrate(header, entries,
+                                       line_of=lambda k: self.journal.line_of(starts[k + 1]))
+        for d in found:
+            self.diagnostics.append(Diagnostic(d.code, d.severity, d.message, line=d.line, path=self.path))
+        for k, entry in enumerate(entries):
+            if isinstance(entry, dict):
+                self._ids[k] = entry.get("id", UNDEFINED)
+                self._parents[k] = entry.get("parentId", UNDEFINED)
+
+    def _overlay_title(self) -> None:
+        slot, header = self.title_slot, self.header
+        if slot is None or header is None:
+            return
+        if slot.title:
+            header["title"] = slot.title
+        else:
+            header.pop("title", None)
+        if slot.source is not None:
+            header["titleSource"] = slot.source
+        else:
+            header.pop("titleSource", None)
+
+    def _diagnose_records(self) -> None:
+        j = self.journal
+        for span in j.malformed:
+            self._diag("malformed-record", Severity.WARNING,
+                       "not a JSON value: omp skips this record and drops it on its next rewrite",
+                       offset=span.start)
+        if j.bom:
+            self._diag("bom", Severity.WARNING, "the file starts with a UTF-8 BOM: omp can read it but "
+                       "never rewrite it", offset=0)
+        if j.invalid_utf8:
+            self._diag("invalid-utf8", Severity.WARNING, "the file holds invalid UTF-8: omp reads U+FFFD "
+                       "in its place and can never rewrite it")
+        if j.size and not j.final_newline:
+            self._diag("no-final-newline", Severity.WARNING, "the last line has no final LF: omp's next "
+                       "append is glued onto it and lost", offset=j.size)
+
+    # ----- entries --------------------------------------------------------------------------
+
+    def entry_at(self, k: int) -> Any:
+        """Entry ``k`` (0-based, header excluded), decoded on first access."""
+        return self.journal.value(k + 1)
+
+    def __len__(self) -> int:
+        return self._count
+
+    @property
+    def ids(self) -> Sequence[Any]:
+        return self._ids
+
+    def line_of_entry(self, k: int) -> int:
+        return self.journal.line_of(self.journal.starts[k + 1])
+
+    @property
+    def malformed(self) -> list[MalformedSpan]:
+        return self.journal.malformed
+
+    # ----- SessionManager read API ---------------------------------------------------------
+
+    def get_header(self) -> dict[str, Any] | None:
+        return self.header
+
+    def get_entries(self) -> list[Any]:
+        return list(self.entries)
+
+    def get_entry(self, entry_id: Any) -> Any:
+        i = self._index.get(js_key(entry_id))
+        return None if i is None else self.entry_at(i)
+
+    def get_leaf_id(self) -> Any:
+        """The id of the last entry (None also when that entry has no id)."""
+        return None if self._leaf is UNDEFINED else self._leaf
+
+    def _leaf_index(self, leaf: Any) -> int | None:
+        return self._index.get(js_key(leaf)) if js_truthy(leaf) else None
+
+    def get_branch(self, from_id: Any = UNDEFINED) -> list[Any]:
+        """Entries root -> ``from_id`` (default: the leaf)."""
+        return [self.entry_at(i) for i in self.branch_indices(from_id)]
+
+    def branch_indices(self, from_id: Any = UNDEFINED) -> list[int]:
+        leaf = self._leaf if from_id is UNDEFINED or from_id is None else from_id
+        return path_to(self._leaf_index(leaf), self._ids, self._parents, self._index)
+
+    def get_children(self, parent_id: Any) -> list[Any]:
+        return [self.entry_at(k) for k in self.children_indices(parent_id)]
+
+    def children_indices(self, parent_id: Any) -> list[int]:
+        if type(parent_id) is str:
+            return [k for k, p in enumerate(self._parents) if p == parent_id and type(p) is str]
+        key = js_key(parent_id)
+        return [k for k, p in enumerate(self._parents) if type(p) is not str and js_key(p) == key]
+
+    def _label_map(self) -> dict[Any, Any]:
+        if self._labels is None:
+            labels: dict[Any, tuple[Any, Any]] = {}
+            for k, t in enumerate(self._types):
+                if t != "label":
+                    continue
+                entry = self.entry_at(k)
+                target = entry.get("targetId", UNDEFINED)
+                label = entry.get("label", UNDEFINED)
+                key = js_key(target)
+                if js_truthy(label):
+                    labels.pop(key, None)  # a re-set label moves to the end, as Map.delete+set would not;
+                    labels[key] = (target, label)  # omp's Map keeps first insertion order
+                else:
+                    labels.pop(key, None)
+            self._labels = {k: v[1] for k, v in labels.items()}
+            self._label_targets = {k: v[0] for k, v in labels.items()}
+        return self._labels
+
+    def get_label(self, entry_id: Any) -> Any:
+        """The label in effect for an entry, or None."""
+        value = self._label_map().get(js_key(entry_id), UNDEFINED)
+        return None if value is UNDEFINED else value
+
+    def labels(self) -> dict[Any, Any]:
+        """targetId -> label for every label in effect (latest wins, branch-independent)."""
+        self._label_map()
+        return {self._label_targets[k]: v for k, v in self._labels.items()} if self._labels else {}
+
+    def get_tree(self) -> Tree:
+        if self._tree is None:
+            self._tree = Tree(self._ids, self._parents, self._index,
+                              timestamp_of=self._timestamp_of, entry_of=self.entry_at,
+                              labels=self._label_map())
+            if self._tree.cycle_nodes:
+                ids = sorted({str(self._ids[n]) for n in self._tree.cycle_nodes})
+                self._diag("tree-cycle", Severity.ERROR,
+                           "duplicate ids make an entry its own ancestor; omp's getTree() never returns "
+                           f"on this file (ids: {', '.join(ids[:5])})")
+        return self._tree
+
+    def _timestamp_of(self, k: int) -> Any:
+        entry = self.entry_at(k)
+        return entry.get("timestamp", UNDEFINED) if isinstance(entry, dict) else UNDEFINED
+
+    def build_session_context(self, *, transcript: bool = False, collapse_compacted_history: bool = False,
+                              keep_dangling_tool_calls: bool = False) -> dict[str, Any]:
+        return _context.build_session_context(
+            self.entries, None if self._leaf is UNDEFINED else self._leaf, self.by_id,
+            transcript=transcript, collapse_compacted_history=collapse_compacted_history,
+            keep_dangling_tool_calls=keep_dangling_tool_calls)
+
+    def get_usage_statistics(self) -> dict[str, Any]:
+        return _context.usage_statistics(self.entries)
+
+    def get_session_name(self) -> str | None:
+        if self.header is None:
+            return None
+        title = self.header.get("title")
+        return title if isinstance(title, str) and title else None
+
+    def close(self) -> None:
+        self.journal.close()
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def read_session(path: str | os.PathLike[str], *, blob_store: Any = None) -> Session:
+    """Read a session file (never writes). Raises OSError subclasses for I/O problems only."""
+    return Session(scan_file(path), os.fspath(path), blob_store)

@@ -1,0 +1,273 @@
+"""The entry tree: id index, paths, children, labels and omp's ``getTree`` (spec S6, S1.6).
+
+Works on plain per-entry lists (ids, parentIds) so a 1 GB session needs no object per entry.
+Where omp's ``getTree`` would loop forever (a duplicate id that makes a node its own
+descendant) we cut the cycle and report it instead of hanging.
+"""
+
+from __future__ import annotations
+
+import math
+from array import array
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .codec import UNDEFINED
+from .jsdate import date_parse
+
+__all__ = ["Tree", "TreeNode", "build_index", "js_key", "js_date_ms", "path_to"]
+
+
+class _ObjectKey:
+    """Identity key: JS Maps compare objects by identity, so a parsed object id never matches."""
+
+    __slots__ = ()
+
+
+def js_key(value: Any) -> Any:
+    """A dict key with JavaScript ``Map`` semantics (type-sensitive; ``1`` and ``"1"`` differ)."""
+    if type(value) is str:
+        return value
+    if value is None or value is UNDEFINED:
+        return value
+    if isinstance(value, bool):
+        return ("bool", value)
+    if isinstance(value, int | float):
+        f = float(value) if not isinstance(value, int) or abs(value) <= 2**53 else float(value)
+        return ("num", 0.0 if f == 0 else f) if not math.isnan(f) else ("num", "NaN")
+    return _ObjectKey()
+
+
+def build_index(ids: Sequence[Any]) -> dict[Any, int]:
+    """id key -> index of the *last* entry with that id (omp's Map overwrites, S1.6.1)."""
+    if all(type(i) is str for i in ids):
+        return dict(zip(ids, range(len(ids)), strict=True))
+    return {js_key(i): n for n, i in enumerate(ids)}
+
+
+def js_truthy(value: Any) -> bool:
+    if value is None or value is UNDEFINED or value is False:
+        return False
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return not (value == 0 or (isinstance(value, float) and math.isnan(value)))
+    if isinstance(value, str):
+        return value != ""
+    return True
+
+
+def path_to(start: int | None, ids: Sequence[Any], parents: Sequence[Any], index: dict[Any, int]) -> list[int]:
+    """Indices root -> ``start``, following parentIds; stops at null/unknown/repeat (S6.3)."""
+    out: list[int] = []
+    seen: set[Any] = set()
+    cursor = start
+    while cursor is not None:
+        key = js_key(ids[cursor])
+        if key in seen:
+            break
+        seen.add(key)
+        out.append(cursor)
+        parent = parents[cursor]
+        cursor = index.get(js_key(parent)) if js_truthy(parent) else None
+    out.reverse()
+    return out
+
+
+def js_date_ms(value: Any) -> float:
+    """``new Date(value).getTime()`` for a JSON value."""
+    if isinstance(value, str):
+        return date_parse(value)
+    if value is None:
+        return 0.0
+    if isinstance(value, bool):
+        return 1.0 if value else 0.0
+    if isinstance(value, int | float):
+        f = float(value)
+        if math.isnan(f) or abs(f) > 8.64e15:
+            return math.nan
+        return float(math.trunc(f))
+    if value is UNDEFINED:
+        return math.nan
+    if isinstance(value, list):
+        return date_parse(",".join("" if v is None else str(v) for v in value))
+    return math.nan
+
+
+def _stable_merge_sort(items: list[int], keys: dict[int, float]) -> list[int]:
+    """Bottom-up merge sort taking from the left on ties or NaN, like JavaScriptCore's sort."""
+
+    def le(a: int, b: int) -> bool:
+        d = keys[a] - keys[b]
+        return not d > 0  # NaN compares as "equal" (+0), so the left item goes first
+
+    n = len(items)
+    src = list(items)
+    width = 1
+    while width < n:
+        dst: list[int] = []
+        for lo in range(0, n, 2 * width):
+            mid, hi = min(lo + width, n), min(lo + 2 * width, n)
+            i, k = lo, mid
+            while i < mid and k < hi:
+                if le(src[i], src[k]):
+                    dst.append(src[i])
+                    i += 1
+                else:
+                    dst.append(src[k])
+                    k += 1
+            dst.extend(src[i:mid])
+            dst.extend(src[k:hi])
+        src = dst
+        width *= 2
+    return src
+
+
+@dataclass(frozen=True, slots=True)
+class TreeNode:
+    """A view of one node of a :class:`Tree` (made on access, not stored)."""
+
+    tree: Tree
+    index: int
+
+    @property
+    def id(self) -> Any:
+        return self.tree.ids[self.index]
+
+    @property
+    def entry(self) -> Any:
+        return self.tree.entry(self.index)
+
+    @property
+    def label(self) -> Any:
+        return self.tree.labels.get(js_key(self.id), UNDEFINED)
+
+    @property
+    def children(self) -> list[TreeNode]:
+        return [TreeNode(self.tree, c) for c in self.tree.child_indices(self.index)]
+
+
+class Tree:
+    """omp's ``getTree()``: roots in journal order, children sorted by timestamp (S6.4).
+
+    Children are kept in one flat array (CSR) so that a session of a million entries costs a
+    few arrays, not a million lists.
+    """
+
+    def __init__(self, ids: Sequence[Any], parents: Sequence[Any], index: dict[Any, int],
+                 timestamp_of: Callable[[int], Any], entry_of: Callable[[int], Any],
+                 labels: dict[Any, Any]) -> None:
+        self.ids = ids
+        self.labels = labels
+        self.entry = entry_of
+        n = len(ids)
+        node_of = index  # duplicate ids share the node of their last entry
+        roots: list[int] = []
+        parent_node = array("i", [-1]) * n
+        counts = array("i", [0]) * (n + 1)
+        all_str = all(type(i) is str for i in ids)
+        for i in range(n):
+            ident = ids[i]
+            key = ident if all_str else js_key(ident)
+            node = node_of[key]
+            parent = parents[i]
+            if parent is None or _js_strict_equal(parent, ident):
+                roots.append(node)
+                continue
+            p = node_of.get(parent if type(parent) is str else js_key(parent))
+            if p is None:
+                roots.append(node)
+            else:
+                parent_node[i] = p
+                counts[p] += 1
+        starts = array("i", [0]) * (n + 1)
+        total = 0
+        for i in range(n):
+            starts[i] = total
+            total += counts[i]
+        starts[n] = total
+        fill = array("i", starts)
+        items = array("i", [0]) * total
+        for i in range(n):
+            p = parent_node[i]
+            if p >= 0:
+                items[fill[p]] = node_of[ids[i] if all_str else js_key(ids[i])]
+                fill[p] += 1
+        self.roots_idx = roots
+        self._starts = starts
+        self._items = items
+        self.cycle_nodes: list[int] = []
+        self._sort_children(timestamp_of)
+
+    def _sort_children(self, timestamp_of: Callable[[int], Any]) -> None:
+        """omp sorts each node's children as it pops nodes from a stack; a node reachable from
+        itself keeps that loop running forever. We visit each node once and record such nodes."""
+        starts, items = self._starts, self._items
+        state: dict[int, int] = {}  # 1 = on the current path, 2 = done
+        stack: list[tuple[int, int]] = [(r, 0) for r in reversed(self.roots_idx)]
+        while stack:
+            node, phase = stack.pop()
+            if phase == 1:
+                state[node] = 2
+                continue
+            if state.get(node) == 1:
+                self.cycle_nodes.append(node)
+                continue
+            if state.get(node) == 2:
+                continue
+            state[node] = 1
+            stack.append((node, 1))
+            lo, hi = starts[node], starts[node + 1]
+            if hi - lo > 1:
+                segment = list(items[lo:hi])
+                keys = {c: js_date_ms(timestamp_of(c)) for c in segment}
+                items[lo:hi] = array("i", _stable_merge_sort(segment, keys))
+            for c in reversed(items[lo:hi]):
+                if state.get(c) == 1:
+                    self.cycle_nodes.append(c)
+                else:
+                    stack.append((c, 0))
+
+    @property
+    def hangs_in_omp(self) -> bool:
+        return bool(self.cycle_nodes)
+
+    def child_indices(self, node: int) -> Sequence[int]:
+        return self._items[self._starts[node]:self._starts[node + 1]]
+
+    @property
+    def roots(self) -> list[TreeNode]:
+        return [TreeNode(self, r) for r in self.roots_idx]
+
+    def __iter__(self) -> Iterator[TreeNode]:
+        return iter(self.roots)
+
+    def __len__(self) -> int:
+        return len(self.roots_idx)
+
+    def walk(self) -> Iterator[tuple[int, int]]:
+        """(node index, depth) in pre-order; a node on a cycle is not entered twice."""
+        stack: list[tuple[int, int, frozenset[int]]] = []
+        for r in reversed(self.roots_idx):
+            stack.append((r, 0, frozenset()))
+        while stack:
+            node, depth, above = stack.pop()
+            yield node, depth
+            kids = self.child_indices(node)
+            if not kids:
+                continue
+            below = above | {node} if self.cycle_nodes else above
+            for c in reversed(kids):
+                if c not in below:
+                    stack.append((c, depth + 1, below))
+
+
+def _js_strict_equal(a: Any, b: Any) -> bool:
+    if type(a) is str or type(b) is str:
+        return a == b and type(a) is type(b)
+    if a is UNDEFINED or b is UNDEFINED:
+        return a is b
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a == b
+    if isinstance(a, int | float) and isinstance(b, int | float):
+        return float(a) == float(b)
+    return a is b

@@ -1,0 +1,379 @@
+"""Differential tests of omp_session.codec against the real JavaScript runtimes.
+
+* ``stringify`` / ``dumps_line`` against node's and Bun's ``JSON.stringify`` on random values;
+* ``_parse_chunk`` / ``parse_jsonl`` / ``loads`` against ``Bun.JSONL.parseChunk``, omp's lenient loop
+  over it and ``JSON.parse`` on random JSONL-ish texts;
+* the assumptions behind the orjson fast paths, on random doubles and texts.
+
+One node and one bun process serve the whole module (tests/property/js_oracle.js, line protocol).
+node is found on PATH (or /usr/bin/node); bun in the omp oracle install ($OMP_ORACLE_HOME, default
+~/.cache/omp-oracle). A missing runtime fails the tests: the suite installs the oracle first.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import struct
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from omp_session import codec
+from omp_session.codec import UNDEFINED, JSONSyntaxError, dumps_line, loads, parse_jsonl, stringify, utf16_len
+
+ORACLE_JS = Path(__file__).with_name("js_oracle.js")
+
+
+def _node_path() -> str:
+    found = shutil.which("node") or ("/usr/bin/node" if os.path.exists("/usr/bin/node") else None)
+    if found is None:
+        pytest.fail("node is not installed (needed for the JSON.stringify differential tests)")
+    return found
+
+
+def _bun_path() -> str:
+    home = Path(os.environ.get("OMP_ORACLE_HOME", Path.home() / ".cache" / "omp-oracle"))
+    bun = home / "node_modules" / "bun" / "bin" / "bun.exe"
+    if not bun.exists():
+        pytest.fail(f"bun not found at {bun}: install the omp oracle first (../shared/oracle/install)")
+    return str(bun)
+
+
+class JSRuntime:
+    def __init__(self, argv: list[str]) -> None:
+        self.proc = subprocess.Popen(
+            [*argv, str(ORACLE_JS)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
+
+    def call(self, request: dict[str, Any]) -> Any:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        # ensure_ascii: lone surrogates travel as \\udxxx escapes, which JSON.parse restores exactly.
+        self.proc.stdin.write(json.dumps(request, ensure_ascii=True).encode() + b"\n")
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        if not line:
+            err = self.proc.stderr.read().decode(errors="replace") if self.proc.stderr else ""
+            pytest.fail(f"JS oracle died: {err}")
+        reply = json.loads(line)
+        if "fail" in reply:
+            pytest.fail("JS oracle error: " + reply["fail"])
+        return reply["ok"]
+
+    def close(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        self.proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def node() -> Iterator[JSRuntime]:
+    rt = JSRuntime([_node_path()])
+    yield rt
+    rt.close()
+
+
+@pytest.fixture(scope="module")
+def bun() -> Iterator[JSRuntime]:
+    rt = JSRuntime([_bun_path()])
+    yield rt
+    rt.close()
+
+
+# --------------------------------------------------------------------------------------------------
+# Values
+# --------------------------------------------------------------------------------------------------
+
+SPECIAL_CHARS = (
+    "\x00\x01\x08\t\n\x0b\x0c\r\x1f \"\\/\x7f\x80\xa0\u2028\u2029\ufeff\uffff"
+    "\ud800\udbff\udc00\udfff\U0001f600\U0010ffff0123456789e.-:,{}[]"
+)
+chars = st.one_of(
+    st.sampled_from(SPECIAL_CHARS),
+    st.characters(),
+    st.characters(categories=["Cs"]),  # lone surrogates (st.characters() never yields them)
+    st.characters(max_codepoint=0x7F),
+)
+texts = st.text(alphabet=chars, max_size=12)
+keys = st.one_of(
+    texts,
+    st.integers(0, 2**33).map(str),
+    st.sampled_from(["0", "01", "-1", "1.5", "4294967294", "4294967295", "__proto__", "1e3", " 1", "10", "2"]),
+)
+
+
+def _bits_to_float(b: int) -> float:
+    return float(struct.unpack("<d", struct.pack("<Q", b))[0])
+
+
+SPECIAL_FLOATS = [
+    0.0, -0.0, 1.0, -1.0, 1e21, 1e20, 1e-7, 1e-6, 1.5e-7, 5e-324, 1.7976931348623157e308,
+    2.2250738585072014e-308, 0.1 + 0.2, 1e16, 1e17, 123456789012345680000.0, 0.000001, 9007199254740993.0,
+    math.nan, math.inf, -math.inf,
+]
+floats = st.one_of(
+    st.floats(),
+    st.sampled_from(SPECIAL_FLOATS),
+    st.integers(0, 2**64 - 1).map(_bits_to_float),
+    st.floats(min_value=1e-8, max_value=1e-4),
+    st.floats(min_value=1e14, max_value=1e23),
+    st.integers(-(2**60), 2**60).map(float),
+)
+ints = st.one_of(
+    st.integers(-1000, 1000),
+    st.integers(-(2**70), 2**70),
+    st.integers(2**53 - 3, 2**53 + 3),
+    st.integers(2**63 - 2, 2**64 + 2),
+    st.sampled_from([10**21, 10**22, 10**400, -(10**400), 2**1024 - 2**970, 2**1024 - 2**970 - 1, -(2**63) - 1]),
+)
+scalars = st.one_of(st.none(), st.booleans(), ints, floats, texts, st.just(UNDEFINED))
+values = st.recursive(
+    scalars,
+    lambda kids: st.one_of(
+        st.lists(kids, max_size=5),
+        st.lists(kids, max_size=3).map(tuple),
+        st.dictionaries(keys, kids, max_size=6),
+    ),
+    max_leaves=30,
+)
+
+
+def tag(v: Any) -> Any:
+    """The value in js_oracle.js's tagged transport."""
+    if v is None or isinstance(v, bool):
+        return v
+    if v is UNDEFINED:
+        return ["u"]
+    if isinstance(v, str):
+        return ["s", v]
+    if isinstance(v, int):
+        return ["i", str(v)]
+    if isinstance(v, float):
+        if math.isnan(v):
+            return ["f", "NaN"]
+        if math.isinf(v):
+            return ["f", "Infinity" if v > 0 else "-Infinity"]
+        return ["f", repr(v)]
+    if isinstance(v, (list, tuple)):
+        return ["a", [tag(x) for x in v]]
+    if isinstance(v, dict):
+        return ["o", [[k, tag(x)] for k, x in v.items()]]
+    raise TypeError(type(v))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(batch=st.lists(values, min_size=10, max_size=40))
+def test_stringify_matches_node_and_bun(node: JSRuntime, bun: JSRuntime, batch: list[Any]) -> None:
+    request = {"op": "stringify", "values": [tag(v) for v in batch]}
+    from_node = node.call(request)
+    from_bun = bun.call(request)
+    for value, expected, expected_bun in zip(batch, from_node, from_bun, strict=True):
+        assert expected == expected_bun  # V8 and JavaScriptCore agree; omp runs on the latter
+        got = stringify(value)
+        assert got == expected, f"value={value!r}"
+        if expected is not None:
+            assert dumps_line(value) == expected.encode() + b"\n"
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=values)
+def test_fast_path_equals_exact_encoder(value: Any) -> None:
+    fast = codec._orjson_stringify(value)
+    if value is not UNDEFINED:
+        exact = codec._stringify_pure(value)
+        if fast is not None:
+            assert fast.decode() == exact
+        assert stringify(value) == exact
+
+
+@settings(max_examples=3000, deadline=None)
+@given(f=st.one_of(st.integers(0, 2**64 - 1).map(_bits_to_float), floats))
+def test_orjson_float_spelling_assumptions(f: float) -> None:
+    # The fast path only rewrites orjson floats spelled with "e+"/"e-" or ending in ".0"; everything
+    # else must already be JavaScript's spelling, and every spelling must round-trip exactly.
+    out = orjson.dumps(f).decode()
+    if math.isnan(f) or math.isinf(f):
+        assert out == "null"
+        return
+    assert float(out) == f
+    assert "E" not in out
+    if "e" in out:
+        assert "e+" in out or "e-" in out
+    elif not out.endswith(".0"):
+        assert out == codec._js_float(f)
+
+
+# --------------------------------------------------------------------------------------------------
+# Parsing
+# --------------------------------------------------------------------------------------------------
+
+json_values = st.recursive(
+    st.one_of(st.none(), st.booleans(), ints, floats, texts),
+    lambda kids: st.one_of(st.lists(kids, max_size=4), st.dictionaries(keys, kids, max_size=4)),
+    max_leaves=12,
+)
+
+
+def _json_text(value: Any, pretty: bool) -> str:
+    if pretty:
+        # Multi-line, with spaces around separators: valid JSON spread over several lines.
+        return json.dumps(value, indent=1, ensure_ascii=False, allow_nan=False, default=str)
+    return stringify(value) or "null"
+
+
+def _safe_json(v: Any) -> Any:
+    """json.dumps-able copy (no NaN/inf)."""
+    if isinstance(v, float) and (math.isnan(v) or math.isinf(v)):
+        return 0.5
+    if isinstance(v, list):
+        return [_safe_json(x) for x in v]
+    if isinstance(v, dict):
+        return {k: _safe_json(x) for k, x in v.items()}
+    return v
+
+
+TOKENS = [
+    "{", "}", "[", "]", ":", ",", '"a"', '"k"', '""', '"\\u00e9"', '"\\ud800"', '"\\udc00x"', '"\\ud83d\\ude00"',
+    '"\\x"', '"\\u12"', '"\\u12', '"abc', '"\\', '"a\tb"', '"\x01"', '"\\u1234', "1", "-1", "0", "01", "-",
+    "-0", "1.5", "1.", "1e5", "1e", "1e+", "1.5e-3", "12345678901234567890", "123456789012345678901234", "1e400",
+    "true", "tru", "truex", "false", "fals", "null", "nul", "x", "NaN", "$", "_a", "(", ")", ".", "=", ";",
+    "'", "/", "\ufeff", "\xa0", "\u2028", "\x00", "\x0b", "\x0c", "é", "😀", "\ud800", '{"a":1}', "[1,2]",
+]
+SEPARATORS = ["", "", "", " ", "\t", "\r", "\n", "\n", "\r\n", "  \n", "\n\n"]
+token_soup = st.lists(st.tuples(st.sampled_from(TOKENS), st.sampled_from(SEPARATORS)), max_size=14).map(
+    lambda parts: "".join(t + s for t, s in parts)
+)
+
+GARBAGE = [
+    "not json", "}", "{broken", " trailing", "\xa0", "\ufeff", "\u2028", "  ", "", "\t", "x y", "\x1c", "\u200b",
+    '{"x":', "[", "[1,", '"open', "1 2", "//", "\x00",
+]
+
+
+@st.composite
+def jsonl_texts(draw: st.DrawFn) -> str:
+    lines: list[str] = []
+    for _ in range(draw(st.integers(0, 7))):
+        kind = draw(st.integers(0, 7))
+        if kind <= 1:
+            line = _json_text(draw(json_values), pretty=False)
+        elif kind == 2:
+            line = _json_text(_safe_json(draw(json_values)), pretty=True)
+        elif kind == 3:
+            full = _json_text(draw(json_values), pretty=draw(st.booleans()))
+            line = full[: draw(st.integers(0, len(full)))]
+        elif kind == 4:
+            line = draw(st.sampled_from(GARBAGE))
+        elif kind == 5:
+            line = _json_text(draw(json_values), pretty=False) + draw(st.sampled_from([" ", "", "\t"]))
+            line += draw(st.one_of(st.sampled_from(GARBAGE), json_values.map(lambda v: stringify(v) or "")))
+        elif kind == 6:
+            line = draw(token_soup)
+        else:
+            line = draw(texts)
+        lines.append(line + draw(st.sampled_from(["\n", "\n", "\r\n", " \n"])))
+    text = "".join(lines)
+    if text and draw(st.booleans()):
+        text = text[:-1]  # no final LF
+    return text
+
+
+def _check_jsonl(texts_: list[str], results: list[dict[str, Any]]) -> None:
+    for text, res in zip(texts_, results, strict=True):
+        where = f"text={text!r}"
+        # One parseChunk call.
+        records: list[tuple[Any, int, int]] = []
+        status, read, _ = codec._parse_chunk(text, 0, {}, records)
+        values_json, bun_read, bun_done, bun_error = res["chunk"]
+        assert stringify([v for v, _, _ in records]) == values_json, where
+        assert utf16_len(text[:read]) == bun_read, where
+        assert status == codec._DONE if bun_done else status != codec._DONE, where
+        assert (status == codec._ERROR) == bun_error, where
+        # omp's loop.
+        recs, malformed = parse_jsonl(text)
+        assert stringify([v for v, _, _ in recs]) == res["loop"]["records"], where
+        spans = [[utf16_len(text[:a]), utf16_len(text[:b])] for a, b in malformed]
+        assert spans == res["loop"]["malformed"], where
+        for value, start, end in recs:
+            assert codec.scan_value(text, start) == (value, end) or stringify(value) == stringify(
+                codec.scan_value(text, start)[0]
+            ), where
+        # JSON.parse.
+        parse = res["parse"]
+        if "ok" in parse:
+            assert stringify(loads(text)) == parse["ok"], where
+        else:
+            with pytest.raises(JSONSyntaxError):
+                loads(text)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(batch=st.lists(st.one_of(jsonl_texts(), token_soup), min_size=5, max_size=25))
+def test_jsonl_matches_bun(bun: JSRuntime, batch: list[str]) -> None:
+    _check_jsonl(batch, bun.call({"op": "jsonl", "texts": batch}))
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(batch=st.lists(json_values, min_size=5, max_size=25), pretty=st.booleans())
+def test_valid_json_lines_match_bun(bun: JSRuntime, batch: list[Any], pretty: bool) -> None:
+    # Valid values: exercises the orjson fast path of loads (it must accept only what JSON.parse does,
+    # with the same result) and multi-line records in the lenient reader.
+    texts_ = [_json_text(_safe_json(v) if pretty else v, pretty) for v in batch]
+    texts_.append("\n".join(texts_))
+    _check_jsonl(texts_, bun.call({"op": "jsonl", "texts": texts_}))
+
+
+@settings(max_examples=500, deadline=None)
+@given(value=json_values, pretty=st.booleans())
+def test_loads_fast_and_exact_paths_agree(value: Any, pretty: bool) -> None:
+    text = _json_text(_safe_json(value) if pretty else value, pretty)
+    try:
+        fast = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return  # the exact parser alone decides; covered by the Bun comparison
+    exact, end = codec._parse_value(text, codec._WS.match(text).end(), len(text), None)  # type: ignore[union-attr]
+    assert _typed(fast) == _typed(exact)
+
+
+def _typed(v: Any) -> Any:
+    """Structure with Python number types made visible (1 vs 1.0, 0.0 vs -0.0)."""
+    if isinstance(v, float):
+        return ("float", repr(v))
+    if isinstance(v, bool) or v is None or isinstance(v, str):
+        return v
+    if isinstance(v, int):
+        return ("int", v)
+    if isinstance(v, list):
+        return [_typed(x) for x in v]
+    return [(k, _typed(x)) for k, x in v.items()]
+
+
+@settings(max_examples=2000, deadline=None)
+@given(
+    mantissa=st.integers(0, 10**25),
+    exponent=st.integers(-340, 320),
+    frac=st.integers(0, 25),
+    neg=st.booleans(),
+)
+def test_orjson_float_parsing_is_correctly_rounded(mantissa: int, exponent: int, frac: int, neg: bool) -> None:
+    digits = str(mantissa)
+    text = ("-" if neg else "") + (digits[:-frac] or "0") + "." + digits[-frac:] if 0 < frac < len(digits) else (
+        ("-" if neg else "") + digits
+    )
+    text += f"e{exponent}"
+    expected = float(text)  # Python's float() is correctly rounded, as JSON.parse is
+    try:
+        got = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        assert math.isinf(expected)  # orjson refuses overflow; loads() then uses the exact parser
+        assert loads(text) == expected
+        return
+    assert got == expected and math.copysign(1, got) == math.copysign(1, expected)
