@@ -230,6 +230,8 @@ def test_resolution_matches_omp_load(tmp_path: Path) -> None:
         ("malformed", ("message", "providerPayload", "items", 3, "content", 3, "image_url")),
     ]
     assert problems[1].ref == "blob:sha256:../../etc/passwd"
+    assert str(problems[1]) == ("malformed blob reference at message.content.3.data: "
+                                "'blob:sha256:../../etc/passwd' (left as is, as omp does)")
 
 
 def test_resolution_is_copy_on_write() -> None:

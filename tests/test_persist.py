@@ -9,6 +9,7 @@ import importlib
 import json
 import os
 import re
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -174,6 +175,24 @@ def test_reload_resolution_matches_omp(name: str, tmp_path: Path) -> None:
     on_disk = [json.loads(line) for line in lines[2:]]
     resolved = [resolve_blob_refs(e, store) for e in on_disk]
     assert resolved == record["entries"]
+
+
+def _oracle() -> Path:
+    base = Path(os.environ.get("OMP_ORACLE_DIR", Path(__file__).resolve().parents[2] / "shared" / "oracle"))
+    return base / "omp-oracle"
+
+
+@pytest.mark.oracle
+@pytest.mark.parametrize("name", ["dedupe", "images"])
+def test_recording_still_matches_live_omp(name: str, tmp_path: Path) -> None:
+    """The recorded run is what the installed omp does today (guards against stale data)."""
+    script, record = load_case(name)
+    path = tmp_path / f"{name}.json"
+    path.write_text(json.dumps(script))
+    res = subprocess.run([str(_oracle()), "run", str(path)], capture_output=True, text=True, timeout=300, check=True)
+    live = json.loads(res.stdout)
+    assert live["files"][0]["text"] == record["files"][0]["text"]
+    assert live["entries"] == record["entries"]
 
 
 def test_in_memory_entry_keeps_full_content() -> None:

@@ -52,7 +52,7 @@ __all__ = [
 ]
 
 
-def open(path: str | os.PathLike[str], *, blob_store: object = None) -> Session:  # noqa: A001
+def open(path: str | os.PathLike[str], *, blob_store: object = None) -> Session:
     """Read a session file, however damaged, into a :class:`Session`; never writes.
 
     Content problems become ``session.diagnostics``; only a file that cannot be read at all

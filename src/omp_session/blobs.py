@@ -299,6 +299,11 @@ class BlobRefProblem:
     ref: str
     path: tuple[str | int, ...]  # keys/indexes from the entry down to the string
 
+    def __str__(self) -> str:
+        where = ".".join(str(p) for p in self.path) or "<entry>"
+        what = "blob not found" if self.kind == "missing" else "malformed blob reference"
+        return f"{what} at {where}: {self.ref!r} (left as is, as omp does)"
+
 
 _Path = tuple[str | int, ...]
 

@@ -13,10 +13,17 @@ spelling may differ from JavaScript's (see ``_orjson_stringify``).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from json.encoder import encode_basestring as _quote_plain  # C-accelerated in CPython
 from typing import Any, Final, NoReturn
 
 import orjson
+
+_scanstring: Callable[[str, int, bool], tuple[str, int]]
+try:
+    from _json import scanstring as _scanstring  # the C version behind json.decoder.scanstring
+except ImportError:  # pragma: no cover - not CPython
+    from json.decoder import py_scanstring as _scanstring  # type: ignore[attr-defined,no-redef]
 
 __all__ = [
     "UNDEFINED",
@@ -110,12 +117,12 @@ def _js_float(f: float) -> str:
     r = float.__repr__(f)
     # In the range where repr() uses plain decimal notation (1e-4 <= |f| < 1e16) its shortest
     # round-trip digits are exactly what JavaScript prints, except for the ".0" of integral values.
-    if "e" not in r and "n" not in r and not r.endswith(".0"):
-        return r
+    if "e" not in r and "n" not in r:
+        if not r.endswith(".0"):
+            return r
+        return r[:-2] if f != 0 else "0"  # JSON.stringify(-0) is "0"
     if f != f or f in (_INF, -_INF):
         return "null"
-    if f == 0:
-        return "0"  # JSON.stringify(-0) is "0"
     sign = ""
     if r[0] == "-":
         sign = "-"
@@ -245,10 +252,11 @@ def _stringify_pure(value: Any) -> str:
 # lone surrogates, ints beyond 2**53 (OPT_STRICT_INTEGER), non-str keys, depth > 254. What it spells
 # differently shows up as a byte pattern in its output, searched for after mapping digits to "0",
 # "-" to "+" and "}" / "]" to ",":
-#   "0e+"  a float in exponent form (orjson uses it from 1e16 and below 1e-5; JavaScript from 1e21 / 1e-7),
+#   "e+0"  a float in exponent form (orjson uses it from 1e16 and below 1e-5; JavaScript from 1e21 / 1e-7),
 #   "0.0," an integral float ("1.0"; JavaScript writes "1") or -0.0,
 #   '0":'  a key ending in a digit: an all-digit key may need JavaScript's integer-key ordering.
-# Matches inside strings are false alarms that only cost the slower exact path.
+# Each hit is checked to look like a whole number token (or key); hits inside strings that still pass
+# (e.g. the text "[1.0,") only cost an exact tokenizing pass over the output.
 _UNDEF_MARK: Final = orjson.Fragment(b"\x00")  # a raw NUL never occurs in orjson output otherwise
 _ORJSON_OPTS: Final = (
     orjson.OPT_STRICT_INTEGER | orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS
@@ -257,13 +265,43 @@ _SCAN_MAP: Final = bytes.maketrans(b"123456789-]}", b"000000000+,,")
 _JSON_STR_B = rb'"[^"\\]*+(?:\\.[^"\\]*+)*+"'
 _UNDEF_MEMBER = re.compile(rb"," + _JSON_STR_B + rb":\x00")
 _UNDEF_FIRST_MEMBER = re.compile(rb"\{" + _JSON_STR_B + rb":\x00,?")
-_TOKEN_B = re.compile(_JSON_STR_B + rb"|-?[0-9][0-9.eE+-]*+")
+# Everything up to the next number whose orjson spelling may differ from JavaScript's: strings,
+# structure, literals, integers, and decimals without exponent whose last digit is not a lone ".0".
+_SKIP_SAME_SPELLING = re.compile(
+    rb"(?:" + _JSON_STR_B + rb"|[^\"\-0-9]++|-?[0-9]++(?![0-9.eE])|-?[0-9]++\.[0-9]*[1-9](?![0-9eE]))*+"
+)
+_NUMBER_B = re.compile(rb"-?[0-9]++(?:\.[0-9]++)?+(?:[eE][+-]?+[0-9]++)?+")
+_VALUE_BEFORE: Final = b":,["  # what precedes a value token in compact output (after _SCAN_MAP)
 
 
 def _orjson_default(obj: Any) -> Any:
     if obj is UNDEFINED:
         return _UNDEF_MARK
     raise TypeError
+
+
+def _number_token_before(scan: bytes, i: int) -> bool:
+    """Whether the digits ending at ``scan[i]`` start a value token (not the middle of some text)."""
+    j = i
+    while j > 0 and scan[j - 1] in b"0.":
+        j -= 1
+    if j > 0 and scan[j - 1] == 0x2B:  # a minus sign
+        j -= 1
+    return j == 0 or scan[j - 1] in _VALUE_BEFORE
+
+
+def _needs_number_fix(scan: bytes) -> bool:
+    i = scan.find(b"e+0")
+    while i != -1:
+        if _number_token_before(scan, i - 1):
+            return True
+        i = scan.find(b"e+0", i + 3)
+    i = scan.find(b"0.0,")
+    while i != -1:
+        if _number_token_before(scan, i + 2):
+            return True
+        i = scan.find(b"0.0,", i + 4)
+    return scan.endswith(b"0.0") and _number_token_before(scan, len(scan) - 1)
 
 
 def _has_index_like_key(out: bytes, scan: bytes) -> bool:
@@ -279,19 +317,24 @@ def _has_index_like_key(out: bytes, scan: bytes) -> bool:
     return False
 
 
-def _fix_numbers(out: bytes) -> bytes:
+def _fix_numbers(out: bytes) -> bytes | None:
     parts: list[bytes] = []
-    last = 0
-    for m in _TOKEN_B.finditer(out):
+    last = pos = 0
+    n = len(out)
+    while True:
+        pos = _SKIP_SAME_SPELLING.match(out, pos).end()  # type: ignore[union-attr]  # "*" always matches
+        if pos >= n:
+            break
+        m = _NUMBER_B.match(out, pos)
+        if m is None:
+            return None  # not orjson output as we know it: let the exact encoder decide
         tok = m.group()
-        if tok[0] == 0x22:
-            continue
-        is_float = b"." in tok or b"e" in tok or b"E" in tok
-        fixed = _js_float(float(tok)).encode() if is_float else tok
+        fixed = _js_float(float(tok)).encode()
         if fixed != tok:
-            parts.append(out[last : m.start()])
+            parts.append(out[last:pos])
             parts.append(fixed)
             last = m.end()
+        pos = m.end()
     if not parts:
         return out
     parts.append(out[last:])
@@ -311,8 +354,8 @@ def _orjson_stringify(value: Any) -> bytes | None:
     scan = out.translate(_SCAN_MAP)
     if b'0":' in scan and _has_index_like_key(out, scan):
         return None
-    if b"0e+" in scan or b"0.0," in scan or scan.endswith(b"0.0"):
-        out = _fix_numbers(out)
+    if _needs_number_fix(scan):
+        return _fix_numbers(out)
     return out
 
 
@@ -390,6 +433,16 @@ def _lex_string(text: str, i: int, n: int) -> tuple[str, int]:
     m = _STR_SIMPLE.match(text, i)
     if m is not None:
         return m.group(1), m.end()
+    try:
+        # CPython's C string scanner accepts exactly the JSON string grammar (strict mode) and decodes
+        # escapes like JSON.parse, including lone surrogates; it is only unfit for error positions.
+        s, end = _scanstring(text, i + 1, True)
+    except ValueError:
+        pass
+    else:
+        if not s.isascii() and _SURROGATE.search(s) is not None:
+            s = s.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
+        return s, end
     parts: list[str] = []
     surrogate = False
     j = i + 1

@@ -10,8 +10,8 @@ Entries are the parsed JSON records in file order (any JSON type). They are
 never mutated; stored message objects are returned as they are (shared), and
 only messages omp rewrites are copied (shallowly), as omp does.
 
-JavaScript ``undefined`` is modelled by :data:`UNDEFINED` (and the codec's
-sentinel, if the package defines one): a dict key holding it counts as absent.
+JavaScript ``undefined`` is the codec's :data:`UNDEFINED` (re-exported here): a
+dict key holding it counts as absent.
 Output dicts never contain it -- keys whose value would be ``undefined`` are
 left out, as ``JSON.stringify`` would. Numbers omp computes (message
 timestamps, usage sums) are Python numbers; NaN stays ``float('nan')``
@@ -23,13 +23,13 @@ Other public helpers: :func:`leaf_after_load`, :func:`branch_path`,
 
 from __future__ import annotations
 
-import importlib
 import math
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any, Final
 
+from .codec import UNDEFINED
 from .errors import SessionError
 from .jsdate import js_number_string, js_string, new_date_ms, to_iso
 
@@ -49,19 +49,6 @@ class ContextError(SessionError):
     """omp throws while deriving a view from these entries (it reports the view as failed)."""
 
 
-class _Undefined:
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        return "UNDEFINED"
-
-    def __bool__(self) -> bool:
-        return False
-
-
-UNDEFINED: Final = _Undefined()
-"""JavaScript ``undefined``: a leaf that is undefined (see :func:`leaf_after_load`), or an absent value."""
-
 FrameDataResolver = Callable[[str], "tuple[int, Callable[[], str]] | None"]
 """Prices and resolves a snapcompact frame payload: ``data -> (base64 length, read) | None``.
 
@@ -70,23 +57,6 @@ reference resolves to ``(ceil(size / 3) * 4, read-as-base64)`` or ``None`` when
 the blob is missing or the reference malformed; other data is ``(len, data)``.
 The default behaves like an empty blob store.
 """
-
-_codec_undefined: object = UNDEFINED
-_codec_checked = False
-
-
-def _resolve_codec_undefined() -> None:
-    """Adopt the codec's undefined sentinel, so values it parsed as ``undefined`` read as absent."""
-    global _codec_undefined, _codec_checked
-    _codec_checked = True
-    try:
-        module = importlib.import_module(".codec", __package__)
-    except ImportError:
-        return
-    sentinel = getattr(module, "UNDEFINED", None)
-    if sentinel is not None:
-        _codec_undefined = sentinel
-
 
 # ---------------------------------------------------------------------------
 # JavaScript value semantics over parsed JSON
@@ -104,15 +74,14 @@ _JS_S: Final = "[\t\n\v\f\r \u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3
 
 
 def _is_undef(value: Any) -> bool:
-    return value is UNDEFINED or value is _codec_undefined
+    return value is UNDEFINED
 
 
 def _get(obj: Any, key: str) -> Any:
     """``obj[key]`` for a JSON value; UNDEFINED when absent; throws on null/undefined like JS."""
-    if isinstance(obj, dict):
-        value = obj.get(key, UNDEFINED)
-        return UNDEFINED if value is _codec_undefined else value
-    if obj is None or _is_undef(obj):
+    if obj.__class__ is dict or isinstance(obj, dict):
+        return obj.get(key, UNDEFINED)
+    if obj is None or obj is UNDEFINED:
         raise _JSTypeError(f"{'null' if obj is None else 'undefined'} is not an object (reading '{key}')")
     return UNDEFINED  # primitives and arrays have none of the properties omp reads
 
@@ -952,8 +921,6 @@ def build_session_context(
     Raises :class:`ContextError` where omp throws (e.g. an assistant message
     without ``content`` array, ``ttsr_injection`` without ``injectedRules``).
     """
-    if not _codec_checked:
-        _resolve_codec_undefined()
     if by_id is None:
         by_id = build_id_index(entries)
     if leaf is None:
@@ -1362,8 +1329,6 @@ def usage_statistics(entries: Iterable[Any]) -> dict[str, Any]:
     where omp throws while indexing (a usage without ``cost``, a ``message``
     entry without ``message``): omp then cannot open the session at all.
     """
-    if not _codec_checked:
-        _resolve_codec_undefined()
     totals: dict[str, Any] = {name: 0.0 for name in (*_USAGE_FIELDS, "orchestrationInput", "orchestrationOutput",
                                                     "orchestrationCacheRead", "premiumRequests", "cost")}
     for entry in entries:

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 __all__ = ["Diagnostic", "Severity"]
 
 
-class Severity(str, Enum):
+class Severity(StrEnum):
     ERROR = "error"      # omp cannot load/resume the file, or misbehaves on it
     WARNING = "warning"  # omp tolerates it, but data is lost or ambiguous
     INFO = "info"

@@ -19,6 +19,7 @@ from .errors import FormatError, WriteConflictError
 from .ids import iso_timestamp, new_session_id
 from .paths import blobs_dir
 from .persist import persist_transform
+from .reader import Journal
 from .session import Session, read_session
 from .title import build_title_slot
 from .tree import Tree
@@ -174,8 +175,8 @@ class SessionManager:
         self.close()
 
 
-def _verbatim(j: Any, start: int, end: int) -> bytes:
-    raw = bytes(j.data[start:end])
+def _verbatim(j: Journal, start: int, end: int) -> bytes:
+    raw = j.read(start, end)
     return raw if raw.endswith(b"\n") else raw + b"\n"
 
 

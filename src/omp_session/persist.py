@@ -17,6 +17,7 @@ import json
 from typing import Any
 
 from .blobs import BLOB_PREFIX, BlobSink, b64decode_lenient, is_externalizable_image_position
+from .codec import utf16_len
 
 __all__ = [
     "BLOB_EXTERNALIZE_MIN",
@@ -51,13 +52,6 @@ class _HashOnly:
 _HASH_ONLY = _HashOnly()
 
 
-def _utf16_len(s: str) -> int:
-    if s.isascii():
-        return len(s)
-    # Astral code points take two UTF-16 units; lone surrogates one.
-    return len(s.encode("utf-16-le", "surrogatepass")) // 2
-
-
 def _at_least_units(s: str, n: int) -> bool:
     # len() counts code points, each worth one or two UTF-16 units, so the
     # exact count is needed only inside [n/2, n).
@@ -66,7 +60,7 @@ def _at_least_units(s: str, n: int) -> bool:
         return True
     if 2 * k < n:
         return False
-    return _utf16_len(s) >= n
+    return utf16_len(s) >= n
 
 
 def _truncate(s: str) -> str:
@@ -91,6 +85,8 @@ def _data_url_bytes(s: str) -> bytes:
 
 
 def _ref(sink: BlobSink, data: bytes, mime_type: object = None) -> str:
+    # omp throws on a truthy non-string mimeType (its write then fails and is
+    # latched); there is no omp output to match, so we store without a sidecar.
     mime = mime_type if isinstance(mime_type, str) else None
     return BLOB_PREFIX + sink.put(data, mime)
 
@@ -152,7 +148,7 @@ def _walk(obj: Any, key: str | None, sink: BlobSink) -> Any:
 def _walk_str(s: str, key: str | None, sink: BlobSink) -> str:
     if key == "image_url" and s.startswith("data:image/") and ";base64," in s:
         return _ref(sink, _data_url_bytes(s))
-    if len(s) > _HALF_MAX and _utf16_len(s) > MAX_PERSIST_CHARS:
+    if len(s) > _HALF_MAX and utf16_len(s) > MAX_PERSIST_CHARS:
         if key in _SIGNATURE_KEYS:
             return s
         return _truncate(s)
@@ -357,6 +353,10 @@ def persist_transform(value: Any, store: BlobSink | None) -> Any:
     ``store`` receives the blobs of externalized images (``put(data, mime_type)``
     returning the sha256 hex); with ``store=None`` the refs are computed but
     nothing is stored (dry runs). Returns ``value`` itself when nothing changes.
+
+    Values on which omp's own transform throws (a ``message`` entry without a
+    message, an ``openaiResponsesHistory`` assistant whose content is not an
+    array, an image with a non-string ``mimeType``) pass through instead.
 
     There is no serialize-and-search pre-check: on realistic sessions the walk
     costs per node and big strings cost O(1), and measured, orjson.dumps plus

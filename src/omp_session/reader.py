@@ -1,20 +1,20 @@
 """Lenient, total reading of a session file's bytes into records (spec S1.4, S1.5).
 
 One pass over the bytes records where every logical record starts and ends and its envelope
-(``type``, ``id``, ``parentId``); values are decoded only when asked for. Clean regions are
-validated a chunk at a time by msgspec (JSON syntax checked, only the envelope materialised);
-a chunk that is not plainly one object per line goes through the exact path that reproduces
-Bun's ``JSONL.parseChunk`` loop as omp drives it.
+(``type``, ``id``, ``parentId``); values are decoded only when asked for, by reading their
+bytes again. The file is read in chunks, never whole, so memory stays proportional to what is
+asked for. A clean chunk is validated by msgspec in one call (JSON syntax checked, only the
+envelope materialised); a chunk that is not plainly one object per line goes through the exact
+path that reproduces Bun's ``JSONL.parseChunk`` loop as omp drives it.
 """
 
 from __future__ import annotations
 
-import mmap
 import os
 from array import array
 from bisect import bisect_left
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, BinaryIO
 
 import msgspec
 import orjson
@@ -28,16 +28,19 @@ __all__ = ["STREAMING_THRESHOLD", "Journal", "MalformedSpan", "scan_bytes", "sca
 STREAMING_THRESHOLD = 8 * 1024 * 1024
 _BOM = b"\xef\xbb\xbf"
 _CHUNK = 4 * 1024 * 1024
+_IN_MEMORY = 8 * 1024 * 1024  # smaller files are read whole: one read beats many preads
 _WINDOW = 64 * 1024
+_BLOB_MARK = b"blob:sha256:"
 _NOT_DECODED: Any = object()
 _JS_TRIM = " \t\n\v\f\r\u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a" \
     "\u2028\u2029\u202f\u205f\u3000\ufeff"
+_TRAILING_WS = (13, 32, 9)  # CR, space, tab: allowed after a value on its line
 
 
 class _Envelope(msgspec.Struct):
-    type: Any = msgspec.UNSET
-    id: Any = msgspec.UNSET
-    parentId: Any = msgspec.UNSET
+    type: Any = UNDEFINED
+    id: Any = UNDEFINED
+    parentId: Any = UNDEFINED
 
 
 _DECODER = msgspec.json.Decoder(_Envelope)
@@ -50,20 +53,60 @@ def _intern(value: Any) -> Any:
     return _INTERN.setdefault(value, value)
 
 
+class _Source:
+    """Random access to the file's bytes: in memory for small files, ``pread`` for large ones."""
+
+    def __init__(self, data: bytes | None = None, handle: BinaryIO | None = None, size: int = 0) -> None:
+        self._data = data
+        self._handle = handle
+        self.size = len(data) if data is not None else size
+
+    def read(self, start: int, end: int) -> bytes:
+        end = min(end, self.size)
+        if start >= end:
+            return b""
+        if self._data is not None:
+            return self._data[start:end]
+        assert self._handle is not None
+        return os.pread(self._handle.fileno(), end - start, start)
+
+    def find(self, sub: bytes, start: int, end: int | None = None) -> int:
+        """Offset of ``sub`` in [start, end), reading a window at a time."""
+        end = self.size if end is None else min(end, self.size)
+        if self._data is not None:
+            return self._data.find(sub, start, end)
+        step, overlap = _WINDOW, len(sub) - 1
+        pos = start
+        while pos < end:
+            block = self.read(pos, min(end, pos + step))
+            at = block.find(sub)
+            if at >= 0:
+                return pos + at
+            if pos + len(block) >= end:
+                return -1
+            pos += len(block) - overlap
+            step = min(step * 2, _CHUNK)
+        return -1
+
+    def close(self) -> None:
+        if self._handle is not None:
+            self._handle.close()
+            self._handle = None
+
+
 @dataclass(slots=True)
 class MalformedSpan:
     """A span omp skips as one malformed record (byte offsets into the file)."""
 
     start: int
     end: int
-    line: int = 0  # 1-based physical line of ``start``; filled in lazily
 
 
 @dataclass(slots=True)
 class Journal:
     """Where every record of a file is, and its envelope. Index 0 is the first logical record."""
 
-    data: bytes | mmap.mmap
+    source: _Source
     size: int
     bom: bool = False
     slot: TitleSlot | None = None
@@ -73,8 +116,9 @@ class Journal:
     types: list[Any] = field(default_factory=list)
     ids: list[Any] = field(default_factory=list)
     parents: list[Any] = field(default_factory=list)
-    values: list[Any] = field(default_factory=list)
+    values: dict[int, Any] = field(default_factory=dict)
     malformed: list[MalformedSpan] = field(default_factory=list)
+    blob_offsets: list[int] = field(default_factory=list)
     invalid_utf8: bool = False
     source_size: int = 0
     streaming: bool = False
@@ -84,38 +128,44 @@ class Journal:
     def __len__(self) -> int:
         return len(self.starts)
 
+    def read(self, start: int, end: int) -> bytes:
+        return self.source.read(start, end)
+
     def raw(self, i: int) -> bytes:
-        return bytes(self.data[self.starts[i]:self.ends[i]])
+        return self.source.read(self.starts[i], self.ends[i])
 
     def value(self, i: int) -> Any:
-        value = self.values[i]
+        value = self.values.get(i, _NOT_DECODED)
         if value is _NOT_DECODED:
-            value = _decode(self.data[self.starts[i]:self.ends[i]])
+            value = _decode(self.raw(i))
             self.values[i] = value
         return value
 
     def is_decoded(self, i: int) -> bool:
-        return self.values[i] is not _NOT_DECODED
+        return i in self.values
+
+    def record_at(self, offset: int) -> int | None:
+        """Index of the record whose bytes hold ``offset``."""
+        i = bisect_left(self.starts, offset + 1) - 1
+        return i if i >= 0 and offset < self.ends[i] else None
 
     def line_of(self, offset: int) -> int:
         """1-based physical line holding byte ``offset``."""
         if self._lfs is None:
             lfs = array("q")
-            find, n = self.data.find, self.size
-            pos = find(b"\n", 0, n)
-            while pos >= 0:
-                lfs.append(pos)
-                pos = find(b"\n", pos + 1, n)
+            pos = 0
+            while pos < self.size:
+                block = self.source.read(pos, pos + _CHUNK)
+                at = block.find(b"\n")
+                while at >= 0:
+                    lfs.append(pos + at)
+                    at = block.find(b"\n", at + 1)
+                pos += len(block)
             self._lfs = lfs
         return bisect_left(self._lfs, offset) + 1
 
     def close(self) -> None:
-        if isinstance(self.data, mmap.mmap):
-            try:
-                self.data.close()
-            except BufferError:
-                # a caller still holds a view into the map; let the GC release it
-                pass
+        self.source.close()
 
 
 def _decode(raw: bytes) -> Any:
@@ -134,36 +184,37 @@ def _envelope_of(value: Any) -> tuple[Any, Any, Any]:
 
 def scan_file(path: str | os.PathLike[str]) -> Journal:
     """Scan a file. Raises OSError for I/O problems (missing, directory, unreadable)."""
-    with open(path, "rb") as f:
-        size = os.fstat(f.fileno()).st_size
-        data: bytes | mmap.mmap
-        if size == 0:
-            data = b""
-        elif size < 1024 * 1024:
-            data = f.read()
-            size = len(data)
-        else:
-            data = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-    return scan_bytes(data, size)
+    handle = open(path, "rb")  # noqa: SIM115 - a large file's handle lives as long as the Journal
+    try:
+        size = os.fstat(handle.fileno()).st_size
+        if size < _IN_MEMORY:
+            data = handle.read()
+            handle.close()
+            return scan_bytes(data)
+        return _scan(_Source(handle=handle, size=size))
+    except BaseException:
+        handle.close()
+        raise
 
 
-def scan_bytes(data: bytes | mmap.mmap, size: int | None = None) -> Journal:
-    size = len(data) if size is None else size
-    j = Journal(data=data, size=size, streaming=size >= STREAMING_THRESHOLD)
-    j.final_newline = size == 0 or data[size - 1:size] == b"\n"
+def scan_bytes(data: bytes) -> Journal:
+    return _scan(_Source(data=bytes(data)))
+
+
+def _scan(src: _Source) -> Journal:
+    size = src.size
+    j = Journal(source=src, size=size, streaming=size >= STREAMING_THRESHOLD)
+    j.final_newline = size == 0 or src.read(size - 1, size) == b"\n"
     pos = 0
-    if data[:3] == _BOM:
+    if src.read(0, 3) == _BOM:
         j.bom = True
         pos = 3
-    first_lf = data.find(b"\n", pos)
+    first_lf = src.find(b"\n", pos)
     if first_lf >= 0:
-        slot = parse_title_slot(bytes(data[pos:first_lf]))
+        slot = parse_title_slot(src.read(pos, first_lf))
         if slot is not None:
             j.slot = slot
             pos = first_lf + 1
-    elif not j.streaming:
-        # the whole text is one line; the slot peel needs an LF after it
-        pass
     j.body_start = pos
     _scan_body(j, pos)
     _measure_source(j)
@@ -175,7 +226,7 @@ def _measure_source(j: Journal) -> None:
     if j.streaming:
         j.source_size = j.size
         return
-    data = bytes(j.data[:j.size])
+    data = j.source.read(0, j.size)
     try:
         data.decode("utf-8")
         j.source_size = j.size - (3 if j.bom else 0)
@@ -186,60 +237,72 @@ def _measure_source(j: Journal) -> None:
 
 
 def _scan_body(j: Journal, pos: int) -> None:
-    data, n = j.data, j.size
-    find = data.find
-    view = memoryview(data) if n else None
+    src, n = j.source, j.size
     while pos < n:
-        limit = min(pos + _CHUNK, n)
-        if limit < n:
-            lf = find(b"\n", limit - 1)
-            limit = n if lf < 0 else lf + 1
-        if not _fast_chunk(j, pos, limit, view):
-            limit = _slow_region(j, pos, limit)
-        pos = limit
+        chunk = src.read(pos, pos + _CHUNK)
+        if pos + len(chunk) < n:
+            cut = chunk.rfind(b"\n")
+            while cut < 0 and pos + len(chunk) < n:  # a line longer than a chunk
+                chunk += src.read(pos + len(chunk), pos + 2 * len(chunk))
+                cut = chunk.rfind(b"\n")
+            if cut >= 0:
+                chunk = chunk[:cut + 1]
+        if _BLOB_MARK in chunk:
+            at = chunk.find(_BLOB_MARK)
+            while at >= 0:
+                j.blob_offsets.append(pos + at)
+                at = chunk.find(_BLOB_MARK, at + 1)
+        if _fast_chunk(j, chunk, pos):
+            pos += len(chunk)
+        else:
+            pos = _slow_chunk(j, chunk, pos)
 
 
-def _fast_chunk(j: Journal, start: int, stop: int, view: memoryview | None) -> bool:
-    """Take a chunk whose every non-blank line is one object, validated in one msgspec call."""
-    data = j.data
-    find = data.find
+def _fast_chunk(j: Journal, chunk: bytes, base: int) -> bool:
+    """Take a chunk whose every non-blank line is one object, validated in one msgspec call.
+
+    A line that starts with ``{`` and ends with ``}`` cannot be part of a value spanning lines;
+    with that, "as many values as lines" means exactly one value per line, as omp reads it.
+    """
+    find = chunk.find
     line_starts: list[int] = []
     line_ends: list[int] = []
-    p = start
-    while p < stop:
-        e = find(b"\n", p, stop)
+    add_start, add_end = line_starts.append, line_ends.append
+    p, m = 0, len(chunk)
+    while p < m:
+        e = find(b"\n", p)
         if e < 0:
-            e = stop
-        q = e
-        while q > p and data[q - 1] in (13, 32, 9):
-            q -= 1
-        if q > p:
-            if data[p] != 123 or data[q - 1] != 125:  # '{' ... '}'
-                return False
-            line_starts.append(p)
-            line_ends.append(q)
+            e = m
+        if chunk[e - 1] == 125 and chunk[p] == 123 and e > p:  # the usual line: {...}
+            add_start(base + p)
+            add_end(base + e)
+        else:
+            q = e
+            while q > p and chunk[q - 1] in _TRAILING_WS:
+                q -= 1
+            if q > p:
+                if chunk[p] != 123 or chunk[q - 1] != 125:
+                    return False
+                add_start(base + p)
+                add_end(base + q)
         p = e + 1
     if not line_starts:
         return True
-    assert view is not None
     try:
-        envs = _DECODER.decode_lines(view[start:stop])
+        envs = _DECODER.decode_lines(chunk)
     except (msgspec.DecodeError, msgspec.ValidationError):
         return False
     if len(envs) != len(line_starts):
         return False
-    unset = msgspec.UNSET
     j.starts.extend(line_starts)
     j.ends.extend(line_ends)
-    types, ids, parents = j.types, j.ids, j.parents
-    for env in envs:
-        t = env.type
-        types.append(UNDEFINED if t is unset else _intern(t))
-        i = env.id
-        ids.append(UNDEFINED if i is unset else i)
-        pa = env.parentId
-        parents.append(UNDEFINED if pa is unset else pa)
-    j.values.extend([_NOT_DECODED] * len(envs))
+    try:
+        intern = _INTERN.setdefault
+        j.types.extend([intern(e.type, e.type) for e in envs])
+    except TypeError:  # an unhashable type value
+        j.types.extend([_intern(e.type) for e in envs])
+    j.ids.extend([e.id for e in envs])
+    j.parents.extend([e.parentId for e in envs])
     return True
 
 
@@ -250,61 +313,53 @@ def _add(j: Journal, start: int, end: int, value: Any) -> None:
     j.types.append(t)
     j.ids.append(i)
     j.parents.append(p)
-    j.values.append(value)
+    j.values[len(j.starts) - 1] = value
 
 
 def _is_blank_js(raw: bytes) -> bool:
     return not raw.decode("utf-8", "replace").strip(_JS_TRIM)
 
 
-def _slow_region(j: Journal, start: int, stop: int) -> int:
-    """Exact per-line handling of [start, stop); returns where the next chunk begins.
+def _slow_chunk(j: Journal, chunk: bytes, base: int) -> int:
+    """Exact per-line handling of a chunk; returns where the next chunk begins.
 
-    A value that spans lines may carry the position past ``stop``.
+    A value that spans lines may carry the position past the chunk.
     """
-    data, n = j.data, j.size
-    find = data.find
-    p = start
-    while p < stop:
-        e = find(b"\n", p, n)
-        line_end = n if e < 0 else e
-        raw = bytes(data[p:line_end])
-        if not raw.strip(b" \t\r"):
+    p, m = 0, len(chunk)
+    while p < m:
+        e = chunk.find(b"\n", p)
+        line_end = m if e < 0 else e
+        line = chunk[p:line_end]
+        if not line.strip(b" \t\r"):
             p = line_end + 1
             continue
         try:
-            value = orjson.loads(raw)
+            value = orjson.loads(line)
         except orjson.JSONDecodeError:
-            p = _parse_exact(j, p)
+            resume = _parse_exact(j, base + p)
+            if resume >= base + m:
+                return resume
+            p = resume - base
             continue
         q = line_end
-        while q > p and data[q - 1] in (13, 32, 9):
+        while q > p and chunk[q - 1] in _TRAILING_WS:
             q -= 1
-        _add(j, p, q, value)
+        _add(j, base + p, base + q, value)
         p = line_end + 1
-    return max(p, stop)
-
-
-def _nth_lf_after(data: bytes | mmap.mmap, start: int, count: int, n: int) -> int:
-    """Byte offset of the ``count``-th LF at or after ``start`` (count >= 1), or n."""
-    pos = start - 1
-    for _ in range(count):
-        pos = data.find(b"\n", pos + 1, n)
-        if pos < 0:
-            return n
-    return pos
+    return base + m
 
 
 def _parse_exact(j: Journal, p: int) -> int:
     """One step of omp's skip-on-error loop at line start ``p`` (S1.4.3); returns the next start."""
-    data, n = j.data, j.size
+    src, n = j.source, j.size
     window = _WINDOW
     while True:
         stop = min(n, p + window)
         if stop < n:
-            lf = data.find(b"\n", stop - 1, n)
+            lf = src.find(b"\n", stop - 1)
             stop = n if lf < 0 else lf + 1
-        text = bytes(data[p:stop]).decode("utf-8", "replace")
+        block = src.read(p, stop)
+        text = block.decode("utf-8", "replace")
         try:
             value, end = codec.scan_value(text, 0)
         except codec.JSONIncomplete as err:
@@ -316,35 +371,31 @@ def _parse_exact(j: Journal, p: int) -> int:
             j.malformed.append(MalformedSpan(start, n))
             return n
         except codec.JSONSyntaxError:
-            e = data.find(b"\n", p, n)
-            e = n if e < 0 else e
-            if not _is_blank_js(bytes(data[p:e])):
+            e = block.find(b"\n")
+            e = n if e < 0 else p + e
+            if not _is_blank_js(src.read(p, e)):
                 j.malformed.append(MalformedSpan(p, e))
             return e + 1
-        # the value ends on the line of text offset ``end``
-        lfs_before = text.count("\n", 0, end)
-        value_line_start = p if lfs_before == 0 else _nth_lf_after(data, p, lfs_before, n) + 1
-        e = data.find(b"\n", value_line_start, n)
-        e = n if e < 0 else e
+        # the value ends on the physical line holding text offset ``end``
         line_text_end = text.find("\n", end)
         rest = text[end:] if line_text_end < 0 else text[end:line_text_end]
-        tail = rest.rstrip(" \t\r")
-        if tail:
+        lfs_before = text.count("\n", 0, end)
+        e_rel = -1
+        for _ in range(lfs_before + 1):
+            e_rel = block.find(b"\n", e_rel + 1)
+            if e_rel < 0:
+                break
+        e = n if e_rel < 0 else p + e_rel
+        if rest.rstrip(" \t\r"):
             # trailing garbage: the value is kept, the rest of its line is one malformed record
             tail_start = e - len(rest.encode("utf-8", "surrogatepass"))
             _add(j, p, tail_start, value)
             if rest.strip(_JS_TRIM):
                 j.malformed.append(MalformedSpan(tail_start, e))
         else:
-            q = e
-            while q > p and data[q - 1] in (13, 32, 9):
+            tail = src.read(p, e)
+            q = len(tail)
+            while q > 0 and tail[q - 1] in _TRAILING_WS:
                 q -= 1
-            _add(j, p, q, value)
+            _add(j, p, p + q, value)
         return e + 1
-
-
-def malformed_lines(j: Journal) -> list[MalformedSpan]:
-    for span in j.malformed:
-        if not span.line:
-            span.line = j.line_of(span.start)
-    return j.malformed

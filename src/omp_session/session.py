@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from bisect import bisect_right
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, overload
 
@@ -16,9 +15,6 @@ from .title import TitleSlot
 from .tree import Tree, build_index, js_key, js_truthy, path_to
 
 __all__ = ["EntryList", "Session", "read_session"]
-
-_BLOB_MARK = b"blob:sha256:"
-
 
 class EntryList(Sequence[Any]):
     """The entries after the header, decoded on first access (then kept, so edits stick)."""
@@ -131,35 +127,24 @@ class Session:
                    'the first record is not a session header ({"type":"session","id":<string>})',
                    offset=j.starts[0])
 
-    def _entry_index_at(self, offset: int) -> int | None:
-        i = bisect_right(self.journal.starts, offset) - 1
-        if i < 1 or offset >= self.journal.ends[i]:
-            return None
-        return i - 1
-
     def _resolve_blobs(self) -> None:
+        """Replace blob references by their data, as omp does on load (S8.8.5)."""
         j = self.journal
-        if self.blob_store is None:
+        if self.blob_store is None or not j.blob_offsets:
             return
         from .blobs import resolve_blob_refs
 
-        find = j.data.find
-        pos = find(_BLOB_MARK, j.body_start)
         done: set[int] = set()
-        while pos >= 0:
-            k = self._entry_index_at(pos)
-            if k is not None and k not in done:
-                done.add(k)
-                problems: list[Any] = []
-                value = j.value(k + 1)
-                resolved = resolve_blob_refs(value, self.blob_store, problems)
-                j.values[k + 1] = resolved
-                for problem in problems:
-                    self._diag("blob-unresolved", Severity.WARNING, str(problem), offset=j.starts[k + 1],
-                               entry_id=self._ids[k])
-                pos = find(_BLOB_MARK, j.ends[k + 1])
-            else:
-                pos = find(_BLOB_MARK, pos + 1)
+        for offset in j.blob_offsets:
+            i = j.record_at(offset)
+            if i is None or i == 0 or i in done:
+                continue
+            done.add(i)
+            problems: list[Any] = []
+            j.values[i] = resolve_blob_refs(j.value(i), self.blob_store, problems)
+            for problem in problems:
+                self._diag("blob-unresolved", Severity.WARNING, str(problem), offset=j.starts[i],
+                           entry_id=self._ids[i - 1])
 
     def _migrate(self) -> None:
         header = self.header

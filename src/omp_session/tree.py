@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import math
 from array import array
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from itertools import accumulate
 from typing import Any
 
 from .codec import UNDEFINED
 from .jsdate import date_parse
 
-__all__ = ["Tree", "TreeNode", "build_index", "js_key", "js_date_ms", "path_to"]
+__all__ = ["Tree", "TreeNode", "build_index", "js_date_ms", "js_key", "path_to"]
 
 
 class _ObjectKey:
@@ -34,7 +36,10 @@ def js_key(value: Any) -> Any:
     if isinstance(value, bool):
         return ("bool", value)
     if isinstance(value, int | float):
-        f = float(value) if not isinstance(value, int) or abs(value) <= 2**53 else float(value)
+        try:
+            f = float(value)
+        except OverflowError:  # an int beyond a double is Infinity in JavaScript
+            f = math.inf if value > 0 else -math.inf
         return ("num", 0.0 if f == 0 else f) if not math.isnan(f) else ("num", "NaN")
     return _ObjectKey()
 
@@ -160,48 +165,51 @@ class Tree:
         self.labels = labels
         self.entry = entry_of
         n = len(ids)
-        node_of = index  # duplicate ids share the node of their last entry
-        roots: list[int] = []
-        parent_node = array("i", [-1]) * n
-        counts = array("i", [0]) * (n + 1)
-        all_str = all(type(i) is str for i in ids)
-        for i in range(n):
-            ident = ids[i]
-            key = ident if all_str else js_key(ident)
-            node = node_of[key]
-            parent = parents[i]
-            if parent is None or _js_strict_equal(parent, ident):
-                roots.append(node)
-                continue
-            p = node_of.get(parent if type(parent) is str else js_key(parent))
-            if p is None:
-                roots.append(node)
-            else:
-                parent_node[i] = p
-                counts[p] += 1
-        starts = array("i", [0]) * (n + 1)
-        total = 0
-        for i in range(n):
-            starts[i] = total
-            total += counts[i]
-        starts[n] = total
-        fill = array("i", starts)
-        items = array("i", [0]) * total
-        for i in range(n):
-            p = parent_node[i]
-            if p >= 0:
-                items[fill[p]] = node_of[ids[i] if all_str else js_key(ids[i])]
-                fill[p] += 1
-        self.roots_idx = roots
-        self._starts = starts
-        self._items = items
-        self.cycle_nodes: list[int] = []
-        self._sort_children(timestamp_of)
+        unique = len(index) == n
+        simple = all(type(i) is str for i in ids) and \
+            all(type(p) is str or p is None or p is UNDEFINED for p in parents)
+        # node of entry k: duplicate ids share the node of their last entry
+        if simple:
+            nodes: Sequence[int] = range(n) if unique else [index[i] for i in ids]
+            parent_nodes: list[int | None] = list(map(index.get, parents))
+        else:
+            nodes = [index.get(js_key(i), k) for k, i in enumerate(ids)]
+            parent_nodes = [None if p is None or _js_strict_equal(p, i) else index.get(js_key(p))
+                            for p, i in zip(parents, ids, strict=True)]
+        # -1 marks a root: null parent, a self-link, or a parent that is not there
+        pk = [-1 if p is None or p == q else p for p, q in zip(parent_nodes, nodes, strict=True)]
+        del parent_nodes
+        order = sorted(range(n), key=pk.__getitem__)  # stable: journal order within each parent
+        nroots = pk.count(-1)
+        counts = Counter(pk)
+        sizes = [0] * (n + 1)
+        multi: list[int] = []
+        for parent, c in counts.items():
+            if parent >= 0:
+                sizes[parent + 1] = c
+                if c > 1:
+                    multi.append(parent)
+        self._starts = array("i", accumulate(sizes))
+        del sizes, counts, pk
+        if unique and simple:
+            self.roots_idx = order[:nroots]
+            self._items = array("i", order[nroots:])
+        else:
+            self.roots_idx = [nodes[k] for k in order[:nroots]]
+            self._items = array("i", [nodes[k] for k in order[nroots:]])
+        del order
+        for parent in multi:
+            lo, hi = self._starts[parent], self._starts[parent + 1]
+            segment = list(self._items[lo:hi])
+            keys = {c: js_date_ms(timestamp_of(c)) for c in segment}
+            self._items[lo:hi] = array("i", _stable_merge_sort(segment, keys))
+        # Only a duplicate id can make a node reachable from itself (S1.6.1).
+        self.cycle_nodes: list[int] = [] if unique else self._find_cycles()
 
-    def _sort_children(self, timestamp_of: Callable[[int], Any]) -> None:
-        """omp sorts each node's children as it pops nodes from a stack; a node reachable from
-        itself keeps that loop running forever. We visit each node once and record such nodes."""
+    def _find_cycles(self) -> list[int]:
+        """Nodes that omp's getTree() would revisit forever, found by one depth-first walk."""
         starts, items = self._starts, self._items
+        found: list[int] = []
         state: dict[int, int] = {}  # 1 = on the current path, 2 = done
         stack: list[tuple[int, int]] = [(r, 0) for r in reversed(self.roots_idx)]
         while stack:
@@ -209,23 +217,16 @@ class Tree:
             if phase == 1:
                 state[node] = 2
                 continue
-            if state.get(node) == 1:
-                self.cycle_nodes.append(node)
-                continue
-            if state.get(node) == 2:
+            if state.get(node):
                 continue
             state[node] = 1
             stack.append((node, 1))
-            lo, hi = starts[node], starts[node + 1]
-            if hi - lo > 1:
-                segment = list(items[lo:hi])
-                keys = {c: js_date_ms(timestamp_of(c)) for c in segment}
-                items[lo:hi] = array("i", _stable_merge_sort(segment, keys))
-            for c in reversed(items[lo:hi]):
+            for c in reversed(items[starts[node]:starts[node + 1]]):
                 if state.get(c) == 1:
-                    self.cycle_nodes.append(c)
-                else:
+                    found.append(c)
+                elif not state.get(c):
                     stack.append((c, 0))
+        return found
 
     @property
     def hangs_in_omp(self) -> bool:

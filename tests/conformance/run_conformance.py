@@ -139,42 +139,74 @@ def main(argv: list[str]) -> int:
         run([sys.executable, str(HERE / "adapter.py"), "load", "--blobs", str(corpus / "blobs"), "--list",
              str(listing)], ours_out)
         oracle_recs = [json.loads(x) for x in oracle_out.read_text().splitlines() if x.strip()]
-        ours_recs = {Path(r["file"]).name: r for r in map(json.loads, ours_out.read_text().splitlines())}
-        groups: dict[str, list[tuple[dict[str, Any], dict[str, Any]]]] = {"strict": []}
-        unexpected: list[str] = []
-        for rec in oracle_recs:
-            name = Path(rec["file"]).name
-            mine = ours_recs.get(name)
-            if mine is None:
-                unexpected.append(f"{name}: no record from the adapter")
-                continue
-            scenario = scenario_of(rec, mine)
-            if scenario is not None and is_valid_kind(name):
-                unexpected.append(f"{name}: a valid file falls under {scenario.name}")
-                scenario = None
-            groups.setdefault(scenario.name if scenario else "strict", []).append((rec, mine))
-        total_pass = total_fail = 0
+        ours_recs = [json.loads(x) for x in ours_out.read_text().splitlines() if x.strip()]
+        result = grade(oracle_recs, ours_recs, args.oracle, work)
+        for line in result.report(verbose=args.verbose):
+            print(line, flush=True)
+        return 0 if result.ok else 1
+
+
+@dataclass
+class Result:
+    groups: dict[str, tuple[int, int, str]]
+    unexpected: list[str]
+    files: int
+
+    @property
+    def passed(self) -> int:
+        return sum(p for p, _, _ in self.groups.values())
+
+    @property
+    def failed(self) -> int:
+        return sum(f for _, f, _ in self.groups.values()) + len(self.unexpected)
+
+    @property
+    def ok(self) -> bool:
+        return self.failed == 0
+
+    def report(self, *, verbose: bool = False) -> list[str]:
         by_name = {s.name: s for s in SCENARIOS}
-        for group, pairs in groups.items():
-            if not pairs:
-                continue
-            a, b = work / f"{group}.oracle.jsonl", work / f"{group}.ours.jsonl"
-            a.write_text("".join(json.dumps(x) + "\n" for x, _ in pairs))
-            b.write_text("".join(json.dumps(y) + "\n" for _, y in pairs))
-            ignore = by_name[group].ignore if group in by_name else ()
-            passed, failed, report = compare(args.oracle, a, b, ignore)
-            total_pass += passed
-            total_fail += failed
+        lines: list[str] = []
+        for group, (passed, failed, text) in self.groups.items():
             label = "full comparison" if group == "strict" else f"documented difference: {by_name[group].why}"
-            print(f"conformance: [{group}] {passed} passed, {failed} failed ({label})", flush=True)
+            lines.append(f"conformance: [{group}] {passed} passed, {failed} failed ({label})")
             if failed:
-                print(report if args.verbose else "\n".join(report.splitlines()[:80]), flush=True)
-        for line in unexpected:
-            print(f"conformance: UNEXPECTED {line}")
-        documented = sum(len(p) for g, p in groups.items() if g != "strict")
-        print(f"conformance: {len(oracle_recs)} files, {documented} under documented differences; "
-              f"total {total_pass} passed, {total_fail + len(unexpected)} failed", flush=True)
-        return 1 if total_fail or unexpected else 0
+                lines += text.splitlines() if verbose else text.splitlines()[:80]
+        lines += [f"conformance: UNEXPECTED {u}" for u in self.unexpected]
+        documented = sum(p + f for g, (p, f, _) in self.groups.items() if g != "strict")
+        lines.append(f"conformance: {self.files} files, {documented} under documented differences; "
+                     f"total {self.passed} passed, {self.failed} failed")
+        return lines
+
+
+def grade(oracle_recs: list[dict[str, Any]], ours_recs: list[dict[str, Any]], oracle_dir: Path,
+          work: Path) -> Result:
+    """Group the record pairs by scenario and compare each group with compare.py."""
+    ours_by_name = {Path(r["file"]).name: r for r in ours_recs}
+    groups: dict[str, list[tuple[dict[str, Any], dict[str, Any]]]] = {"strict": []}
+    unexpected: list[str] = []
+    for rec in oracle_recs:
+        name = Path(rec["file"]).name
+        mine = ours_by_name.get(name)
+        if mine is None:
+            unexpected.append(f"{name}: no record from the adapter")
+            continue
+        scenario = scenario_of(rec, mine)
+        if scenario is not None and is_valid_kind(name):
+            unexpected.append(f"{name}: a valid file falls under {scenario.name}")
+            scenario = None
+        groups.setdefault(scenario.name if scenario else "strict", []).append((rec, mine))
+    by_name = {s.name: s for s in SCENARIOS}
+    results: dict[str, tuple[int, int, str]] = {}
+    for group, pairs in groups.items():
+        if not pairs:
+            continue
+        a, b = work / f"{group}.oracle.jsonl", work / f"{group}.ours.jsonl"
+        a.write_text("".join(json.dumps(x) + "\n" for x, _ in pairs))
+        b.write_text("".join(json.dumps(y) + "\n" for _, y in pairs))
+        ignore = by_name[group].ignore if group in by_name else ()
+        results[group] = compare(oracle_dir, a, b, ignore)
+    return Result(results, unexpected, len(oracle_recs))
 
 
 if __name__ == "__main__":

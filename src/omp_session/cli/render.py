@@ -142,9 +142,7 @@ def context(s: Session, as_json: bool, *, transcript: bool) -> None:
                   f"{ctx.get('thinkingLevel')} · models {models}")
     for msg in ctx["messages"]:
         role = msg.get("role", "?") if isinstance(msg, dict) else "?"
-        if role == "compactionSummary":
-            text = str(msg.get("summary", ""))
-        elif role == "branchSummary":
+        if role == "compactionSummary" or role == "branchSummary":
             text = str(msg.get("summary", ""))
         else:
             text = _text_of(msg.get("content")) if isinstance(msg, dict) else ""

@@ -96,20 +96,27 @@ class S:
 
 def case_c44_compaction_basic() -> S:
     s = S()
-    s.user("u1"); s.assistant("a1")
-    u2 = s.user("u2"); s.assistant("a2")
+    s.user("u1")
+    s.assistant("a1")
+    u2 = s.user("u2")
+    s.assistant("a2")
     s.compaction(u2, shortSummary="short", tokensAfter=400, method="soft", warning="careful")
-    s.user("u3"); s.assistant("a3")
+    s.user("u3")
+    s.assistant("a3")
     return s
 
 
 def case_c45_two_compactions() -> S:
     s = S()
-    s.user("u1"); s.assistant("a1")
-    u2 = s.user("u2"); s.assistant("a2")
+    s.user("u1")
+    s.assistant("a1")
+    u2 = s.user("u2")
+    s.assistant("a2")
     s.compaction(u2, summary="first summary", shortSummary="first")
-    s.user("u3"); s.assistant("a3")
-    u4 = s.user("u4"); s.assistant("a4")
+    s.user("u3")
+    s.assistant("a3")
+    u4 = s.user("u4")
+    s.assistant("a4")
     s.compaction(u4, summary="second summary", shortSummary="second", details={"readFiles": ["a"]})
     s.user("u5")
     return s
@@ -117,7 +124,8 @@ def case_c45_two_compactions() -> S:
 
 def case_c46_first_kept_unknown() -> S:
     s = S()
-    s.user("u1"); s.assistant("a1")
+    s.user("u1")
+    s.assistant("a1")
     s.compaction("nope1234")
     s.user("u2")
     return s
@@ -125,7 +133,8 @@ def case_c46_first_kept_unknown() -> S:
 
 def case_c46_first_kept_self() -> S:
     s = S()
-    s.user("u1"); s.assistant("a1")
+    s.user("u1")
+    s.assistant("a1")
     s.compaction("e0003")
     s.user("u2")
     return s
@@ -133,7 +142,8 @@ def case_c46_first_kept_self() -> S:
 
 def case_c46_first_kept_after() -> S:
     s = S()
-    s.user("u1"); s.assistant("a1")
+    s.user("u1")
+    s.assistant("a1")
     s.compaction("e0004")
     s.user("u2")
     return s
@@ -143,7 +153,8 @@ def case_c46_first_kept_absent_noid_leaf() -> S:
     # A leaf without an id has id undefined, which equals an absent firstKeptEntryId: the
     # rollover recovery then treats every earlier user request as "before the first kept".
     s = S()
-    s.user("u1"); s.assistant("a1")
+    s.user("u1")
+    s.assistant("a1")
     c = s.compaction(None, details={"kind": "experimental-context-rollover"})
     s.raw({"type": "message", "parentId": c, "timestamp": iso(50),
            "message": {"role": "user", "content": "no id leaf", "timestamp": 5}})
@@ -152,9 +163,11 @@ def case_c46_first_kept_absent_noid_leaf() -> S:
 
 def case_c47_reset_after_compaction() -> S:
     s = S()
-    s.user("u1"); s.assistant("a1")
+    s.user("u1")
+    s.assistant("a1")
     s.compaction("e0001")
-    s.user("u2"); s.assistant("a2")
+    s.user("u2")
+    s.assistant("a2")
     s.add("reset_boundary")
     s.user("u3")
     return s
@@ -166,7 +179,8 @@ def case_c47_compaction_after_reset() -> S:
     s.compaction("e0001")
     s.user("u2")
     s.add("reset_boundary")
-    s.user("u3"); s.assistant("a3")
+    s.user("u3")
+    s.assistant("a3")
     s.compaction("e0006", summary="after reset")
     s.user("u4")
     return s
@@ -174,10 +188,12 @@ def case_c47_compaction_after_reset() -> S:
 
 def case_reset_only() -> S:
     s = S()
-    s.user("u1"); s.assistant("a1")
+    s.user("u1")
+    s.assistant("a1")
     s.add("reset_boundary")
     s.add("custom", customType="experimental_context_notes", data={"version": 1, "text": "notes after reset"})
-    s.user("u2"); s.assistant("a2")
+    s.user("u2")
+    s.assistant("a2")
     s.add("reset_boundary")
     s.user("u3")
     return s
@@ -195,8 +211,10 @@ def _remote(valid: bool = True) -> dict[str, Any]:
 
 def case_c48_remote_replay_through() -> S:
     s = S()
-    s.user("u1"); a1 = s.assistant("a1")
-    s.user("u2"); s.assistant("a2")
+    s.user("u1")
+    a1 = s.assistant("a1")
+    s.user("u2")
+    s.assistant("a2")
     s.compaction("e0003", preserveData=_remote(), providerReplayThroughEntryId=a1, method="remote")
     s.user("u3")
     return s
@@ -204,8 +222,10 @@ def case_c48_remote_replay_through() -> S:
 
 def case_c48_remote_without_replay() -> S:
     s = S()
-    s.user("u1"); s.assistant("a1")
-    s.user("u2"); s.assistant("a2")
+    s.user("u1")
+    s.assistant("a1")
+    s.user("u2")
+    s.assistant("a2")
     s.compaction("e0003", preserveData=_remote())
     s.user("u3")
     return s
@@ -213,8 +233,10 @@ def case_c48_remote_without_replay() -> S:
 
 def case_c48_remote_invalid() -> S:
     s = S()
-    s.user("u1"); s.assistant("a1")
-    s.user("u2"); s.assistant("a2")
+    s.user("u1")
+    s.assistant("a1")
+    s.user("u2")
+    s.assistant("a2")
     bad = _remote()
     bad["openaiRemoteCompaction"]["replacementHistory"] = [{"ok": 1}, "not a record"]
     s.compaction("e0003", preserveData=bad, providerReplayThroughEntryId="e0002")
@@ -226,7 +248,8 @@ def case_c48_remote_invalid() -> S:
 
 def case_c49_rollover() -> S:
     s = S()
-    s.user("old request"); s.assistant("a1")
+    s.user("old request")
+    s.assistant("a1")
     a2 = s.assistant("a2")
     s.user("u2-late")  # after firstKept: not recovered separately
     s.compaction(a2, details={"kind": "experimental-context-rollover"})
@@ -277,8 +300,10 @@ def _anthropic(**extra: Any) -> dict[str, Any]:
 
 def case_c50_anthropic_first_kept() -> S:
     s = S()
-    s.user("u1"); s.assistant("a1")
-    u2 = s.user("u2"); s.assistant("a2")
+    s.user("u1")
+    s.assistant("a1")
+    u2 = s.user("u2")
+    s.assistant("a2")
     s.compaction(u2, preserveData=_anthropic())
     s.user("u3")
     return s
@@ -286,7 +311,8 @@ def case_c50_anthropic_first_kept() -> S:
 
 def case_c50_anthropic_next_entry() -> S:
     s = S()
-    s.user("u1"); s.assistant("a1")
+    s.user("u1")
+    s.assistant("a1")
     s.compaction("unknown1", preserveData=_anthropic(encryptedContent="", filesText=7))
     s.user("u3", ts="2026-03-01 10:00:00")
     return s
@@ -319,7 +345,8 @@ def case_c50_anthropic_invalid_payloads() -> S:
 
 def case_c51_branch_summary() -> S:
     s = S()
-    u1 = s.user("u1"); s.assistant("a1", eid="a0000001")
+    u1 = s.user("u1")
+    s.assistant("a1", eid="a0000001")
     s.add("branch_summary", parent=u1, fromId=u1, summary="went elsewhere", details={"k": 1}, fromExtension=True)
     s.add("branch_summary", fromId=u1, summary="")
     s.add("branch_summary", fromId="root", summary=0)
@@ -330,7 +357,8 @@ def case_c51_branch_summary() -> S:
 
 def case_c51_branch_summary_from_root() -> S:
     s = S()
-    s.user("u1"); s.assistant("a1")
+    s.user("u1")
+    s.assistant("a1")
     s.add("branch_summary", parent=None, fromId="root", summary="from root")
     s.user("u2")
     return s
@@ -614,7 +642,8 @@ def case_ttsr_missing_rules() -> S:
 
 def case_collapsed_kept_region() -> S:
     s = S()
-    s.user("u1"); s.assistant("a1", calls=("k1",))
+    s.user("u1")
+    s.assistant("a1", calls=("k1",))
     a = s.result("k1")
     s.assistant("a1b", provider="p2", model="m2")
     s.add("mode_change", mode="plan")
@@ -660,7 +689,8 @@ def _frames(n: int, legacy: bool = False, data: str = "iVBORw0KGgo=", **extra: A
 
 def case_snapcompact_archive() -> S:
     s = S()
-    s.user("u1"); s.assistant("a1")
+    s.user("u1")
+    s.assistant("a1")
     archive = {"frames": [*_frames(2, detail="high"), {"data": "", "mimeType": "image/png"},
                           {"data": "blob:sha256:" + "ab" * 32, "mimeType": "image/png", "cols": 1, "rows": 1,
                            "chars": 1}, *_frames(1, detail="")],
@@ -725,7 +755,8 @@ def case_snapcompact_empty_and_markdown() -> S:
 
 def case_leaf_no_id() -> S:
     s = S()
-    s.user("u1"); s.assistant("a1")
+    s.user("u1")
+    s.assistant("a1")
     s.raw({"type": "message", "parentId": "e0001", "timestamp": iso(9),
            "message": {"role": "user", "content": "no id leaf", "timestamp": 9}})
     return s
@@ -741,7 +772,8 @@ def case_leaf_null_id() -> S:
 
 def case_trailing_number() -> S:
     s = S()
-    s.user("u1"); s.assistant("a1")
+    s.user("u1")
+    s.assistant("a1")
     s.raw("42")
     return s
 
@@ -771,7 +803,8 @@ def case_trailing_false() -> S:
 
 def case_side_branch_leaf() -> S:
     s = S()
-    u1 = s.user("u1"); s.assistant("main reply")
+    u1 = s.user("u1")
+    s.assistant("main reply")
     s.user("main u2")
     s.add("model_usage", parent=u1, purpose="title", api="x", provider="p", model="m", usage=usage(7, 3, 0.5),
           stopReason="stop")

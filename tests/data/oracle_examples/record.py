@@ -1,0 +1,42 @@
+#!/usr/bin/env python3
+"""Record the real omp's `load` output for the oracle's example files (golden data).
+
+    python tests/data/oracle_examples/record.py [--oracle DIR]
+
+Writes one `<example>.oracle.json` per `../shared/oracle/examples/*.jsonl` next to this script
+and copies the input beside it, so the golden tests run without the oracle.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+DEFAULT = Path(os.environ.get("OMP_ORACLE_DIR", HERE.parents[3] / "shared" / "oracle"))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--oracle", type=Path, default=DEFAULT)
+    args = parser.parse_args()
+    inputs = sorted((args.oracle / "examples").glob("*.jsonl"))
+    for src in inputs:
+        shutil.copyfile(src, HERE / src.name)
+    out = subprocess.run([str(args.oracle / "omp-oracle"), "load", "--timeout", "5",
+                          *[str(HERE / p.name) for p in inputs]], check=True, capture_output=True,
+                         text=True).stdout
+    for line in out.splitlines():
+        rec = json.loads(line)
+        name = Path(rec["file"]).name
+        rec["file"] = name
+        (HERE / (name.removesuffix(".jsonl") + ".oracle.json")).write_text(json.dumps(rec, indent=1) + "\n")
+    print(f"recorded {len(inputs)} examples")
+
+
+if __name__ == "__main__":
+    main()
