@@ -24,6 +24,7 @@ import pytest
 from omp_session.context import (
     UNDEFINED,
     ContextError,
+    blob_frame_resolver,
     branch_path,
     build_id_index,
     build_session_context,
@@ -91,13 +92,22 @@ def differences(ours: Any, theirs: Any, path: str = "$") -> list[str]:
     return [] if type(ours) is type(theirs) and ours == theirs else [f"{path}: {ours!r:.80} != {theirs!r:.80}"]
 
 
+def _blob(sha: str) -> bytes | None:
+    path = DATA / "blobs" / sha
+    return path.read_bytes() if path.is_file() else None
+
+
+RESOLVE = blob_frame_resolver(_blob)  # the oracle ran with this folder as omp's blob store
+
+
 def check_view(entries: list[Any], expected: Any, error: str | None, **kwargs: Any) -> None:
     leaf = leaf_after_load(entries)
     if error is not None:
         with pytest.raises(ContextError):
-            build_session_context(entries, leaf, build_id_index(entries), **kwargs)
+            build_session_context(entries, leaf, build_id_index(entries), resolve_frame_data=RESOLVE, **kwargs)
         return
-    ours = jsonable(build_session_context(entries, leaf, build_id_index(entries), **kwargs))
+    ours = jsonable(build_session_context(entries, leaf, build_id_index(entries), resolve_frame_data=RESOLVE,
+                                          **kwargs))
     assert differences(ours, expected) == []
 
 
@@ -190,6 +200,15 @@ def test_messages_are_shared_not_copied_and_entries_untouched() -> None:
     assert rewritten is not assistant and rewritten["strippedToolCalls"] == 1
     assert rewritten["content"] == [{"type": "thinking", "thinking": "t"}]
     assert json.dumps(entries) == snapshot
+
+
+def test_default_frame_resolver_is_an_empty_blob_store() -> None:
+    entries = load("snapcompact_blob_frames")
+    with_store = build_session_context(entries, leaf_after_load(entries), None, resolve_frame_data=RESOLVE)
+    without = build_session_context(entries, leaf_after_load(entries), None)
+    assert [b["type"] for b in with_store["messages"][0]["blocks"]] == ["text", "image", "text"]
+    assert [b["type"] for b in without["messages"][0]["blocks"]] == ["text", "text"]
+    assert "3 archived image frames unavailable" in without["messages"][0]["blocks"][1]["text"]
 
 
 def test_by_id_none_builds_the_index() -> None:

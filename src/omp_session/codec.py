@@ -28,6 +28,7 @@ except ImportError:  # pragma: no cover - not CPython
 __all__ = [
     "UNDEFINED",
     "JSONIncomplete",
+    "JSONLScanner",
     "JSONSyntaxError",
     "UndefinedType",
     "dumps_line",
@@ -91,6 +92,7 @@ class JSONIncomplete(ValueError):
 # --------------------------------------------------------------------------------------------------
 
 _MAX_SAFE_INT: Final = 2**53
+_INF: Final = float("inf")
 _MAX_ARRAY_INDEX: Final = 4294967294  # 2**32 - 2: larger integer-like keys keep insertion order in JS
 _INDEX_KEY = re.compile(r"0|[1-9][0-9]{0,9}")
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -107,7 +109,7 @@ def _surrogate_repl(m: re.Match[str]) -> str:
 
 def _quote(s: str) -> str:
     out: str = _quote_plain(s)
-    if _SURROGATE.search(s) is not None:
+    if not s.isascii() and _SURROGATE.search(s) is not None:
         out = _SURROGATE_OR_PAIR.sub(_surrogate_repl, out)
     return out
 
@@ -146,9 +148,6 @@ def _js_float(f: float) -> str:
     if k == 1:
         return sign + digits + exp_text
     return sign + digits[0] + "." + digits[1:] + exp_text
-
-
-_INF: Final = float("inf")
 
 
 def _js_int(n: int) -> str:
@@ -280,9 +279,11 @@ def _orjson_default(obj: Any) -> Any:
     raise TypeError
 
 
-def _number_token_before(scan: bytes, i: int) -> bool:
-    """Whether the digits ending at ``scan[i]`` start a value token (not the middle of some text)."""
-    j = i
+def _number_token_before(scan: bytes, last: int) -> bool:
+    """Whether the digits ending at ``scan[last]`` begin where a value token can (not inside text)."""
+    if last < 0 or scan[last] != 0x30:
+        return False
+    j = last
     while j > 0 and scan[j - 1] in b"0.":
         j -= 1
     if j > 0 and scan[j - 1] == 0x2B:  # a minus sign
@@ -413,6 +414,7 @@ _ESCAPES: Final = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\
 _IDENT_START: Final = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_$")
 _ONE_CHAR_TOKENS: Final = frozenset("{}[]:,().=;")
 _NUMBER_START: Final = frozenset("-0123456789")
+_VALUE_START: Final = frozenset('"{[tfn') | _NUMBER_START
 # orjson returns ints only within this range and floats beyond it; the fallback does the same so that
 # a value's Python type does not depend on which parser handled its line.
 _INT_MIN: Final = -(2**63)
@@ -699,16 +701,20 @@ _JS_NON_BLANK = re.compile("[^\t\n\x0b\x0c\r \xa0\u1680\u2000-\u200a\u2028\u2029
 _DONE: Final = 0
 _ERROR: Final = 1
 _INCOMPLETE: Final = 2
+_LINE_END: Final = 3  # single-value mode: a value and its LF were consumed
+
+Record = tuple[Any, int, int]
+Span = tuple[int, int]
 
 
 def _parse_chunk(
-    text: str, pos: int, memo: _Memo, records: list[tuple[Any, int, int]]
+    text: str, pos: int, memo: _Memo, records: list[Record], single: bool = False
 ) -> tuple[int, int, int]:
-    """One ``Bun.JSONL.parseChunk(text.slice(pos))`` call.
+    """One ``Bun.JSONL.parseChunk(text.slice(pos))`` call (``single``: stop after the first value).
 
-    Appends the values it accepts to ``records`` and returns (status, read, open_start): ``read`` is
-    the offset just after the last accepted value (``pos`` if none); ``open_start`` is where the open
-    value began when the status is _INCOMPLETE.
+    Appends the values it accepts to ``records`` and returns (status, read, at): ``read`` is the offset
+    just after the last accepted value (``pos`` if none); ``at`` is where the open value began for
+    _INCOMPLETE and the offset after the LF for _LINE_END.
     """
     n = len(text)
     read = pos
@@ -717,6 +723,9 @@ def _parse_chunk(
         i = _WS.match(text, i).end()  # type: ignore[union-attr]
         if i >= n:
             return _DONE, read, i
+        if text[i] not in _VALUE_START:
+            # Typical garbage: decided by its first token, without the cost of raising.
+            return (_INCOMPLETE if _token_end(text, i, n) >= n else _ERROR), read, i
         try:
             value, end = _parse_value(text, i, n, memo)
         except _Fail as f:
@@ -730,9 +739,32 @@ def _parse_chunk(
         if text[j] != "\n":
             return _ERROR, read, j
         i = j + 1
+        if single:
+            return _LINE_END, read, i
 
 
-def parse_jsonl(text: str, start: int = 0) -> tuple[list[tuple[Any, int, int]], list[tuple[int, int]]]:
+def _round(text: str, pos: int, memo: _Memo, records: list[Record], malformed: list[Span], single: bool) -> int:
+    """One turn of omp's skip-on-error loop from ``pos``; returns where the next turn starts."""
+    n = len(text)
+    status, read, at = _parse_chunk(text, pos, memo, records, single)
+    if status == _ERROR:
+        nl = text.find("\n", read)
+        span_end = n if nl == -1 else nl
+        if _JS_NON_BLANK.search(text, read, span_end) is not None:
+            malformed.append((read, span_end))
+        return n if nl == -1 else nl + 1
+    if status == _INCOMPLETE:
+        if read == pos:
+            # The open value begins with a JSON token, so the dropped remainder is never blank.
+            malformed.append((at, n))
+            return n
+        return read  # omp re-parses from the last value; the next turn reports the open one
+    if status == _LINE_END:
+        return at
+    return n
+
+
+def parse_jsonl(text: str, start: int = 0) -> tuple[list[Record], list[Span]]:
     """omp's lenient JSONL reading of ``text[start:]`` (spec S1.4.3).
 
     Returns ``(records, malformed)``: ``records`` holds ``(value, start, end)`` for every accepted value
@@ -743,30 +775,39 @@ def parse_jsonl(text: str, start: int = 0) -> tuple[list[tuple[Any, int, int]], 
     Discarded spans that are blank by JavaScript ``trim()`` rules are not reported (omp skips them
     silently). ``start`` must be 0 or just after an LF.
     """
-    records: list[tuple[Any, int, int]] = []
-    malformed: list[tuple[int, int]] = []
+    records: list[Record] = []
+    malformed: list[Span] = []
     memo: _Memo = {}
     n = len(text)
     pos = start
     while pos < n:
-        status, read, open_start = _parse_chunk(text, pos, memo, records)
-        if status == _ERROR:
-            nl = text.find("\n", read)
-            span_end = n if nl == -1 else nl
-            if _JS_NON_BLANK.search(text, read, span_end) is not None:
-                malformed.append((read, span_end))
-            if nl == -1:
-                break
-            pos = nl + 1
-        elif status == _INCOMPLETE:
-            if read == pos:
-                # The open value begins with a JSON token, so the dropped remainder is never blank.
-                malformed.append((open_start, n))
-                break
-            pos = read  # omp re-parses from the last value; the next round reports the open one
-        else:
-            break
+        pos = _round(text, pos, memo, records, malformed, False)
     return records, malformed
+
+
+class JSONLScanner:
+    """omp's lenient JSONL loop one line-level step at a time, for readers with their own fast path.
+
+    The loop has no state besides its position, and every step ends at a line start (or the end), so a
+    reader may take each line that ``orjson.loads`` accepts as one record, skip blank lines, and call
+    :meth:`step` at the start of any other line; the results equal :func:`parse_jsonl` on the whole
+    text. Keep one scanner per text: it remembers failed multi-line values between steps, which keeps
+    files with many unclosed values linear.
+    """
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self._memo: _Memo = {}
+
+    def step(self, pos: int) -> tuple[list[Record], list[Span], int]:
+        """Handle the text from line start ``pos``: whitespace, then at most one value and the rest of
+        its last line. Returns ``(records, malformed, next_pos)`` (see :func:`parse_jsonl`);
+        ``next_pos`` is a line start or ``len(text)``.
+        """
+        records: list[Record] = []
+        malformed: list[Span] = []
+        nxt = _round(self.text, pos, self._memo, records, malformed, True)
+        return records, malformed, nxt
 
 
 def utf16_len(s: str) -> int:

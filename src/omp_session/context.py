@@ -11,8 +11,9 @@ never mutated; stored message objects are returned as they are (shared), and
 only messages omp rewrites are copied (shallowly), as omp does.
 
 JavaScript ``undefined`` is the codec's :data:`UNDEFINED` (re-exported here): a
-dict key holding it counts as absent.
-Output dicts never contain it -- keys whose value would be ``undefined`` are
+dict key holding it counts as absent, and a leaf that is ``UNDEFINED`` is not
+the same as a ``None`` (null) leaf -- see :func:`build_session_context`.
+Output dicts never contain it: keys whose value would be ``undefined`` are
 left out, as ``JSON.stringify`` would. Numbers omp computes (message
 timestamps, usage sums) are Python numbers; NaN stays ``float('nan')``
 (``null`` in omp's JSON).
@@ -23,6 +24,7 @@ Other public helpers: :func:`leaf_after_load`, :func:`branch_path`,
 
 from __future__ import annotations
 
+import base64
 import math
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -37,6 +39,7 @@ __all__ = [
     "UNDEFINED",
     "ContextError",
     "FrameDataResolver",
+    "blob_frame_resolver",
     "branch_path",
     "build_id_index",
     "build_session_context",
@@ -229,9 +232,10 @@ def build_id_index(entries: Iterable[Any]) -> dict[Any, Any]:
 def leaf_after_load(entries: Sequence[Any]) -> Any:
     """The leaf omp holds after loading ``entries``: the last record's ``id``.
 
-    ``None`` when that id is JSON null (omp then builds an empty context),
-    :data:`UNDEFINED` when the last record has no ``id`` or is not an object
-    (omp then falls back to the last record itself), also for no entries.
+    ``None`` when that id is JSON null (omp then builds an empty context) and
+    for no entries; :data:`UNDEFINED` when the last record has no ``id`` or is
+    not an object (omp then walks from the last record itself). A ``null``
+    last record raises :class:`ContextError` (omp cannot open such a file).
     """
     if not entries:
         return None  # a fresh index holds null
@@ -248,8 +252,13 @@ def _lookup(by_id: Mapping[Any, Any], entries: Sequence[Any], key: Any) -> Any:
         found = by_id.get(key, _MISSING)
     except TypeError:  # unhashable: a fresh object never equals another entry's id
         return _MISSING
-    if found is not _MISSING and _key(_get(found, "id") if isinstance(found, dict) else UNDEFINED) == _key(key):
-        return found
+    if found is not _MISSING:
+        found_id = found.get("id", UNDEFINED) if isinstance(found, dict) else UNDEFINED
+        if found_id.__class__ is str and key.__class__ is str:
+            if found_id == key:
+                return found
+        elif _key(found_id) == _key(key):
+            return found
     # Python merges keys JS keeps apart (True/1) and splits some it merges (ints
     # beyond 2**53 that round to the same double); resolve those by scanning.
     risky = isinstance(key, bool) or (_is_number(key) and abs(key) > 2**53)
@@ -280,14 +289,24 @@ def _walk(start: Any, by_id: Mapping[Any, Any], entries: Sequence[Any]) -> list[
     path: list[Any] = []
     seen: set[Any] = set()
     current = start
-    while current is not _MISSING and _truthy(current):
-        ident = _key(_get(current, "id"))
-        if ident in seen:
+    while current is not _MISSING:
+        if current.__class__ is dict:  # the common case, inlined: this loop runs once per path entry
+            ident = current.get("id", UNDEFINED)
+            parent = current.get("parentId", UNDEFINED)
+        elif _truthy(current):
+            ident = _get(current, "id")
+            parent = _get(current, "parentId")
+        else:
             break
-        seen.add(ident)
+        ident_key = ident if ident.__class__ is str else _key(ident)
+        if ident_key in seen:
+            break
+        seen.add(ident_key)
         path.append(current)
-        parent = _get(current, "parentId")
-        current = _lookup(by_id, entries, parent) if _truthy(parent) else _MISSING
+        if parent.__class__ is str:
+            current = _lookup(by_id, entries, parent) if parent else _MISSING
+        else:
+            current = _lookup(by_id, entries, parent) if _truthy(parent) else _MISSING
     path.reverse()
     return path
 
@@ -491,6 +510,28 @@ def _default_frame_data(data: str) -> tuple[int, Callable[[], str]] | None:
     if data.startswith(_BLOB_PREFIX):
         return None  # no blob store here: a reference cannot be resolved
     return _utf16_len(data), lambda: data
+
+
+_BLOB_HASH: Final = re.compile("[a-f0-9]{64}")
+
+
+def blob_frame_resolver(get: Callable[[str], bytes | None]) -> FrameDataResolver:
+    """A :data:`FrameDataResolver` over a blob store's ``get(sha256_hex) -> bytes | None``.
+
+    Mirrors omp's ``lazyImageDataSync``: a well-formed ``blob:sha256:<hex>``
+    reference to a stored blob is priced at its base64 length and read as
+    base64; a missing blob or malformed reference is unavailable; any other
+    string is inline data.
+    """
+    def resolve(data: str) -> tuple[int, Callable[[], str]] | None:
+        if not data.startswith(_BLOB_PREFIX):
+            return _utf16_len(data), lambda: data
+        sha = data[len(_BLOB_PREFIX):]
+        blob = get(sha) if _BLOB_HASH.fullmatch(sha) else None
+        if blob is None:
+            return None
+        return (len(blob) + 2) // 3 * 4, lambda: base64.b64encode(blob).decode("ascii")
+    return resolve
 
 
 def _preserved_archive(preserve: Any) -> dict[str, Any] | None:
@@ -929,9 +970,7 @@ def build_session_context(
     if start is _MISSING:
         start = entries[-1] if entries else _MISSING
     if start is _MISSING or not _truthy(start):
-        return _empty_context()
-    if start is None:
-        raise ContextError("a null record cannot be a leaf (omp throws reading its id)")
+        return _empty_context()  # no entries, or a falsy last record (0, "", false, null)
     path = _walk(start, by_id, entries)
     builder = _ContextBuilder(path, transcript, collapse_compacted_history, keep_dangling_tool_calls,
                               resolve_frame_data or _default_frame_data)
@@ -968,7 +1007,7 @@ class _ContextBuilder:
         reset_idx = -1
         for index, entry in enumerate(path):
             self.current = entry
-            kind = _get(entry, "type")
+            kind = entry.get("type", UNDEFINED) if entry.__class__ is dict else _get(entry, "type")
             if kind == "thinking_level_change":
                 level = _get(entry, "thinkingLevel")
                 thinking_level = "off" if _nullish(level) else level
@@ -1234,17 +1273,17 @@ class _ContextBuilder:
                 i = next_alive[i]
             return i
 
+        failed = [i for i, message in enumerate(messages) if _get(message, "role") == "assistant"
+                  and _get(message, "stopReason") in ("aborted", "error")]
+        if not failed:
+            return messages
         results_by_call: dict[Any, list[int]] = {}
         for index, message in enumerate(messages):
             if _get(message, "role") == "toolResult":
                 results_by_call.setdefault(_key(_get(message, "toolCallId")), []).append(index)
 
-        for i in range(count - 1, -1, -1):
+        for i in reversed(failed):
             message = messages[i]
-            if _get(message, "role") != "assistant":
-                continue
-            if _get(message, "stopReason") not in ("aborted", "error"):
-                continue
             following = find(i + 1)
             if following < count:
                 nxt = messages[following]
@@ -1320,6 +1359,25 @@ def _entry_usage(entry: Any) -> Any:
     return UNDEFINED
 
 
+_HUGE_INT: Final = 2**1000
+
+
+def _plain_usage(usage: Any) -> bool:
+    """Every summed field a plain number (Python would raise on float + an int beyond doubles)."""
+    if usage.__class__ is not dict:
+        return False
+    cost = usage.get("cost")
+    if cost.__class__ is not dict:
+        return False
+    values: tuple[Any, ...] = (usage.get("input"), usage.get("output"), usage.get("cacheRead"),
+                               usage.get("cacheWrite"), usage.get("totalTokens"), cost.get("total"))
+    for value in values:
+        kind = value.__class__
+        if kind is not float and (kind is not int or not -_HUGE_INT < value < _HUGE_INT):
+            return False
+    return True
+
+
 def usage_statistics(entries: Iterable[Any]) -> dict[str, Any]:
     """omp's ``getUsageStatistics()``: token and cost totals over every entry (all branches).
 
@@ -1331,21 +1389,32 @@ def usage_statistics(entries: Iterable[Any]) -> dict[str, Any]:
     """
     totals: dict[str, Any] = {name: 0.0 for name in (*_USAGE_FIELDS, "orchestrationInput", "orchestrationOutput",
                                                     "orchestrationCacheRead", "premiumRequests", "cost")}
+    numeric = True  # all of input..totalTokens and cost are still numbers
     for entry in entries:
         try:
             usage = _entry_usage(entry)
             if not _truthy(usage):
                 continue
-            for name in _USAGE_FIELDS:
-                totals[name] = _js_add(totals[name], _get(usage, name))
+            if numeric and _plain_usage(usage):
+                # The common shape: every field a number, so JS `+` is float addition.
+                for name in _USAGE_FIELDS:
+                    totals[name] += usage[name]
+                totals["cost"] += usage["cost"]["total"]
+            else:
+                for name in _USAGE_FIELDS:
+                    totals[name] = _js_add(totals[name], _get(usage, name))
+                totals["cost"] = _js_add(totals["cost"], _get(_get(usage, "cost"), "total"))
+                numeric = all(totals[name].__class__ is float for name in (*_USAGE_FIELDS, "cost"))
+            # `x ?? 0` is still added: a total that became a string gains a "0".
             orchestration = _get(usage, "orchestration")
             for name, part in (("orchestrationInput", "input"), ("orchestrationOutput", "output"),
                                ("orchestrationCacheRead", "cacheRead")):
                 value = _get_opt(orchestration, part)
-                totals[name] = _js_add(totals[name], 0 if _nullish(value) else value)
+                if not (_nullish(value) and totals[name].__class__ is float):
+                    totals[name] = _js_add(totals[name], 0 if _nullish(value) else value)
             premium = _get(usage, "premiumRequests")
-            totals["premiumRequests"] = _js_add(totals["premiumRequests"], 0 if _nullish(premium) else premium)
-            totals["cost"] = _js_add(totals["cost"], _get(_get(usage, "cost"), "total"))
+            if not (_nullish(premium) and totals["premiumRequests"].__class__ is float):
+                totals["premiumRequests"] = _js_add(totals["premiumRequests"], 0 if _nullish(premium) else premium)
         except _JSTypeError as exc:
             raise ContextError(f"{_describe(entry)}: {exc}") from None
     return {name: _num_out(value) for name, value in totals.items()}

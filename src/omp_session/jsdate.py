@@ -20,6 +20,7 @@ Public helpers:
 from __future__ import annotations
 
 import math
+import re
 import time
 from typing import Any
 
@@ -170,10 +171,15 @@ _KEYWORDS: tuple[tuple[str, int, int], ...] = (
     ("t", _KW_TSEP, 0),
 )
 _NONE = 2**31 - 1  # "missing" marker; never a legal field value
-# Bun's separators: ASCII whitespace plus the Unicode space separators and BOM; other
-# non-ASCII code units (including U+2028/2029 and U+0085) are word characters.
-_SPACE = frozenset((0x09, 0x0A, 0x0B, 0x0C, 0x0D, 0x20, 0xA0, 0x1680, *range(0x2000, 0x200B),
+_MAX_SIGNIFICANT_DIGITS = 9
+# Bun's separators: tab, LF, FF, CR, space, the Unicode space separators and BOM. VT is
+# not one (it is ignored like other punctuation); other non-ASCII code units (including
+# U+2028/2029 and U+0085) are word characters.
+_SPACE = frozenset((0x09, 0x0A, 0x0C, 0x0D, 0x20, 0xA0, 0x1680, *range(0x2000, 0x200B),
                     0x202F, 0x205F, 0x3000, 0xFEFF))
+# ...except in strings the engine stores as UTF-16 (any code unit above U+00FF), where VT
+# also separates: Bun scans the two string representations with different predicates.
+_SPACE_WIDE = _SPACE | {0x0B}
 
 _T_INVALID, _T_UNKNOWN, _T_SPACE, _T_NUMBER, _T_SYMBOL, _T_END, _T_KEYWORD = range(7)
 
@@ -217,6 +223,7 @@ class _Scanner:
     def __init__(self, text: str) -> None:
         raw = text.encode("utf-16-le", "surrogatepass")
         self._units = [raw[i] | (raw[i + 1] << 8) for i in range(0, len(raw), 2)]
+        self._space = _SPACE_WIDE if any(u > 0xFF for u in self._units) else _SPACE
         self._pos = 0
         self._next = self._scan()
 
@@ -232,22 +239,21 @@ class _Scanner:
             while 0x30 <= self._ch() <= 0x39:
                 self._pos += 1
             digits = "".join(chr(u) for u in self._units[start:self._pos])
-            # Bun reads the whole numeral (no 9-digit cap); anything past 20 digits is
-            # out of every field's range, so a saturated value keeps int() cheap.
-            value = int(digits) if len(digits) <= 20 else 10**20
-            token = _Token(_T_NUMBER, len(digits), value)
-            token.ms = int((digits + "00")[:3])
+            # Bun keeps the first 9 *significant* digits (leading zeros do not count)
+            # but remembers the full length, which field-width checks use.
+            token = _Token(_T_NUMBER, len(digits), int(digits.lstrip("0")[:_MAX_SIGNIFICANT_DIGITS] or "0"))
+            token.ms = _read_ms(token.value, len(digits))
             return token
         if ch in (0x3A, 0x2D, 0x2B, 0x2E, 0x29):  # : - + . )
             self._pos += 1
             return _Token(_T_SYMBOL, 1, ch)
-        if ch in _SPACE:
+        if ch in self._space:
             self._pos += 1
             return _Token(_T_SPACE, 1)
         if ch >= 0x41:
             prefix = []
             length = 0
-            while self._ch() >= 0x41 and self._ch() not in _SPACE:
+            while self._ch() >= 0x41 and self._ch() not in self._space:
                 if length < 3:
                     prefix.append(self._ch() | 0x20)
                 length += 1
@@ -399,14 +405,22 @@ class _Zone:
             return _NAN
         hour = 0 if self.hour == _NONE else self.hour
         minute = 0 if self.minute == _NONE else self.minute
-        total = (hour * 3600 + minute * 60) % 2**32  # the engine computes this unsigned
-        if total > 2**30 - 1:
+        total = (hour * 3600 + minute * 60) % 2**32  # the engine computes this in unsigned 32 bits
+        if total > 2**31 - 1:
             return None
         return float(-total if self.sign < 0 else total)
 
 
-def _read_ms(token: _Token) -> int:
-    return token.ms
+def _read_ms(number: int, length: int) -> int:
+    """A numeral read as a fraction of a second: its leading three digits as milliseconds."""
+    if length == 1:
+        return number * 100
+    if length == 2:
+        return number * 10
+    if length > 3:
+        divisor: int = 10 ** (min(length, _MAX_SIGNIFICANT_DIGITS) - 3)
+        return number // divisor
+    return number
 
 
 def _parse_iso(scanner: _Scanner, day: _Day, tm: _Time, zone: _Zone) -> _Token:
@@ -454,7 +468,7 @@ def _parse_iso(scanner: _Scanner, day: _Day, tm: _Time, zone: _Zone) -> _Token:
             if scanner.skip_symbol("."):
                 if scanner.peek().kind != _T_NUMBER or (hour_is_24 and scanner.peek().value > 0):
                     return _INVALID
-                tm.add(_read_ms(scanner.next()))
+                tm.add(scanner.next().ms)
         if scanner.peek().is_z():
             scanner.next()
             zone.set(0)
@@ -510,7 +524,7 @@ def _parse_fields(text: str) -> tuple[tuple[int, int, int], tuple[int, int, int,
                 tm.add(n)
                 if scanner.peek().kind != _T_NUMBER:
                     return None
-                tm.add_final(_read_ms(scanner.next()))
+                tm.add_final(scanner.next().ms)
             elif zone.expecting(n):
                 zone.minute = n
             elif tm.expecting(n):
@@ -563,7 +577,17 @@ def _parse_fields(text: str) -> tuple[tuple[int, int, int], tuple[int, int, int,
     return ymd, hms, offset
 
 
+# What omp itself writes (toISOString): parsed directly, the full grammar handles the rest.
+_CANONICAL = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})T([0-9]{2}):([0-9]{2}):([0-9]{2})\.([0-9]{3})Z")
+
+
 def _parse_string(text: str) -> float:
+    match = _CANONICAL.fullmatch(text)
+    if match:
+        year, month, day, hour, minute, second, ms = map(int, match.groups())
+        if 1 <= month <= 12 and 1 <= day <= 31 and minute <= 59 and second <= 59 and (
+                hour <= 23 or (hour == 24 and minute == second == ms == 0)):
+            return _make_ms(year, month - 1, day, hour, minute, second, ms)
     fields = _parse_fields(text)
     if fields is None:
         return _NAN

@@ -8,10 +8,14 @@ A record that is a ``str`` is written verbatim (for non-object lines).
 from __future__ import annotations
 
 import datetime as _dt
+import hashlib
 from collections.abc import Callable
 from typing import Any
 
 BASE = _dt.datetime(2026, 3, 1, 12, 0, 0, tzinfo=_dt.UTC)
+# record.py stores this in blobs/ and gives that folder to omp's blob store.
+BLOB_BYTES = b"stand-in bytes for a snapcompact frame image, kept in the blob store"
+BLOB_SHA = hashlib.sha256(BLOB_BYTES).hexdigest()
 LEAF = object()
 
 
@@ -698,6 +702,19 @@ def case_snapcompact_archive() -> S:
                "textHead": "old \u000ehead\u000f\u2588line ![img](data:image/png;base64,AAAA) end",
                "textTail": "new tail data:text/plain;charset=utf-8;base64,SGVsbG8[…12ch elided…]=="}
     s.compaction("e0002", method="snapcompact", preserveData={"snapcompact": archive})
+    s.user("u2")
+    return s
+
+
+def case_snapcompact_blob_frames() -> S:
+    s = S()
+    s.user("u1")
+    frames = _frames(3)
+    frames[0]["data"] = "blob:sha256:" + BLOB_SHA
+    frames[1]["data"] = "blob:sha256:" + "0" * 64
+    frames[2]["data"] = "blob:sha256:" + BLOB_SHA.upper()
+    archive = {"frames": frames, "textHead": "head", "textTail": "tail", "truncatedChars": 0}
+    s.compaction("e0001", method="snapcompact", preserveData={"snapcompact": archive})
     s.user("u2")
     return s
 

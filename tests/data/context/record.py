@@ -3,8 +3,9 @@
 
     python3 tests/data/context/record.py [--oracle DIR]
 
-Writes ``inputs/<name>.jsonl`` and ``expected/<name>.json`` next to this script
-(removing stale ones). Each expected file holds what omp 18.2.3 derives from
+Writes ``inputs/<name>.jsonl``, ``expected/<name>.json`` and the blob store
+``blobs/`` (given to omp with ``--blobs``) next to this script, removing stale
+files, and ``jsdate_vectors.json`` (Bun's Date results). Each expected file holds what omp 18.2.3 derives from
 the input: ``context`` (``buildSessionContext()``), ``transcript``
 (``{transcript:true}``), ``usage`` (``getUsageStatistics()``), ``view_errors``
 for those three, ``error`` when ``open`` threw, and ``runs``: the results of
@@ -49,7 +50,7 @@ GENERATED: list[tuple[int, int, str]] = [
 ]
 MAX_GENERATED_BYTES = 40_000
 JSDATE_SEEDS = (1, 2)
-JSDATE_FUZZ_COUNT = 1500
+JSDATE_FUZZ_COUNT = 2500
 
 
 def strict_records(data: bytes) -> list[Any] | None:
@@ -89,7 +90,8 @@ def oracle(oracle_dir: Path, mode: str, paths: list[Path]) -> list[dict[str, Any
         listing.write("\n".join(str(p) for p in paths) + "\n")
     try:
         proc = subprocess.run([str(oracle_dir / "omp-oracle"), mode, "--jobs", "2", "--timeout", "10",
-                               "--list", listing.name], capture_output=True, text=True, check=True)
+                               "--blobs", str(HERE / "blobs"), "--list", listing.name],
+                              capture_output=True, text=True, check=True)
     finally:
         os.unlink(listing.name)
     return [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
@@ -104,10 +106,11 @@ def main() -> None:
     parser.add_argument("--oracle", default=os.environ.get("OMP_ORACLE_DIR", str(HERE.parents[3] / "shared" / "oracle")))
     args = parser.parse_args()
     oracle_dir = Path(args.oracle)
-    inputs, expected = HERE / "inputs", HERE / "expected"
-    for directory in (inputs, expected):
+    inputs, expected, blobs = HERE / "inputs", HERE / "expected", HERE / "blobs"
+    for directory in (inputs, expected, blobs):
         shutil.rmtree(directory, ignore_errors=True)
         directory.mkdir()
+    (blobs / cases.BLOB_SHA).write_bytes(cases.BLOB_BYTES)
 
     paths = [write_case(name, builder(), inputs) for name, builder in cases.CASES.items()]
     hand = set(paths)
@@ -182,7 +185,8 @@ _DATE_ATOMS = ["2026", "-", "01", "12", "31", "T", "00", ":", "59", "60", "24", 
                "(x)", "(", "(a(b)c)", ")", "/", "2", "13", "99", "49", "50", "100", "1970", "000000", "+002026",
                "-000001", "275760", "9", "1234567890123", "t", "x", "foo", "\u00a0", "\t", "\n", ",", "Sat,",
                "\u0000", "ut", "ma", "1e3", "0", "07", "30", "29", "02", "2024", "\u2028", "\u3000", "\ufeff",
-               "\x1c", "é", "\U0001F600", "::", "-0800", "+05:30", "GMT+0100", "GMT-8", "+1", "-12", "12345"]
+               "\x1c", "\x0b", "\u0100", "é", "\U0001F600", "::", "-0800", "+05:30", "GMT+0100", "GMT-8", "+1",
+               "-12", "12345", "0123456789012", "99999999999", "596524:", "1193047:", "T24:00", "10:20:30."]
 _DATE_FIXED = [
     "2026-01-01T00:00:00.000Z", "2026-01-01", "2026-01", "2026", "2026-01-01T00:00", "2026-01-01T00:00:00",
     "2026-01-01T00:00:00.1", "2026-01-01T00:00:00.1234Z", "2026-01-01T00:00:00+01:00", "2026-01-01T00:00:00+0100",
@@ -195,6 +199,8 @@ _DATE_FIXED = [
     "2026-01-01 10:00 PM", "2026-01-01 12:30 am", "13:00 PM 2026-01-01", "1/2/3", "foo 2026", "2026-01-01 UTC",
     "Thu Jan 01 2026 00:00:00 GMT+0000 (Coordinated Universal Time)", "2026-01-01\u0000junk", "1000000000",
     "Jan 1 275760", "Jan 1 275761", "2026-01-01T00:00:00.99999999999999999999Z", "2026-03-01 10:00:00",
+    "10:20\x0b2026-01-01", "\u300010:20\x0b2026-01-01", "2026 GMT+010060123:", "2026 GMT+596524:",
+    "2026-01-01T00:00:00.0123456789012Z", "Jan 1 0000000002026",
 ]
 
 
