@@ -37,14 +37,40 @@ _JS_TRIM = " \t\n\v\f\r\u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2
 _TRAILING_WS = (13, 32, 9)  # CR, space, tab: allowed after a value on its line
 
 
+class _MessageHead(msgspec.Struct):
+    role: Any = UNDEFINED
+    provider: Any = UNDEFINED
+    model: Any = UNDEFINED
+
+
 class _Envelope(msgspec.Struct):
     type: Any = UNDEFINED
     id: Any = UNDEFINED
     parentId: Any = UNDEFINED
+    # the few message fields context building reads on every path entry (S7.3)
+    message: _MessageHead = UNDEFINED
 
 
 _DECODER = msgspec.json.Decoder(_Envelope)
 _INTERN: dict[Any, Any] = {}
+
+
+_HEADS: dict[Any, tuple[Any, Any, Any]] = {}
+
+
+def _head_of(message: Any) -> tuple[Any, Any, Any] | None:
+    """(role, provider, model) of a message, shared between records; None if not an object."""
+    if isinstance(message, _MessageHead):
+        key: Any = (message.role, message.provider, message.model)
+    elif isinstance(message, dict):
+        key = (message.get("role", UNDEFINED), message.get("provider", UNDEFINED),
+               message.get("model", UNDEFINED))
+    else:
+        return None
+    try:
+        return _HEADS.setdefault(key, key)
+    except TypeError:  # an unhashable role/provider/model: keep it unshared
+        return key  # type: ignore[no-any-return]
 
 
 def _intern(value: Any) -> Any:
@@ -116,6 +142,7 @@ class Journal:
     types: list[Any] = field(default_factory=list)
     ids: list[Any] = field(default_factory=list)
     parents: list[Any] = field(default_factory=list)
+    heads: list[tuple[Any, Any, Any] | None] = field(default_factory=list)
     values: dict[int, Any] = field(default_factory=dict)
     malformed: list[MalformedSpan] = field(default_factory=list)
     blob_offsets: list[int] = field(default_factory=list)
@@ -303,6 +330,7 @@ def _fast_chunk(j: Journal, chunk: bytes, base: int) -> bool:
         j.types.extend([_intern(e.type) for e in envs])
     j.ids.extend([e.id for e in envs])
     j.parents.extend([e.parentId for e in envs])
+    j.heads.extend([None if e.message is UNDEFINED else _head_of(e.message) for e in envs])
     return True
 
 
@@ -313,6 +341,7 @@ def _add(j: Journal, start: int, end: int, value: Any) -> None:
     j.types.append(t)
     j.ids.append(i)
     j.parents.append(p)
+    j.heads.append(_head_of(value.get("message")) if isinstance(value, dict) and "message" in value else None)
     j.values[len(j.starts) - 1] = value
 
 

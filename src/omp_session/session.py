@@ -294,10 +294,38 @@ class Session:
 
     def build_session_context(self, *, transcript: bool = False, collapse_compacted_history: bool = False,
                               keep_dangling_tool_calls: bool = False) -> dict[str, Any]:
-        return _context.build_session_context(
-            self.entries, None if self._leaf is UNDEFINED else self._leaf, self.by_id,
-            transcript=transcript, collapse_compacted_history=collapse_compacted_history,
-            keep_dangling_tool_calls=keep_dangling_tool_calls)
+        """omp's ``buildSessionContext`` (the model context, or with ``transcript`` the display
+        transcript). Raises :class:`~omp_session.context.ContextError` where omp throws."""
+        from .context_path import build_context
+
+        return build_context(self, transcript=transcript, collapse_compacted_history=collapse_compacted_history,
+                             keep_dangling_tool_calls=keep_dangling_tool_calls,
+                             resolve_frame_data=self._frame_resolver())
+
+    def _frame_resolver(self) -> Any:
+        get = getattr(self.blob_store, "get", None)
+        return _context.blob_frame_resolver(get) if get is not None else None
+
+    # ----- index helpers shared with context_path --------------------------------------------
+
+    @property
+    def raw_leaf(self) -> Any:
+        """The leaf as omp holds it after loading: the last entry's id (UNDEFINED if it has none)."""
+        return self._leaf if self._count else None
+
+    def index_of(self, entry_id: Any) -> int | None:
+        return self._index.get(js_key(entry_id))
+
+    def path_indices(self, start: int) -> list[int]:
+        return path_to(start, self._ids, self._parents, self._index)
+
+    @property
+    def types(self) -> Sequence[Any]:
+        return self._types
+
+    @property
+    def parent_ids(self) -> Sequence[Any]:
+        return self._parents
 
     def get_usage_statistics(self) -> dict[str, Any]:
         return _context.usage_statistics(self.entries)

@@ -1,0 +1,50 @@
+"""The windowed context equals omp's full-path algorithm on every generated session."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import omp_session
+from omp_session import codec
+from omp_session import context as full
+from omp_session.blobs import BlobStore
+from omp_session.context import ContextError
+
+ORACLE = Path(os.environ.get("OMP_ORACLE_DIR", Path(__file__).resolve().parents[2] / "shared" / "oracle"))
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("corpus")
+    subprocess.run([sys.executable, str(ORACLE / "gen_sessions.py"), "--seed", "11", "--count", "250",
+                    "--kinds", "all", "--out", str(out)], check=True, capture_output=True)
+    return out
+
+
+def as_json(fn: object) -> object:
+    try:
+        return codec.stringify(fn())  # type: ignore[operator]
+    except ContextError as e:
+        return ("error", type(e).__name__)
+
+
+@pytest.mark.parametrize("options", [{}, {"transcript": True, "collapse_compacted_history": True}])
+def test_windowed_context_matches_full_path(corpus: Path, options: dict[str, bool]) -> None:
+    files = sorted(corpus.glob("*.jsonl"))
+    assert len(files) == 250
+    compared = 0
+    for path in files:
+        with omp_session.open(path, blob_store=BlobStore(corpus / "blobs")) as s:
+            if s.header is None:
+                continue
+            windowed = as_json(lambda s=s: s.build_session_context(**options))
+            whole = as_json(lambda s=s: full.build_session_context(
+                s.entries, s.raw_leaf, s.by_id, resolve_frame_data=s._frame_resolver(), **options))
+            assert windowed == whole, path.name
+            compared += 1
+    assert compared > 200
