@@ -48,7 +48,7 @@ class _Envelope(msgspec.Struct):
     id: Any = UNDEFINED
     parentId: Any = UNDEFINED
     # the few message fields context building reads on every path entry (S7.3)
-    message: _MessageHead = UNDEFINED
+    message: _MessageHead = UNDEFINED  # type: ignore[assignment]  # absent stays UNDEFINED
 
 
 _DECODER = msgspec.json.Decoder(_Envelope)
@@ -330,7 +330,7 @@ def _fast_chunk(j: Journal, chunk: bytes, base: int) -> bool:
         j.types.extend([_intern(e.type) for e in envs])
     j.ids.extend([e.id for e in envs])
     j.parents.extend([e.parentId for e in envs])
-    j.heads.extend([None if e.message is UNDEFINED else _head_of(e.message) for e in envs])
+    j.heads.extend([_head_of(e.message) for e in envs])
     return True
 
 
