@@ -21,34 +21,22 @@ if TYPE_CHECKING:
 
 __all__ = ["build_context"]
 
-# Message roles whose entries the builder reads only through role/provider/model outside the
-# emitted window. Other roles (custom, bashExecution, ...) are decoded: they are few, and some
-# are inspected (user-request detection).
-_STUB_ROLES = frozenset({"user", "assistant", "toolResult"})
+def _stub(head: tuple[Any, Any, Any], cache: dict[Any, dict[str, Any]]) -> dict[str, Any]:
+    """A shared stand-in for a message entry outside the window: type and message head only.
 
-
-def _stub(s: Session, k: int) -> dict[str, Any]:
-    head = s.journal.heads[k + 1]
-    assert head is not None
-    role, provider, model = head
-    message: dict[str, Any] = {"role": role}
-    if provider is not UNDEFINED:
-        message["provider"] = provider
-    if model is not UNDEFINED:
-        message["model"] = model
-    entry: dict[str, Any] = {"type": "message", "id": s.ids[k]}
-    parent = s.parent_ids[k]
-    if parent is not UNDEFINED:
-        entry["parentId"] = parent
-    entry["message"] = message
-    return entry
-
-
-def _stubbable(s: Session, k: int) -> bool:
-    if s.journal.is_decoded(k + 1) or s.types[k] != "message":
-        return False
-    head = s.journal.heads[k + 1]
-    return head is not None and head[0] in _STUB_ROLES and isinstance(head[0], str)
+    It has no id on purpose: ids outside the window are never compared with anything but the
+    string ids that ``_window`` resolved to positions inside it (see ``build_context``).
+    """
+    stub = cache.get(head)
+    if stub is None:
+        role, provider, model = head
+        message: dict[str, Any] = {"role": role}
+        if provider is not UNDEFINED:
+            message["provider"] = provider
+        if model is not UNDEFINED:
+            message["model"] = model
+        stub = cache[head] = {"type": "message", "message": message}
+    return stub
 
 
 def _window(s: Session, path: list[int], transcript: bool) -> set[int] | None:
@@ -77,12 +65,16 @@ def _window(s: Session, path: list[int], transcript: bool) -> set[int] | None:
             return -1
         return next((p for p in range(before) if ids[path[p]] == target and type(ids[path[p]]) is str), -1)
 
-    kept = position(compaction.get("firstKeptEntryId", UNDEFINED), ci)
+    first_kept = compaction.get("firstKeptEntryId", UNDEFINED)
+    through_id = compaction.get("providerReplayThroughEntryId", UNDEFINED)
+    if type(first_kept) is not str or (through_id is not UNDEFINED and type(through_id) is not str):
+        return None  # an absent/odd id is compared with every entry's id: decode them all
+    kept = position(first_kept, ci)
     if _context._remote_compaction_payload(compaction) is None or transcript:
         if kept >= 0:
             need.update(range(kept, ci))
     else:
-        through = position(compaction.get("providerReplayThroughEntryId", UNDEFINED), ci)
+        through = position(through_id, ci)
         if through >= 0:
             need.update(range(through + 1, ci))
     details = compaction.get("details")
@@ -105,9 +97,54 @@ def build_context(s: Session, *, transcript: bool, collapse_compacted_history: b
             collapse_compacted_history=collapse_compacted_history,
             keep_dangling_tool_calls=keep_dangling_tool_calls, resolve_frame_data=resolve_frame_data)
     path = s.path_indices(start)
-    need = _window(s, path, transcript)
-    entries = [s.entry_at(k) if need is None or pos in need or not _stubbable(s, k) else _stub(s, k)
-               for pos, k in enumerate(path)]
+    ids = s.ids
+    if not all(type(ids[k]) is str for k in path):
+        need: set[int] | None = None  # id-less entries could match id-less stubs: no stubs then
+    else:
+        need = _window(s, path, transcript)
+    if need is None:
+        entries = [s.entry_at(k) for k in path]
+    else:
+        entries = _compress(s, path, need)
     builder = _context._ContextBuilder(entries, transcript, collapse_compacted_history, keep_dangling_tool_calls,
                                        resolve_frame_data or _context._default_frame_data)
     return builder.build()
+
+
+def _compress(s: Session, path: list[int], need: set[int]) -> list[Any]:
+    """The path with each run of stub-able messages reduced to its first and last assistant.
+
+    Outside the window a user or toolResult message does nothing in the settings pass, and a run
+    of assistants only sets ``models.default`` (inserted by the first, valued by the last), so the
+    builder sees the same settings from the reduced path.
+    """
+    heads, types, decoded = s.journal.heads, s.types, s.journal.values
+    cache: dict[Any, dict[str, Any]] = {}
+    out: list[Any] = []
+    first: tuple[Any, Any, Any] | None = None
+    last: tuple[Any, Any, Any] | None = None
+
+    def flush() -> None:
+        nonlocal first, last
+        if first is not None:
+            out.append(_stub(first, cache))
+            if last is not first and last is not None:
+                out.append(_stub(last, cache))
+        first = last = None
+
+    for pos, k in enumerate(path):
+        if pos not in need and types[k] == "message" and (k + 1) not in decoded:
+            head = heads[k + 1]
+            if head is not None:
+                role = head[0]
+                if role == "assistant" and type(role) is str:
+                    if first is None:
+                        first = head
+                    last = head
+                    continue
+                if (role == "user" or role == "toolResult") and type(role) is str:
+                    continue
+        flush()
+        out.append(s.entry_at(k))
+    flush()
+    return out

@@ -62,18 +62,23 @@ def js_truthy(value: Any) -> bool:
 
 
 def path_to(start: int | None, ids: Sequence[Any], parents: Sequence[Any], index: dict[Any, int]) -> list[int]:
-    """Indices root -> ``start``, following parentIds; stops at null/unknown/repeat (S6.3)."""
+    """Indices root -> ``start``, following parentIds; stops at null/unknown/repeat (S6.3).
+
+    Every step goes through ``index`` (id -> last entry with it), so a repeated id is exactly a
+    repeated index: a flag per entry is enough to stop on cycles.
+    """
     out: list[int] = []
-    seen: set[Any] = set()
+    seen = bytearray(len(ids))
     cursor = start
-    while cursor is not None:
-        key = js_key(ids[cursor])
-        if key in seen:
-            break
-        seen.add(key)
+    get = index.get
+    while cursor is not None and not seen[cursor]:
+        seen[cursor] = 1
         out.append(cursor)
         parent = parents[cursor]
-        cursor = index.get(js_key(parent)) if js_truthy(parent) else None
+        if type(parent) is str:
+            cursor = get(parent) if parent else None
+        else:
+            cursor = get(js_key(parent)) if js_truthy(parent) else None
     out.reverse()
     return out
 
