@@ -97,7 +97,7 @@ def test_garbage_never_raises(data: bytes) -> None:
     for span in j.malformed:
         assert 0 <= span.start < span.end <= len(data)
     for i in range(len(j)):
-        assert 0 <= j.starts[i] < j.ends[i] <= len(data)
+        assert 0 <= j.start(i) < j.end(i) <= len(data)
 
 
 def test_large_file_goes_through_chunks_and_pread(tmp_path: Path) -> None:

@@ -15,27 +15,28 @@ from typing import TYPE_CHECKING, Any
 
 from . import context as _context
 from .codec import UNDEFINED
+from .reader import MessageHead
 
 if TYPE_CHECKING:
     from .session import Session
 
 __all__ = ["build_context"]
 
-def _stub(head: tuple[Any, Any, Any], cache: dict[Any, dict[str, Any]]) -> dict[str, Any]:
+def _stub(head: MessageHead, cache: dict[Any, dict[str, Any]]) -> dict[str, Any]:
     """A shared stand-in for a message entry outside the window: type and message head only.
 
     It has no id on purpose: ids outside the window are never compared with anything but the
     string ids that ``_window`` resolved to positions inside it (see ``build_context``).
     """
-    stub = cache.get(head)
+    stub = cache.get(id(head))
     if stub is None:
-        role, provider, model = head
+        role, provider, model = head.role, head.provider, head.model
         message: dict[str, Any] = {"role": role}
         if provider is not UNDEFINED:
             message["provider"] = provider
         if model is not UNDEFINED:
             message["model"] = model
-        stub = cache[head] = {"type": "message", "message": message}
+        stub = cache[id(head)] = {"type": "message", "message": message}
     return stub
 
 
@@ -102,10 +103,7 @@ def build_context(s: Session, *, transcript: bool, collapse_compacted_history: b
         need: set[int] | None = None  # id-less entries could match id-less stubs: no stubs then
     else:
         need = _window(s, path, transcript)
-    if need is None:
-        entries = [s.entry_at(k) for k in path]
-    else:
-        entries = _compress(s, path, need)
+    entries = [s.entry_at(k) for k in path] if need is None else _compress(s, path, need)
     builder = _context._ContextBuilder(entries, transcript, collapse_compacted_history, keep_dangling_tool_calls,
                                        resolve_frame_data or _context._default_frame_data)
     return builder.build()
@@ -121,8 +119,8 @@ def _compress(s: Session, path: list[int], need: set[int]) -> list[Any]:
     heads, types, decoded = s.journal.heads, s.types, s.journal.values
     cache: dict[Any, dict[str, Any]] = {}
     out: list[Any] = []
-    first: tuple[Any, Any, Any] | None = None
-    last: tuple[Any, Any, Any] | None = None
+    first: MessageHead | None = None
+    last: MessageHead | None = None
 
     def flush() -> None:
         nonlocal first, last
@@ -136,7 +134,7 @@ def _compress(s: Session, path: list[int], need: set[int]) -> list[Any]:
         if pos not in need and types[k] == "message" and (k + 1) not in decoded:
             head = heads[k + 1]
             if head is not None:
-                role = head[0]
+                role = head.role
                 if role == "assistant" and type(role) is str:
                     if first is None:
                         first = head

@@ -138,7 +138,7 @@ class SessionManager:
         malformed = sorted(j.malformed, key=lambda m: m.start)
         m = 0
         for k in range(len(s)):
-            start = j.starts[k + 1]
+            start = j.start(k + 1)
             while m < len(malformed) and malformed[m].start < start:
                 yield _verbatim(j, malformed[m].start, malformed[m].end)
                 m += 1

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import os
 from array import array
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
@@ -23,7 +24,7 @@ from . import codec
 from .codec import UNDEFINED
 from .title import TitleSlot, parse_title_slot
 
-__all__ = ["STREAMING_THRESHOLD", "Journal", "MalformedSpan", "scan_bytes", "scan_file"]
+__all__ = ["STREAMING_THRESHOLD", "Journal", "MalformedSpan", "MessageHead", "scan_bytes", "scan_file"]
 
 STREAMING_THRESHOLD = 8 * 1024 * 1024
 _BOM = b"\xef\xbb\xbf"
@@ -37,7 +38,9 @@ _JS_TRIM = " \t\n\v\f\r\u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2
 _TRAILING_WS = (13, 32, 9)  # CR, space, tab: allowed after a value on its line
 
 
-class _MessageHead(msgspec.Struct):
+class MessageHead(msgspec.Struct, frozen=True):
+    """The message fields read on every path entry: shared between records, compared by value."""
+
     role: Any = UNDEFINED
     provider: Any = UNDEFINED
     model: Any = UNDEFINED
@@ -48,29 +51,29 @@ class _Envelope(msgspec.Struct):
     id: Any = UNDEFINED
     parentId: Any = UNDEFINED
     # the few message fields context building reads on every path entry (S7.3)
-    message: _MessageHead = UNDEFINED  # type: ignore[assignment]  # absent stays UNDEFINED
+    message: MessageHead = UNDEFINED  # type: ignore[assignment]  # absent stays UNDEFINED
 
 
 _DECODER = msgspec.json.Decoder(_Envelope)
 _INTERN: dict[Any, Any] = {}
 
 
-_HEADS: dict[Any, tuple[Any, Any, Any]] = {}
+_HEADS: dict[Any, Any] = {}
 
 
-def _head_of(message: Any) -> tuple[Any, Any, Any] | None:
+def _head_of(message: Any) -> Any:
     """(role, provider, model) of a message, shared between records; None if not an object."""
-    if isinstance(message, _MessageHead):
-        key: Any = (message.role, message.provider, message.model)
+    if isinstance(message, MessageHead):
+        key: Any = message
     elif isinstance(message, dict):
-        key = (message.get("role", UNDEFINED), message.get("provider", UNDEFINED),
-               message.get("model", UNDEFINED))
+        key = MessageHead(message.get("role", UNDEFINED), message.get("provider", UNDEFINED),
+                           message.get("model", UNDEFINED))
     else:
         return None
     try:
         return _HEADS.setdefault(key, key)
     except TypeError:  # an unhashable role/provider/model: keep it unshared
-        return key  # type: ignore[no-any-return]
+        return key
 
 
 def _intern(value: Any) -> Any:
@@ -142,7 +145,12 @@ class Journal:
     types: list[Any] = field(default_factory=list)
     ids: list[Any] = field(default_factory=list)
     parents: list[Any] = field(default_factory=list)
-    heads: list[tuple[Any, Any, Any] | None] = field(default_factory=list)
+    heads: list[Any] = field(default_factory=list)  # a message head (role, provider, model) or None
+    # One row per chunk scanned: its byte offset, its first record, and whether its record
+    # offsets are still to be computed (clean chunks defer that until a record is read).
+    chunk_bases: array[int] = field(default_factory=lambda: array("q"))
+    chunk_first: array[int] = field(default_factory=lambda: array("q"))
+    chunk_lazy: bytearray = field(default_factory=bytearray)
     values: dict[int, Any] = field(default_factory=dict)
     malformed: list[MalformedSpan] = field(default_factory=list)
     blob_offsets: list[int] = field(default_factory=list)
@@ -151,6 +159,8 @@ class Journal:
     streaming: bool = False
     final_newline: bool = True
     _lfs: array[int] | None = None
+    # called with (index, raw bytes, value) when a record is first decoded; returns the value to keep
+    decode_hook: Callable[[int, bytes, Any], Any] | None = None
 
     def __len__(self) -> int:
         return len(self.starts)
@@ -158,13 +168,49 @@ class Journal:
     def read(self, start: int, end: int) -> bytes:
         return self.source.read(start, end)
 
+    def start(self, i: int) -> int:
+        """Byte offset where record ``i`` starts."""
+        start = self.starts[i]
+        if start < 0:
+            self._materialize(bisect_right(self.chunk_first, i) - 1)
+            start = self.starts[i]
+        return start
+
+    def end(self, i: int) -> int:
+        """Byte offset just after record ``i`` (trailing whitespace excluded)."""
+        if self.starts[i] < 0:
+            self._materialize(bisect_right(self.chunk_first, i) - 1)
+        return self.ends[i]
+
+    def _materialize(self, c: int) -> None:
+        """Compute the record offsets of a clean chunk: one ``{...}`` record per line."""
+        if not self.chunk_lazy[c]:
+            return
+        first = self.chunk_first[c]
+        last = self.chunk_first[c + 1] if c + 1 < len(self.chunk_first) else len(self.starts)
+        base = self.chunk_bases[c]
+        end = self.chunk_bases[c + 1] if c + 1 < len(self.chunk_bases) else self.size
+        chunk = self.source.read(base, end)
+        find = chunk.find
+        starts, ends = self.starts, self.ends
+        p = 0
+        for i in range(first, last):
+            e = find(b"\n", p)
+            starts[i] = base + p
+            ends[i] = base + e
+            p = e + 1
+        self.chunk_lazy[c] = 0
+
     def raw(self, i: int) -> bytes:
-        return self.source.read(self.starts[i], self.ends[i])
+        return self.source.read(self.start(i), self.end(i))
 
     def value(self, i: int) -> Any:
         value = self.values.get(i, _NOT_DECODED)
         if value is _NOT_DECODED:
-            value = _decode(self.raw(i))
+            raw = self.raw(i)
+            value = _decode(raw)
+            if self.decode_hook is not None:
+                value = self.decode_hook(i, raw, value)
             self.values[i] = value
         return value
 
@@ -173,8 +219,14 @@ class Journal:
 
     def record_at(self, offset: int) -> int | None:
         """Index of the record whose bytes hold ``offset``."""
-        i = bisect_left(self.starts, offset + 1) - 1
-        return i if i >= 0 and offset < self.ends[i] else None
+        c = bisect_right(self.chunk_bases, offset) - 1
+        if c < 0:
+            return None
+        self._materialize(c)
+        first = self.chunk_first[c]
+        last = self.chunk_first[c + 1] if c + 1 < len(self.chunk_first) else len(self.starts)
+        i = bisect_right(self.starts, offset, first, last) - 1
+        return i if i >= first and offset < self.ends[i] else None
 
     def line_of(self, offset: int) -> int:
         """1-based physical line holding byte ``offset``."""
@@ -267,22 +319,80 @@ def _scan_body(j: Journal, pos: int) -> None:
     src, n = j.source, j.size
     while pos < n:
         chunk = src.read(pos, pos + _CHUNK)
+        limit = len(chunk)
         if pos + len(chunk) < n:
             cut = chunk.rfind(b"\n")
             while cut < 0 and pos + len(chunk) < n:  # a line longer than a chunk
                 chunk += src.read(pos + len(chunk), pos + 2 * len(chunk))
                 cut = chunk.rfind(b"\n")
-            if cut >= 0:
-                chunk = chunk[:cut + 1]
+            limit = len(chunk) if cut < 0 else cut + 1
         if _BLOB_MARK in chunk:
-            at = chunk.find(_BLOB_MARK)
+            at = chunk.find(_BLOB_MARK, 0, limit)
             while at >= 0:
                 j.blob_offsets.append(pos + at)
-                at = chunk.find(_BLOB_MARK, at + 1)
+                at = chunk.find(_BLOB_MARK, at + 1, limit)
+        j.chunk_bases.append(pos)
+        j.chunk_first.append(len(j.starts))
+        if limit < len(chunk):
+            chunk = chunk[:limit]
+        if _clean_chunk(j, chunk):
+            j.chunk_lazy.append(1)
+            pos += limit
+            continue
+        j.chunk_lazy.append(0)
         if _fast_chunk(j, chunk, pos):
-            pos += len(chunk)
+            pos += limit
         else:
             pos = _slow_chunk(j, chunk, pos)
+
+
+_NO_OFFSET = array("q", [-1])
+
+
+def _clean_chunk(j: Journal, chunk: bytes) -> bool:
+    """The common case: every line is exactly ``{...}`` + LF (checked line by line with memchr).
+
+    Then a value cannot span lines, so as many values as lines means one value per line, and
+    the record offsets can wait until a record is read (``Journal._materialize``).
+    """
+    find = chunk.find
+    lines = p = 0
+    while True:
+        e = find(b"\n", p)
+        if e < 0:
+            break
+        if chunk[p] != 123 or chunk[e - 1] != 125 or e == p:
+            return False
+        lines += 1
+        p = e + 1
+    if not lines or p != len(chunk):
+        return False
+    try:
+        envs = _DECODER.decode_lines(chunk)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return False
+    if len(envs) != lines:
+        return False
+    j.starts.extend(_NO_OFFSET * lines)
+    j.ends.extend(_NO_OFFSET * lines)
+    _add_envelopes(j, envs)
+    return True
+
+
+def _add_envelopes(j: Journal, envs: list[_Envelope]) -> None:
+    try:
+        intern = _INTERN.setdefault
+        j.types.extend([intern(e.type, e.type) for e in envs])
+    except TypeError:  # an unhashable type value
+        j.types.extend([_intern(e.type) for e in envs])
+    j.ids.extend([e.id for e in envs])
+    j.parents.extend([e.parentId for e in envs])
+    heads = _HEADS.setdefault
+    try:
+        messages: list[Any] = [e.message for e in envs]
+        j.heads.extend([None if m is UNDEFINED else heads(m, m) for m in messages])
+    except TypeError:  # an unhashable role/provider/model
+        j.heads.extend([_head_of(e.message) for e in envs])
 
 
 def _fast_chunk(j: Journal, chunk: bytes, base: int) -> bool:
@@ -323,14 +433,7 @@ def _fast_chunk(j: Journal, chunk: bytes, base: int) -> bool:
         return False
     j.starts.extend(line_starts)
     j.ends.extend(line_ends)
-    try:
-        intern = _INTERN.setdefault
-        j.types.extend([intern(e.type, e.type) for e in envs])
-    except TypeError:  # an unhashable type value
-        j.types.extend([_intern(e.type) for e in envs])
-    j.ids.extend([e.id for e in envs])
-    j.parents.extend([e.parentId for e in envs])
-    j.heads.extend([_head_of(e.message) for e in envs])
+    _add_envelopes(j, envs)
     return True
 
 

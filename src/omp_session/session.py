@@ -7,6 +7,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, overload
 
 from . import context as _context
+from .blobs import BLOB_PREFIX, parse_blob_ref, resolve_blob_refs
 from .codec import UNDEFINED
 from .diagnostics import Diagnostic, Severity
 from .migrate import migrate, needs_migration
@@ -125,26 +126,35 @@ class Session:
             return
         self._diag("invalid-header", Severity.ERROR,
                    'the first record is not a session header ({"type":"session","id":<string>})',
-                   offset=j.starts[0])
+                   offset=j.start(0))
 
     def _resolve_blobs(self) -> None:
-        """Replace blob references by their data, as omp does on load (S8.8.5)."""
+        """Replace blob references by their data when an entry is decoded, as omp does on load
+        (S8.8.5); report references to blobs the store does not have now."""
         j = self.journal
         if self.blob_store is None or not j.blob_offsets:
             return
-        from .blobs import resolve_blob_refs
-
-        done: set[int] = set()
+        j.decode_hook = self._on_decode
+        for i in list(j.values):  # records the exact path already decoded
+            if i > 0:
+                j.values[i] = self._on_decode(i, j.raw(i), j.values[i])
+        checked: dict[str, bool] = {}
         for offset in j.blob_offsets:
-            i = j.record_at(offset)
-            if i is None or i == 0 or i in done:
+            ref = j.read(offset + len(BLOB_PREFIX), offset + len(BLOB_PREFIX) + 64).decode("ascii", "replace")
+            if parse_blob_ref(BLOB_PREFIX + ref) is None:
+                self._diag("blob-malformed-ref", Severity.INFO, "a blob reference that is not "
+                           "blob:sha256:<64 lowercase hex>; omp never resolves it", offset=offset)
                 continue
-            done.add(i)
-            problems: list[Any] = []
-            j.values[i] = resolve_blob_refs(j.value(i), self.blob_store, problems)
-            for problem in problems:
-                self._diag("blob-unresolved", Severity.WARNING, str(problem), offset=j.starts[i],
-                           entry_id=self._ids[i - 1])
+            if ref not in checked:
+                checked[ref] = ref in self.blob_store
+            if not checked[ref]:
+                self._diag("blob-missing", Severity.WARNING, f"{BLOB_PREFIX}{ref} is not in the blob store",
+                           offset=offset)
+
+    def _on_decode(self, i: int, raw: bytes, value: Any) -> Any:
+        if i == 0 or b"blob:sha256:" not in raw:
+            return value
+        return resolve_blob_refs(value, self.blob_store)
 
     def _migrate(self) -> None:
         header = self.header
@@ -152,9 +162,8 @@ class Session:
         if not needs_migration(header):
             return
         entries = [self.entry_at(k) for k in range(self._count)]
-        starts = self.journal.starts
-        self.migrated, found = migrate(header, entries,
-                                       line_of=lambda k: self.journal.line_of(starts[k + 1]))
+        j = self.journal
+        self.migrated, found = migrate(header, entries, line_of=lambda k: j.line_of(j.start(k + 1)))
         for d in found:
             self.diagnostics.append(Diagnostic(d.code, d.severity, d.message, line=d.line, path=self.path))
         for k, entry in enumerate(entries):
@@ -205,7 +214,7 @@ class Session:
         return self._ids
 
     def line_of_entry(self, k: int) -> int:
-        return self.journal.line_of(self.journal.starts[k + 1])
+        return self.journal.line_of(self.journal.start(k + 1))
 
     @property
     def malformed(self) -> list[MalformedSpan]:
