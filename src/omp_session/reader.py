@@ -385,8 +385,15 @@ def _add_envelopes(j: Journal, envs: list[_Envelope]) -> None:
         j.types.extend([intern(e.type, e.type) for e in envs])
     except TypeError:  # an unhashable type value
         j.types.extend([_intern(e.type) for e in envs])
-    j.ids.extend([e.id for e in envs])
-    j.parents.extend([e.parentId for e in envs])
+    ids = [e.id for e in envs]
+    j.ids.extend(ids)
+    parents = [e.parentId for e in envs]
+    try:
+        # a parentId almost always names a record of the same chunk: share that id's string
+        get = dict(zip(ids, ids, strict=True)).get
+        j.parents.extend([get(p, p) for p in parents])
+    except TypeError:  # an unhashable id or parentId
+        j.parents.extend(parents)
     heads = _HEADS.setdefault
     try:
         messages: list[Any] = [e.message for e in envs]

@@ -46,7 +46,7 @@ def js_key(value: Any) -> Any:
 
 def build_index(ids: Sequence[Any]) -> dict[Any, int]:
     """id key -> index of the *last* entry with that id (omp's Map overwrites, S1.6.1)."""
-    if all(type(i) is str for i in ids):
+    if set(map(type, ids)) <= {str}:
         return dict(zip(ids, range(len(ids)), strict=True))
     return {js_key(i): n for n, i in enumerate(ids)}
 
