@@ -99,7 +99,7 @@ def build_context(s: Session, *, transcript: bool, collapse_compacted_history: b
             keep_dangling_tool_calls=keep_dangling_tool_calls, resolve_frame_data=resolve_frame_data)
     path = s.path_indices(start)
     ids = s.ids
-    if not all(type(ids[k]) is str for k in path):
+    if not s.all_str_ids and not all(type(ids[k]) is str for k in path):
         need: set[int] | None = None  # id-less entries could match id-less stubs: no stubs then
     else:
         need = _window(s, path, transcript)

@@ -146,11 +146,6 @@ class Journal:
     ids: list[Any] = field(default_factory=list)
     parents: list[Any] = field(default_factory=list)
     heads: list[Any] = field(default_factory=list)  # a message head (role, provider, model) or None
-    # One row per chunk scanned: its byte offset, its first record, and whether its record
-    # offsets are still to be computed (clean chunks defer that until a record is read).
-    chunk_bases: array[int] = field(default_factory=lambda: array("q"))
-    chunk_first: array[int] = field(default_factory=lambda: array("q"))
-    chunk_lazy: bytearray = field(default_factory=bytearray)
     values: dict[int, Any] = field(default_factory=dict)
     malformed: list[MalformedSpan] = field(default_factory=list)
     blob_offsets: list[int] = field(default_factory=list)
@@ -170,36 +165,11 @@ class Journal:
 
     def start(self, i: int) -> int:
         """Byte offset where record ``i`` starts."""
-        start = self.starts[i]
-        if start < 0:
-            self._materialize(bisect_right(self.chunk_first, i) - 1)
-            start = self.starts[i]
-        return start
+        return self.starts[i]
 
     def end(self, i: int) -> int:
         """Byte offset just after record ``i`` (trailing whitespace excluded)."""
-        if self.starts[i] < 0:
-            self._materialize(bisect_right(self.chunk_first, i) - 1)
         return self.ends[i]
-
-    def _materialize(self, c: int) -> None:
-        """Compute the record offsets of a clean chunk: one ``{...}`` record per line."""
-        if not self.chunk_lazy[c]:
-            return
-        first = self.chunk_first[c]
-        last = self.chunk_first[c + 1] if c + 1 < len(self.chunk_first) else len(self.starts)
-        base = self.chunk_bases[c]
-        end = self.chunk_bases[c + 1] if c + 1 < len(self.chunk_bases) else self.size
-        chunk = self.source.read(base, end)
-        find = chunk.find
-        starts, ends = self.starts, self.ends
-        p = 0
-        for i in range(first, last):
-            e = find(b"\n", p)
-            starts[i] = base + p
-            ends[i] = base + e
-            p = e + 1
-        self.chunk_lazy[c] = 0
 
     def raw(self, i: int) -> bytes:
         return self.source.read(self.start(i), self.end(i))
@@ -219,14 +189,8 @@ class Journal:
 
     def record_at(self, offset: int) -> int | None:
         """Index of the record whose bytes hold ``offset``."""
-        c = bisect_right(self.chunk_bases, offset) - 1
-        if c < 0:
-            return None
-        self._materialize(c)
-        first = self.chunk_first[c]
-        last = self.chunk_first[c + 1] if c + 1 < len(self.chunk_first) else len(self.starts)
-        i = bisect_right(self.starts, offset, first, last) - 1
-        return i if i >= first and offset < self.ends[i] else None
+        i = bisect_right(self.starts, offset) - 1
+        return i if i >= 0 and offset < self.ends[i] else None
 
     def line_of(self, offset: int) -> int:
         """1-based physical line holding byte ``offset``."""
@@ -331,50 +295,43 @@ def _scan_body(j: Journal, pos: int) -> None:
             while at >= 0:
                 j.blob_offsets.append(pos + at)
                 at = chunk.find(_BLOB_MARK, at + 1, limit)
-        j.chunk_bases.append(pos)
-        j.chunk_first.append(len(j.starts))
         if limit < len(chunk):
             chunk = chunk[:limit]
-        if _clean_chunk(j, chunk):
-            j.chunk_lazy.append(1)
-            pos += limit
-            continue
-        j.chunk_lazy.append(0)
-        if _fast_chunk(j, chunk, pos):
+        if _clean_chunk(j, chunk, pos) or _fast_chunk(j, chunk, pos):
             pos += limit
         else:
             pos = _slow_chunk(j, chunk, pos)
 
 
-_NO_OFFSET = array("q", [-1])
-
-
-def _clean_chunk(j: Journal, chunk: bytes) -> bool:
+def _clean_chunk(j: Journal, chunk: bytes, base: int) -> bool:
     """The common case: every line is exactly ``{...}`` + LF (checked line by line with memchr).
 
-    Then a value cannot span lines, so as many values as lines means one value per line, and
-    the record offsets can wait until a record is read (``Journal._materialize``).
+    Then a value cannot span lines, so as many values as lines means one value per line.
     """
+    if not chunk or chunk[-1] != 10:
+        return False
+    starts: list[int] = []
+    ends: list[int] = []
+    add_start, add_end = starts.append, ends.append
     find = chunk.find
-    lines = p = 0
+    p = 0
     while True:
         e = find(b"\n", p)
         if e < 0:
             break
         if chunk[p] != 123 or chunk[e - 1] != 125 or e == p:
             return False
-        lines += 1
+        add_start(base + p)
+        add_end(base + e)
         p = e + 1
-    if not lines or p != len(chunk):
-        return False
     try:
         envs = _DECODER.decode_lines(chunk)
     except (msgspec.DecodeError, msgspec.ValidationError):
         return False
-    if len(envs) != lines:
+    if len(envs) != len(starts):
         return False
-    j.starts.extend(_NO_OFFSET * lines)
-    j.ends.extend(_NO_OFFSET * lines)
+    j.starts.extend(starts)
+    j.ends.extend(ends)
     _add_envelopes(j, envs)
     return True
 

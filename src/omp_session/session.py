@@ -13,7 +13,7 @@ from .diagnostics import Diagnostic, Severity
 from .migrate import migrate, needs_migration
 from .reader import Journal, MalformedSpan, scan_file
 from .title import TitleSlot
-from .tree import Tree, build_index, js_key, js_truthy, path_to
+from .tree import Tree, build_index, js_key, js_truthy, parent_indices, path_to
 
 __all__ = ["EntryList", "Session", "read_session"]
 
@@ -97,6 +97,8 @@ class Session:
         self._leaf: Any = self._ids[-1] if self._count else None
         self._labels: dict[Any, Any] | None = None
         self._tree: Tree | None = None
+        self._pidx: list[int | None] | None = None
+        self._all_str: bool | None = None
         self.entries = EntryList(self)
         self.by_id: Mapping[Any, Any] = _ById(self)
         self._diagnose_records()
@@ -245,7 +247,7 @@ class Session:
 
     def branch_indices(self, from_id: Any = UNDEFINED) -> list[int]:
         leaf = self._leaf if from_id is UNDEFINED or from_id is None else from_id
-        return path_to(self._leaf_index(leaf), self._ids, self._parents, self._index)
+        return path_to(self._leaf_index(leaf), self.parent_index)
 
     def get_children(self, parent_id: Any) -> list[Any]:
         return [self.entry_at(k) for k in self.children_indices(parent_id)]
@@ -326,7 +328,20 @@ class Session:
         return self._index.get(js_key(entry_id))
 
     def path_indices(self, start: int) -> list[int]:
-        return path_to(start, self._ids, self._parents, self._index)
+        return path_to(start, self.parent_index)
+
+    @property
+    def all_str_ids(self) -> bool:
+        if self._all_str is None:
+            self._all_str = set(map(type, self._ids)) <= {str}
+        return self._all_str
+
+    @property
+    def parent_index(self) -> list[int | None]:
+        """Per entry, the entry its parentId leads to on a path walk (None ends the path)."""
+        if self._pidx is None:
+            self._pidx = parent_indices(self._ids, self._parents, self._index)
+        return self._pidx
 
     @property
     def types(self) -> Sequence[Any]:

@@ -61,24 +61,34 @@ def js_truthy(value: Any) -> bool:
     return True
 
 
-def path_to(start: int | None, ids: Sequence[Any], parents: Sequence[Any], index: dict[Any, int]) -> list[int]:
-    """Indices root -> ``start``, following parentIds; stops at null/unknown/repeat (S6.3).
+def parent_indices(ids: Sequence[Any], parents: Sequence[Any], index: dict[Any, int]) -> list[int | None]:
+    """For each entry, the index its parentId resolves to when walking a path (S6.3): a falsy
+    parentId ends the path, otherwise the last entry with that id, if any."""
+    if "" not in index and set(map(type, ids)) <= {str}:
+        # keys are all non-empty strings, so null, undefined and "" resolve to nothing, as in JS
+        return list(map(index.get, parents))
+    out: list[int | None] = []
+    for parent in parents:
+        if type(parent) is str:
+            out.append(index.get(parent) if parent else None)
+        else:
+            out.append(index.get(js_key(parent)) if js_truthy(parent) else None)
+    return out
 
-    Every step goes through ``index`` (id -> last entry with it), so a repeated id is exactly a
-    repeated index: a flag per entry is enough to stop on cycles.
+
+def path_to(start: int | None, parent_index: Sequence[int | None]) -> list[int]:
+    """Indices root -> ``start``; stops at a missing parent or a repeated entry (S6.3).
+
+    Every step goes through the id index, so a repeated id is exactly a repeated index: a flag per
+    entry is enough to stop on cycles.
     """
     out: list[int] = []
-    seen = bytearray(len(ids))
+    seen = bytearray(len(parent_index))
     cursor = start
-    get = index.get
     while cursor is not None and not seen[cursor]:
         seen[cursor] = 1
         out.append(cursor)
-        parent = parents[cursor]
-        if type(parent) is str:
-            cursor = get(parent) if parent else None
-        else:
-            cursor = get(js_key(parent)) if js_truthy(parent) else None
+        cursor = parent_index[cursor]
     out.reverse()
     return out
 
