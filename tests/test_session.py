@@ -155,3 +155,20 @@ def test_unreadable_paths_give_one_line_errors(tmp_path: Path, kind: str) -> Non
             raise SessionFileError(str(path), "permission denied")
         omp_session.open(path)
     assert str(path) in str(err.value) and "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize(("name", "codes"), [
+    ("02_null_line", {"omp-cannot-open"}),
+    ("04_message_without_message", {"omp-cannot-open"}),
+    ("05_numeric_cwd", {"omp-cannot-open"}),
+    ("06_dup_id_descendant", {"duplicate-id", "tree-cycle"}),
+    ("07_bom_plus_malformed", {"bom", "malformed-record"}),
+    ("17_truncated_mid_utf8", {"invalid-utf8", "malformed-record", "no-final-newline"}),
+    ("03_trailing_number", set()),
+])
+def test_diagnostics_name_what_omp_trips_on(name: str, codes: set[str]) -> None:
+    path = Path(__file__).parent / "data" / "oracle_examples" / f"{name}.jsonl"
+    with omp_session.open(path) as s:
+        assert {d.code for d in s.diagnostics} == codes
+        assert all(d.line is not None for d in s.diagnostics if d.code != "invalid-utf8" and d.code != "duplicate-id"
+                   and d.code != "tree-cycle")

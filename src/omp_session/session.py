@@ -201,6 +201,21 @@ class Session:
         if j.size and not j.final_newline:
             self._diag("no-final-newline", Severity.WARNING, "the last line has no final LF: omp's next "
                        "append is glued onto it and lost", offset=j.size)
+        if self.header is not None and not isinstance(self.header.get("cwd", ""), str):
+            self._diag("omp-cannot-open", Severity.ERROR, "the header's cwd is not a string: omp cannot "
+                       "open this file", offset=j.start(0))
+        for i, value in j.values.items():
+            if value is None and i > 0:
+                self._diag("omp-cannot-open", Severity.ERROR, "a null record: omp cannot open this file",
+                           offset=j.start(i))
+        for k, t in enumerate(self._types):
+            if t == "message" and j.heads[k + 1] is None:
+                self._diag("omp-cannot-open", Severity.ERROR, "a message entry without a message object: "
+                           "omp cannot open this file", offset=j.start(k + 1), entry_id=self._ids[k])
+        if len(self._index) < self._count and self.header is not None:
+            self._diag("duplicate-id", Severity.WARNING, f"{self._count - len(self._index)} entries reuse an "
+                       "id: lookups and paths resolve to the last entry with that id")
+            self.get_tree()  # reports omp's getTree() hang, if the duplicates cause one
 
     # ----- entries --------------------------------------------------------------------------
 
@@ -259,8 +274,10 @@ class Session:
         return [k for k, p in enumerate(self._parents) if type(p) is not str and js_key(p) == key]
 
     def _label_map(self) -> dict[Any, Any]:
+        """Labels in effect: every label entry in file order, the last one per target wins (S6.6)."""
         if self._labels is None:
-            labels: dict[Any, tuple[Any, Any]] = {}
+            labels: dict[Any, Any] = {}
+            targets: dict[Any, Any] = {}
             for k, t in enumerate(self._types):
                 if t != "label":
                     continue
@@ -269,12 +286,12 @@ class Session:
                 label = entry.get("label", UNDEFINED)
                 key = js_key(target)
                 if js_truthy(label):
-                    labels.pop(key, None)  # a re-set label moves to the end, as Map.delete+set would not;
-                    labels[key] = (target, label)  # omp's Map keeps first insertion order
+                    labels[key] = label
+                    targets[key] = target
                 else:
                     labels.pop(key, None)
-            self._labels = {k: v[1] for k, v in labels.items()}
-            self._label_targets = {k: v[0] for k, v in labels.items()}
+            self._labels = labels
+            self._label_targets = targets
         return self._labels
 
     def get_label(self, entry_id: Any) -> Any:
