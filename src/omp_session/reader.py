@@ -142,6 +142,8 @@ class Journal:
     body_start: int = 0
     starts: array[int] = field(default_factory=lambda: array("q"))
     ends: array[int] = field(default_factory=lambda: array("q"))
+    # ids/parents/types have one row per record until a Session takes them over and drops the
+    # header's row (then row k is entry k, i.e. record k + 1)
     types: list[Any] = field(default_factory=list)
     ids: list[Any] = field(default_factory=list)
     parents: list[Any] = field(default_factory=list)

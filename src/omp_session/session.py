@@ -85,9 +85,14 @@ class Session:
         self.raw_header: Any = UNDEFINED
         self.header: dict[str, Any] | None = None
         self._count = max(len(journal) - 1, 0)
-        self._ids: list[Any] = journal.ids[1:]
-        self._parents: list[Any] = journal.parents[1:]
-        self._types: list[Any] = journal.types[1:]
+        # The session takes over the journal's envelope lists, minus the header's row: no copies
+        # of three lists that each hold a pointer per record.
+        for column in (journal.ids, journal.parents, journal.types):
+            if column:
+                del column[0]
+        self._ids: list[Any] = journal.ids
+        self._parents: list[Any] = journal.parents
+        self._types: list[Any] = journal.types
         self._read_header()
         if self.header is not None:
             self._resolve_blobs()
