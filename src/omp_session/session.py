@@ -382,6 +382,32 @@ class Session:
         title = self.header.get("title")
         return title if isinstance(title, str) and title else None
 
+    # ----- properties for the common views ---------------------------------------------------
+
+    @property
+    def leaf_id(self) -> Any:
+        return self.get_leaf_id()
+
+    @property
+    def branch(self) -> list[Any]:
+        return self.get_branch()
+
+    @property
+    def tree(self) -> Tree:
+        return self.get_tree()
+
+    @property
+    def context(self) -> dict[str, Any]:
+        return self.build_session_context()
+
+    @property
+    def usage(self) -> dict[str, Any]:
+        return self.get_usage_statistics()
+
+    @property
+    def name(self) -> str | None:
+        return self.get_session_name()
+
     def close(self) -> None:
         self.journal.close()
 
