@@ -76,6 +76,14 @@ def _head_of(message: Any) -> Any:
         return key
 
 
+def head_of_fields(role: Any, provider: Any, model: Any) -> Any:
+    return _head_of(MessageHead(role, provider, model))
+
+
+def intern_type(value: Any) -> Any:
+    return _intern(value)
+
+
 def _intern(value: Any) -> Any:
     if type(value) is not str or len(value) > 40:
         return value
@@ -116,6 +124,13 @@ class _Source:
             pos += len(block) - overlap
             step = min(step * 2, _CHUNK)
         return -1
+
+    def reopen(self) -> _Source:
+        """An independent source over the same bytes (a forked child must not share the offset)."""
+        if self._data is not None:
+            return self
+        assert self._handle is not None
+        return _Source(handle=open(self._handle.name, "rb"), size=self.size)
 
     def close(self) -> None:
         if self._handle is not None:
@@ -261,7 +276,10 @@ def _scan(src: _Source) -> Journal:
             j.slot = slot
             pos = first_lf + 1
     j.body_start = pos
-    _scan_body(j, pos)
+    from .scan_split import scan_in_two
+
+    if not scan_in_two(j, pos):
+        _scan_body(j, pos)
     _measure_source(j)
     return j
 
@@ -281,15 +299,20 @@ def _measure_source(j: Journal) -> None:
         j.source_size = len(text.encode("utf-8", "surrogatepass")) - (3 if j.bom else 0)
 
 
-def _scan_body(j: Journal, pos: int) -> None:
+def _scan_body(j: Journal, pos: int, end: int | None = None) -> int:
+    """Scan records from ``pos`` up to ``end`` (a line start, default the end of the file).
+
+    Returns where scanning stopped: ``end``, or later when a value spanning lines crossed it.
+    """
     src, n = j.source, j.size
-    while pos < n:
-        chunk = src.read(pos, pos + _CHUNK)
+    stop = n if end is None else end
+    while pos < stop:
+        chunk = src.read(pos, min(pos + _CHUNK, stop))
         limit = len(chunk)
-        if pos + len(chunk) < n:
+        if pos + len(chunk) < stop:
             cut = chunk.rfind(b"\n")
-            while cut < 0 and pos + len(chunk) < n:  # a line longer than a chunk
-                chunk += src.read(pos + len(chunk), pos + 2 * len(chunk))
+            while cut < 0 and pos + len(chunk) < stop:  # a line longer than a chunk
+                chunk += src.read(pos + len(chunk), min(pos + 2 * len(chunk), stop))
                 cut = chunk.rfind(b"\n")
             limit = len(chunk) if cut < 0 else cut + 1
         if _BLOB_MARK in chunk:
@@ -303,6 +326,7 @@ def _scan_body(j: Journal, pos: int) -> None:
             pos += limit
         else:
             pos = _slow_chunk(j, chunk, pos)
+    return pos
 
 
 def _clean_chunk(j: Journal, chunk: bytes, base: int) -> bool:
