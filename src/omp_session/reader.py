@@ -125,13 +125,6 @@ class _Source:
             step = min(step * 2, _CHUNK)
         return -1
 
-    def reopen(self) -> _Source:
-        """An independent source over the same bytes (a forked child must not share the offset)."""
-        if self._data is not None:
-            return self
-        assert self._handle is not None
-        return _Source(handle=open(self._handle.name, "rb"), size=self.size)
-
     def close(self) -> None:
         if self._handle is not None:
             self._handle.close()

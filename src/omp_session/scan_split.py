@@ -97,7 +97,8 @@ def scan_in_two(j: reader.Journal, body_start: int) -> bool:
         status = 1
         try:
             os.close(read_end)
-            part = reader.Journal(source=j.source.reopen(), size=j.size, streaming=j.streaming)
+            # pread never moves the shared file offset, so the inherited handle is safe to use
+            part = reader.Journal(source=j.source, size=j.size, streaming=j.streaming)
             reader._scan_body(part, mid)
             data = _payload(part)
             view = memoryview(data)
