@@ -11,6 +11,7 @@ window, not the file.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from . import context as _context
@@ -40,7 +41,7 @@ def _stub(head: MessageHead, cache: dict[Any, dict[str, Any]]) -> dict[str, Any]
     return stub
 
 
-def _window(s: Session, path: list[int], transcript: bool) -> set[int] | None:
+def _window(s: Session, path: Sequence[int], transcript: bool) -> set[int] | None:
     """Positions of ``path`` the builder may read beyond the settings pass; None = all of them."""
     types = s.types
     ci = ri = -1
@@ -98,18 +99,28 @@ def build_context(s: Session, *, transcript: bool, collapse_compacted_history: b
             collapse_compacted_history=collapse_compacted_history,
             keep_dangling_tool_calls=keep_dangling_tool_calls, resolve_frame_data=resolve_frame_data)
     path = s.path_indices(start)
-    ids = s.ids
-    if not s.all_str_ids and not all(type(ids[k]) is str for k in path):
-        need: set[int] | None = None  # id-less entries could match id-less stubs: no stubs then
-    else:
-        need = _window(s, path, transcript)
+    # Stand-ins carry no id, so only sessions whose ids are distinct strings use them: then no
+    # id lookup of omp's can land on a stand-in (duplicates and id-less entries could).
+    need = _window(s, path, transcript) if s.unique_string_ids else None
     entries = [s.entry_at(k) for k in path] if need is None else _compress(s, path, need)
     builder = _context._ContextBuilder(entries, transcript, collapse_compacted_history, keep_dangling_tool_calls,
                                        resolve_frame_data or _context._default_frame_data)
     return builder.build()
 
 
-def _compress(s: Session, path: list[int], need: set[int]) -> list[Any]:
+# Entry types whose fields the settings pass reads (S7.3) or the notes scan reads (S7.8).
+_SETTINGS_TYPES = frozenset({"thinking_level_change", "model_change", "service_tier_change", "ttsr_injection",
+                             "mode_change", "custom"})
+
+
+def _type_stub(t: str, cache: dict[Any, dict[str, Any]]) -> dict[str, Any]:
+    stub = cache.get(t)
+    if stub is None:
+        stub = cache[t] = {"type": t}
+    return stub
+
+
+def _compress(s: Session, path: Sequence[int], need: set[int]) -> list[Any]:
     """The path with each run of stub-able messages reduced to its first and last assistant.
 
     Outside the window a user or toolResult message does nothing in the settings pass, and a run
@@ -131,17 +142,24 @@ def _compress(s: Session, path: list[int], need: set[int]) -> list[Any]:
         first = last = None
 
     for pos, k in enumerate(path):
-        if pos not in need and types[k] == "message" and (k + 1) not in decoded:
-            head = heads[k + 1]
-            if head is not None:
-                role = head.role
-                if role == "assistant" and type(role) is str:
-                    if first is None:
-                        first = head
-                    last = head
-                    continue
-                if (role == "user" or role == "toolResult") and type(role) is str:
-                    continue
+        if pos not in need:
+            t = types[k]
+            if t == "message" and (k + 1) not in decoded:
+                head = heads[k + 1]
+                if head is not None:
+                    role = head.role
+                    if role == "assistant" and type(role) is str:
+                        if first is None:
+                            first = head
+                        last = head
+                        continue
+                    if (role == "user" or role == "toolResult") and type(role) is str:
+                        continue
+            elif type(t) is str and t not in _SETTINGS_TYPES and t != "message":
+                # read by type only outside the window (an earlier compaction also by its id)
+                flush()
+                out.append({"type": t, "id": s.ids[k]} if t == "compaction" else _type_stub(t, cache))
+                continue
         flush()
         out.append(s.entry_at(k))
     flush()

@@ -52,20 +52,20 @@ class _ById(Mapping[Any, Any]):
         self._s = session
 
     def __getitem__(self, key: Any) -> Any:
-        i = self._s._index.get(js_key(key))
+        i = self._s.index.get(js_key(key))
         if i is None:
             raise KeyError(key)
         return self._s.entry_at(i)
 
     def __contains__(self, key: object) -> bool:
-        return js_key(key) in self._s._index
+        return js_key(key) in self._s.index
 
     def __iter__(self) -> Iterator[Any]:
-        for i in self._s._index.values():
+        for i in self._s.index.values():
             yield self._s._ids[i]
 
     def __len__(self) -> int:
-        return len(self._s._index)
+        return len(self._s.index)
 
 
 class Session:
@@ -98,12 +98,12 @@ class Session:
             self._resolve_blobs()
             self._overlay_title()  # before migration: omp overlays the slot first (key order shows it)
             self._migrate()
-        self._index = build_index(self._ids)
+        self._index_cache: dict[Any, int] | None = None
+        self._unique_strings = self._ids_are_unique_strings()
         self._leaf: Any = self._ids[-1] if self._count else None
         self._labels: dict[Any, Any] | None = None
         self._tree: Tree | None = None
-        self._pidx: list[int | None] | None = None
-        self._all_str: bool | None = None
+        self._pidx: Sequence[int] | None = None
         self.entries = EntryList(self)
         self.by_id: Mapping[Any, Any] = _ById(self)
         self._diagnose_records()
@@ -217,8 +217,8 @@ class Session:
             if t == "message" and j.heads[k + 1] is None:
                 self._diag("omp-cannot-open", Severity.ERROR, "a message entry without a message object: "
                            "omp cannot open this file", offset=j.start(k + 1), entry_id=self._ids[k])
-        if len(self._index) < self._count and self.header is not None:
-            self._diag("duplicate-id", Severity.WARNING, f"{self._count - len(self._index)} entries reuse an "
+        if not self._unique_strings and len(self.index) < self._count and self.header is not None:
+            self._diag("duplicate-id", Severity.WARNING, f"{self._count - len(self.index)} entries reuse an "
                        "id: lookups and paths resolve to the last entry with that id")
             self.get_tree()  # reports omp's getTree() hang, if the duplicates cause one
 
@@ -251,7 +251,7 @@ class Session:
         return list(self.entries)
 
     def get_entry(self, entry_id: Any) -> Any:
-        i = self._index.get(js_key(entry_id))
+        i = self.index_of(entry_id)
         return None if i is None else self.entry_at(i)
 
     def get_leaf_id(self) -> Any:
@@ -259,13 +259,13 @@ class Session:
         return None if self._leaf is UNDEFINED else self._leaf
 
     def _leaf_index(self, leaf: Any) -> int | None:
-        return self._index.get(js_key(leaf)) if js_truthy(leaf) else None
+        return self.index_of(leaf) if js_truthy(leaf) else None
 
     def get_branch(self, from_id: Any = UNDEFINED) -> list[Any]:
         """Entries root -> ``from_id`` (default: the leaf)."""
         return [self.entry_at(i) for i in self.branch_indices(from_id)]
 
-    def branch_indices(self, from_id: Any = UNDEFINED) -> list[int]:
+    def branch_indices(self, from_id: Any = UNDEFINED) -> Sequence[int]:
         leaf = self._leaf if from_id is UNDEFINED or from_id is None else from_id
         return path_to(self._leaf_index(leaf), self.parent_index)
 
@@ -311,9 +311,10 @@ class Session:
 
     def get_tree(self) -> Tree:
         if self._tree is None:
-            self._tree = Tree(self._ids, self._parents, self._index,
+            self._tree = Tree(self._ids, self._parents, lambda: self.index,
                               timestamp_of=self._timestamp_of, entry_of=self.entry_at,
-                              labels=self._label_map())
+                              labels=self._label_map(),
+                              unique_parents=self.parent_index if self._unique_strings else None)
             if self._tree.cycle_nodes:
                 ids = sorted({str(self._ids[n]) for n in self._tree.cycle_nodes})
                 self._diag("tree-cycle", Severity.ERROR,
@@ -347,22 +348,38 @@ class Session:
         return self._leaf if self._count else None
 
     def index_of(self, entry_id: Any) -> int | None:
-        return self._index.get(js_key(entry_id))
+        """Index of the last entry with this id (JS Map semantics), or None."""
+        if self._unique_strings and self._count and type(entry_id) is str and entry_id == self._ids[-1]:
+            return self._count - 1  # the leaf, found without building the index
+        return self.index.get(js_key(entry_id))
 
-    def path_indices(self, start: int) -> list[int]:
+    @property
+    def index(self) -> dict[Any, int]:
+        """id -> index of the last entry with that id; built on first use."""
+        if self._index_cache is None:
+            self._index_cache = build_index(self._ids)
+        return self._index_cache
+
+    def _ids_are_unique_strings(self) -> bool:
+        ids = self._ids
+        if not set(map(type, ids)) <= {str}:
+            return False
+        seen = set(ids)
+        return len(seen) == len(ids) and "" not in seen
+
+    def path_indices(self, start: int) -> Sequence[int]:
         return path_to(start, self.parent_index)
 
     @property
-    def all_str_ids(self) -> bool:
-        if self._all_str is None:
-            self._all_str = set(map(type, self._ids)) <= {str}
-        return self._all_str
+    def unique_string_ids(self) -> bool:
+        """Every entry id is a distinct, non-empty string (the normal case)."""
+        return self._unique_strings
 
     @property
-    def parent_index(self) -> list[int | None]:
-        """Per entry, the entry its parentId leads to on a path walk (None ends the path)."""
+    def parent_index(self) -> Sequence[int]:
+        """Per entry, the entry its parentId leads to on a path walk (-1 ends the path)."""
         if self._pidx is None:
-            self._pidx = parent_indices(self._ids, self._parents, self._index)
+            self._pidx = parent_indices(self._ids, self._parents, lambda: self.index, self._unique_strings)
         return self._pidx
 
     @property

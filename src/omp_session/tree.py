@@ -61,31 +61,54 @@ def js_truthy(value: Any) -> bool:
     return True
 
 
-def parent_indices(ids: Sequence[Any], parents: Sequence[Any], index: dict[Any, int]) -> list[int | None]:
-    """For each entry, the index its parentId resolves to when walking a path (S6.3): a falsy
-    parentId ends the path, otherwise the last entry with that id, if any."""
-    if "" not in index and set(map(type, ids)) <= {str}:
-        # keys are all non-empty strings, so null, undefined and "" resolve to nothing, as in JS
-        return list(map(index.get, parents))
-    out: list[int | None] = []
-    for parent in parents:
+def parent_indices(ids: Sequence[Any], parents: Sequence[Any], index: Callable[[], dict[Any, int]],
+                   unique_strings: bool) -> array[int]:
+    """For each entry, the index its parentId resolves to when walking a path, -1 for none (S6.3):
+    a falsy parentId ends the path, otherwise it names the last entry with that id, if any.
+
+    ``unique_strings``: every id is a distinct non-empty string. Then a parentId that equals the
+    previous entry's id (the usual case) resolves to it without any lookup, and only the others
+    need a (small) dict.
+    """
+    n = len(ids)
+    out = array("i", [-1]) * n
+    if unique_strings:
+        pending: list[int] = []
+        prev: Any = None
+        for k in range(n):
+            p = parents[k]
+            if p is prev or (p == prev and type(p) is str):
+                out[k] = k - 1
+            elif type(p) is str and p:
+                pending.append(k)
+            prev = ids[k]
+        if pending:
+            wanted = {parents[k] for k in pending}
+            where = {x: k for k, x in enumerate(ids) if x in wanted}
+            for k in pending:
+                out[k] = where.get(parents[k], -1)
+        return out
+    table = index()
+    for k, parent in enumerate(parents):
         if type(parent) is str:
-            out.append(index.get(parent) if parent else None)
+            found = table.get(parent) if parent else None
         else:
-            out.append(index.get(js_key(parent)) if js_truthy(parent) else None)
+            found = table.get(js_key(parent)) if js_truthy(parent) else None
+        if found is not None:
+            out[k] = found
     return out
 
 
-def path_to(start: int | None, parent_index: Sequence[int | None]) -> list[int]:
+def path_to(start: int | None, parent_index: Sequence[int]) -> array[int]:
     """Indices root -> ``start``; stops at a missing parent or a repeated entry (S6.3).
 
     Every step goes through the id index, so a repeated id is exactly a repeated index: a flag per
     entry is enough to stop on cycles.
     """
-    out: list[int] = []
+    out = array("i")  # C ints: a 300,000-entry path costs 1.2 MB, not 10
     seen = bytearray(len(parent_index))
-    cursor = start
-    while cursor is not None and not seen[cursor]:
+    cursor = -1 if start is None else start
+    while cursor >= 0 and not seen[cursor]:
         seen[cursor] = 1
         out.append(cursor)
         cursor = parent_index[cursor]
@@ -173,25 +196,30 @@ class Tree:
     few arrays, not a million lists.
     """
 
-    def __init__(self, ids: Sequence[Any], parents: Sequence[Any], index: dict[Any, int],
+    def __init__(self, ids: Sequence[Any], parents: Sequence[Any], index: Callable[[], dict[Any, int]],
                  timestamp_of: Callable[[int], Any], entry_of: Callable[[int], Any],
-                 labels: dict[Any, Any]) -> None:
+                 labels: dict[Any, Any], unique_parents: Sequence[int] | None = None) -> None:
+        """``unique_parents``: the path parent index, when every id is a distinct non-empty string;
+        then it is also the tree's parent relation (no lookups needed)."""
         self.ids = ids
         self.labels = labels
         self.entry = entry_of
         n = len(ids)
-        unique = len(index) == n
+        if unique_parents is not None:
+            self._build_unique(unique_parents, timestamp_of)
+            return
+        table = index()
+        unique = len(table) == n
         simple = all(type(i) is str for i in ids) and \
             all(type(p) is str or p is None or p is UNDEFINED for p in parents)
         # node of entry k: duplicate ids share the node of their last entry
         if simple:
-            nodes: Sequence[int] = range(n) if unique else [index[i] for i in ids]
-            parent_nodes: list[int | None] = list(map(index.get, parents))
+            nodes = range(n) if unique else [table[i] for i in ids]
+            parent_nodes: list[int | None] = list(map(table.get, parents))
         else:
-            nodes = [index.get(js_key(i), k) for k, i in enumerate(ids)]
-            parent_nodes = [None if p is None or _js_strict_equal(p, i) else index.get(js_key(p))
+            nodes = [table.get(js_key(i), k) for k, i in enumerate(ids)]
+            parent_nodes = [None if p is None or _js_strict_equal(p, i) else table.get(js_key(p))
                             for p, i in zip(parents, ids, strict=True)]
-        # -1 marks a root: null parent, a self-link, or a parent that is not there
         pk = [-1 if p is None or p == q else p for p, q in zip(parent_nodes, nodes, strict=True)]
         del parent_nodes
         order = sorted(range(n), key=pk.__getitem__)  # stable: journal order within each parent
@@ -220,6 +248,40 @@ class Tree:
             self._items[lo:hi] = array("i", _stable_merge_sort(segment, keys))
         # Only a duplicate id can make a node reachable from itself (S1.6.1).
         self.cycle_nodes: list[int] = [] if unique else self._find_cycles()
+
+    def _build_unique(self, parents: Sequence[int], timestamp_of: Callable[[int], Any]) -> None:
+        """The common case, every id distinct: node k is entry k and ``parents`` is the relation.
+
+        Built with C-int arrays only, so a large session's tree costs a few MB.
+        """
+        n = len(parents)
+        counts = array("i", [0]) * (n + 1)
+        roots: list[int] = []
+        for k in range(n):
+            p = parents[k]
+            if p < 0 or p == k:
+                roots.append(k)
+            else:
+                counts[p + 1] += 1
+        starts = array("i", accumulate(counts))
+        items = array("i", [0]) * starts[n]
+        fill = array("i", starts)
+        for k in range(n):
+            p = parents[k]
+            if p >= 0 and p != k:
+                items[fill[p]] = k
+                fill[p] += 1
+        del fill
+        self.roots_idx = roots
+        self._starts = starts
+        self._items = items
+        for parent in range(n):
+            lo, hi = starts[parent], starts[parent + 1]
+            if hi - lo > 1:
+                segment = list(items[lo:hi])
+                keys = {c: js_date_ms(timestamp_of(c)) for c in segment}
+                items[lo:hi] = array("i", _stable_merge_sort(segment, keys))
+        self.cycle_nodes = []
 
     def _find_cycles(self) -> list[int]:
         """Nodes that omp's getTree() would revisit forever, found by one depth-first walk."""
