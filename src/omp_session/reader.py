@@ -80,8 +80,13 @@ def head_of_fields(role: Any, provider: Any, model: Any) -> Any:
     return _head_of(MessageHead(role, provider, model))
 
 
-def intern_type(value: Any) -> Any:
-    return _intern(value)
+def intern_types(values: list[Any]) -> list[Any]:
+    """Share equal type strings between records (a few distinct values, one per record)."""
+    try:
+        intern = _INTERN.setdefault
+        return [intern(t, t) for t in values]
+    except TypeError:  # an unhashable type value
+        return [_intern(t) for t in values]
 
 
 def _intern(value: Any) -> Any:
@@ -356,11 +361,7 @@ def _clean_chunk(j: Journal, chunk: bytes, base: int) -> bool:
 
 
 def _add_envelopes(j: Journal, envs: list[_Envelope]) -> None:
-    try:
-        intern = _INTERN.setdefault
-        j.types.extend([intern(e.type, e.type) for e in envs])
-    except TypeError:  # an unhashable type value
-        j.types.extend([_intern(e.type) for e in envs])
+    j.types.extend(intern_types([e.type for e in envs]))
     ids = [e.id for e in envs]
     j.ids.extend(ids)
     parents = [e.parentId for e in envs]

@@ -60,7 +60,7 @@ def _merge(j: reader.Journal, payload: bytes) -> None:
     first = len(j.starts)
     j.starts.extend(starts)
     j.ends.extend(ends)
-    j.types.extend([reader.intern_type(t) for t in types])
+    j.types.extend(reader.intern_types(types))
     j.ids.extend(ids)
     j.parents.extend(parents)
     j.heads.extend([heads[c] for c in codes])

@@ -213,8 +213,8 @@ class Session:
             if value is None and i > 0:
                 self._diag("omp-cannot-open", Severity.ERROR, "a null record: omp cannot open this file",
                            offset=j.start(i))
-        for k, t in enumerate(self._types):
-            if t == "message" and j.heads[k + 1] is None:
+        heads = j.heads
+        for k in [k for k, t in enumerate(self._types) if t == "message" and heads[k + 1] is None]:
                 self._diag("omp-cannot-open", Severity.ERROR, "a message entry without a message object: "
                            "omp cannot open this file", offset=j.start(k + 1), entry_id=self._ids[k])
         if not self._unique_strings and len(self.index) < self._count and self.header is not None:
