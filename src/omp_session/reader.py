@@ -348,6 +348,11 @@ def _clean_chunk(j: Journal, chunk: bytes, base: int) -> bool:
         add_start(base + p)
         add_end(base + e)
         p = e + 1
+    return _take(j, chunk, starts, ends)
+
+
+def _take(j: Journal, chunk: bytes, starts: list[int], ends: list[int]) -> bool:
+    """Validate the chunk in one msgspec call and keep its records if there is one per line."""
     try:
         envs = _DECODER.decode_lines(chunk)
     except (msgspec.DecodeError, msgspec.ValidationError):
@@ -407,18 +412,7 @@ def _fast_chunk(j: Journal, chunk: bytes, base: int) -> bool:
                 add_start(base + p)
                 add_end(base + q)
         p = e + 1
-    if not line_starts:
-        return True
-    try:
-        envs = _DECODER.decode_lines(chunk)
-    except (msgspec.DecodeError, msgspec.ValidationError):
-        return False
-    if len(envs) != len(line_starts):
-        return False
-    j.starts.extend(line_starts)
-    j.ends.extend(line_ends)
-    _add_envelopes(j, envs)
-    return True
+    return not line_starts or _take(j, chunk, line_starts, line_ends)
 
 
 def _add(j: Journal, start: int, end: int, value: Any) -> None:
