@@ -48,3 +48,19 @@ def test_windowed_context_matches_full_path(corpus: Path, options: dict[str, boo
             assert windowed == whole, path.name
             compared += 1
     assert compared > 200
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_windowed_context_matches_on_realistic_sessions(tmp_path: Path, seed: int) -> None:
+    """gen_large sessions: long paths, compactions, branches, images; the common real shape."""
+    gen = ORACLE.parent / "bench" / "gen_large.py"
+    path = tmp_path / "s.jsonl"
+    subprocess.run([sys.executable, str(gen), "--size", "3M", "--seed", str(seed), "-o", str(path),
+                    "--blob-dir", str(tmp_path / "blobs")], check=True, capture_output=True)
+    for options in ({}, {"transcript": True, "collapse_compacted_history": True}):
+        with omp_session.open(path, blob_store=BlobStore(tmp_path / "blobs")) as s:
+            assert s.unique_string_ids and s.path_runs(s.index_of(s.raw_leaf) or 0) is not None
+            windowed = as_json(lambda s=s, o=options: s.build_session_context(**o))
+            whole = as_json(lambda s=s, o=options: full.build_session_context(
+                s.entries, s.raw_leaf, s.by_id, resolve_frame_data=s._frame_resolver(), **o))
+            assert windowed == whole

@@ -4,14 +4,19 @@ omp's ``buildSessionContext`` walks the entire leaf path, but the LLM context on
 entries after the latest compaction (or reset boundary); the rest of the path only feeds the
 settings pass, which reads each entry's ``type`` and, for messages, ``role``/``provider``/
 ``model``. The reader already has those from its envelope scan, so entries outside the emitted
-window are handed to the context builder as small stubs holding just those fields. The result is
-identical (tests compare both ways on every generated corpus); the cost is proportional to the
-window, not the file.
+window are handed to the context builder as small shared stand-ins holding just those fields,
+and a run of plain messages shrinks to the two assistants that decide ``models.default``. The
+result is identical (``tests/test_context_path.py`` compares both ways on every generated
+corpus kind); the cost is proportional to the window and the number of branch points.
+
+The fast path needs: distinct string ids (a stand-in has no id, so no id lookup of omp's may land
+on one), parents that precede their children (the path is then a few runs of consecutive
+entries), and no migration (the envelope would be stale). Anything else decodes the whole path.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
 from typing import TYPE_CHECKING, Any
 
 from . import context as _context
@@ -23,68 +28,133 @@ if TYPE_CHECKING:
 
 __all__ = ["build_context"]
 
-def _stub(head: MessageHead, cache: dict[Any, dict[str, Any]]) -> dict[str, Any]:
-    """A shared stand-in for a message entry outside the window: type and message head only.
+# Entry types whose fields the settings pass (S7.3) or the notes scan (S7.8) reads.
+_SETTINGS_TYPES = frozenset({"thinking_level_change", "model_change", "service_tier_change", "ttsr_injection",
+                             "mode_change", "custom"})
+_NOT_PLAIN = re.compile(rb"[\x02-\x04]")  # KIND_TYPED, KIND_OTHER, KIND_ODD
+_TYPED = re.compile(rb"\x02")
+_ASSISTANT = b"\x01"
 
-    It has no id on purpose: ids outside the window are never compared with anything but the
-    string ids that ``_window`` resolved to positions inside it (see ``build_context``).
-    """
+Runs = list[tuple[int, int]]
+
+
+def _message_stub(head: MessageHead, cache: dict[Any, dict[str, Any]]) -> dict[str, Any]:
     stub = cache.get(id(head))
     if stub is None:
-        role, provider, model = head.role, head.provider, head.model
-        message: dict[str, Any] = {"role": role}
-        if provider is not UNDEFINED:
-            message["provider"] = provider
-        if model is not UNDEFINED:
-            message["model"] = model
+        message: dict[str, Any] = {"role": head.role}
+        if head.provider is not UNDEFINED:
+            message["provider"] = head.provider
+        if head.model is not UNDEFINED:
+            message["model"] = head.model
         stub = cache[id(head)] = {"type": "message", "message": message}
     return stub
 
 
-def _window(s: Session, path: Sequence[int], transcript: bool) -> set[int] | None:
-    """Positions of ``path`` the builder may read beyond the settings pass; None = all of them."""
-    types = s.types
+def _type_stub(t: str, cache: dict[Any, dict[str, Any]]) -> dict[str, Any]:
+    stub = cache.get(t)
+    if stub is None:
+        stub = cache[t] = {"type": t}
+    return stub
+
+
+def _on_path(runs: Runs, k: int) -> bool:
+    return any(a <= k <= b for a, b in runs)
+
+
+def _window(s: Session, runs: Runs, transcript: bool) -> tuple[int, set[int]] | None:
+    """Path entries the builder may read beyond the settings pass: those with index >= the first
+    value, plus the second (single entries below it); None means all of them."""
+    types, kinds = s.types, s.kinds
     ci = ri = -1
-    for pos, k in enumerate(path):
-        t = types[k]
-        if t == "compaction":
-            ci = pos
-        elif t == "reset_boundary":
-            ri = pos
-    n = len(path)
+    for a, b in runs:
+        for m in _TYPED.finditer(kinds, a, b + 1):
+            t = types[m.start()]
+            if t == "compaction":
+                ci = m.start()
+            elif t == "reset_boundary":
+                ri = m.start()
     if ri >= 0 and ri > ci:
-        return set(range(ri + 1, n))
+        return ri + 1, set()
     if ci < 0:
         return None
-    compaction = s.entry_at(path[ci])
+    compaction = s.entry_at(ci)
     if not isinstance(compaction, dict):
         return None
-    need = set(range(ci, n))
-    ids = s.ids
-
-    def position(target: Any, before: int) -> int:
-        if type(target) is not str:
-            return -1
-        return next((p for p in range(before) if ids[path[p]] == target and type(ids[path[p]]) is str), -1)
-
     first_kept = compaction.get("firstKeptEntryId", UNDEFINED)
     through_id = compaction.get("providerReplayThroughEntryId", UNDEFINED)
     if type(first_kept) is not str or (through_id is not UNDEFINED and type(through_id) is not str):
         return None  # an absent/odd id is compared with every entry's id: decode them all
-    kept = position(first_kept, ci)
+
+    def before_ci(target: Any) -> int:
+        k = s.index_of(target) if type(target) is str else None
+        return k if k is not None and k < ci and _on_path(runs, k) else -1
+
+    start, extra = ci, set()
+    kept = before_ci(first_kept)
     if _context._remote_compaction_payload(compaction) is None or transcript:
         if kept >= 0:
-            need.update(range(kept, ci))
+            start = kept
     else:
-        through = position(through_id, ci)
+        through = before_ci(through_id)
         if through >= 0:
-            need.update(range(through + 1, ci))
+            start = through + 1
     details = compaction.get("details")
     if isinstance(details, dict) and details.get("kind") == "experimental-context-rollover":
-        need.update(range(ri + 1, ci))
-    if kept >= 0:
-        need.add(kept)  # an Anthropic payload dates the summary from the first kept entry
-    return need
+        start = min(start, ri + 1)
+    if 0 <= kept < start:
+        extra.add(kept)  # an Anthropic payload dates the summary from the first kept entry
+    return start, extra
+
+
+def _compress(s: Session, runs: Runs, start: int, extra: set[int]) -> list[Any]:
+    """The path with each stretch of plain messages below ``start`` reduced to its first and last
+    assistant: outside the window a user or toolResult message does nothing in the settings pass,
+    and assistants only set ``models.default`` (inserted by the first, valued by the last)."""
+    heads, types, kinds = s.journal.heads, s.types, s.kinds
+    cache: dict[Any, dict[str, Any]] = {}
+    out: list[Any] = []
+    first = last = -1
+
+    def assistants(lo: int, hi: int) -> None:
+        nonlocal first, last
+        at = kinds.find(_ASSISTANT, lo, hi)
+        if at >= 0:
+            if first < 0:
+                first = at
+            last = kinds.rfind(_ASSISTANT, lo, hi)
+
+    def flush() -> None:
+        nonlocal first, last
+        if first >= 0:
+            out.append(_message_stub(heads[first + 1], cache))
+            if last != first:
+                out.append(_message_stub(heads[last + 1], cache))
+        first = last = -1
+
+    def take(k: int) -> None:
+        t = types[k]
+        if k in extra or kinds[k] != 2 or t in _SETTINGS_TYPES:
+            out.append(s.entry_at(k))
+        else:  # read by type only outside the window (an earlier compaction also by its id)
+            out.append({"type": "compaction", "id": s.ids[k]} if t == "compaction" else _type_stub(t, cache))
+
+    for a, b in runs:
+        stop = min(b + 1, start)
+        cursor = a
+        if cursor < stop:
+            marks = [m.start() for m in _NOT_PLAIN.finditer(kinds, a, stop)]
+            marks.extend(k for k in extra if a <= k < stop)
+            for k in sorted(set(marks)):
+                assistants(cursor, k)
+                flush()
+                take(k)
+                cursor = k + 1
+            assistants(cursor, stop)
+        if b + 1 > start:
+            flush()
+            out.extend(s.entry_at(k) for k in range(max(a, start), b + 1))
+    flush()
+    return out
 
 
 def build_context(s: Session, *, transcript: bool, collapse_compacted_history: bool,
@@ -98,69 +168,12 @@ def build_context(s: Session, *, transcript: bool, collapse_compacted_history: b
             s.entries, leaf, s.by_id, transcript=transcript,
             collapse_compacted_history=collapse_compacted_history,
             keep_dangling_tool_calls=keep_dangling_tool_calls, resolve_frame_data=resolve_frame_data)
-    path = s.path_indices(start)
-    # Stand-ins carry no id, so only sessions whose ids are distinct strings use them: then no
-    # id lookup of omp's can land on a stand-in (duplicates and id-less entries could).
-    need = _window(s, path, transcript) if s.unique_string_ids else None
-    entries = [s.entry_at(k) for k in path] if need is None else _compress(s, path, need)
+    runs = s.path_runs(start) if s.unique_string_ids and not s.migrated else None
+    window = _window(s, runs, transcript) if runs is not None else None
+    if runs is None or window is None:
+        entries = [s.entry_at(k) for k in s.path_indices(start)]
+    else:
+        entries = _compress(s, runs, *window)
     builder = _context._ContextBuilder(entries, transcript, collapse_compacted_history, keep_dangling_tool_calls,
                                        resolve_frame_data or _context._default_frame_data)
     return builder.build()
-
-
-# Entry types whose fields the settings pass reads (S7.3) or the notes scan reads (S7.8).
-_SETTINGS_TYPES = frozenset({"thinking_level_change", "model_change", "service_tier_change", "ttsr_injection",
-                             "mode_change", "custom"})
-
-
-def _type_stub(t: str, cache: dict[Any, dict[str, Any]]) -> dict[str, Any]:
-    stub = cache.get(t)
-    if stub is None:
-        stub = cache[t] = {"type": t}
-    return stub
-
-
-def _compress(s: Session, path: Sequence[int], need: set[int]) -> list[Any]:
-    """The path with each run of stub-able messages reduced to its first and last assistant.
-
-    Outside the window a user or toolResult message does nothing in the settings pass, and a run
-    of assistants only sets ``models.default`` (inserted by the first, valued by the last), so the
-    builder sees the same settings from the reduced path.
-    """
-    heads, types, decoded = s.journal.heads, s.types, s.journal.values
-    cache: dict[Any, dict[str, Any]] = {}
-    out: list[Any] = []
-    first: MessageHead | None = None
-    last: MessageHead | None = None
-
-    def flush() -> None:
-        nonlocal first, last
-        if first is not None:
-            out.append(_stub(first, cache))
-            if last is not first and last is not None:
-                out.append(_stub(last, cache))
-        first = last = None
-
-    for pos, k in enumerate(path):
-        if pos not in need:
-            t = types[k]
-            if t == "message" and (k + 1) not in decoded:
-                head = heads[k + 1]
-                if head is not None:
-                    role = head.role
-                    if role == "assistant" and type(role) is str:
-                        if first is None:
-                            first = head
-                        last = head
-                        continue
-                    if (role == "user" or role == "toolResult") and type(role) is str:
-                        continue
-            elif type(t) is str and t not in _SETTINGS_TYPES and t != "message":
-                # read by type only outside the window (an earlier compaction also by its id)
-                flush()
-                out.append({"type": t, "id": s.ids[k]} if t == "compaction" else _type_stub(t, cache))
-                continue
-        flush()
-        out.append(s.entry_at(k))
-    flush()
-    return out

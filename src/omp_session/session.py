@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from array import array
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, overload
 
@@ -13,9 +14,38 @@ from .diagnostics import Diagnostic, Severity
 from .migrate import migrate, needs_migration
 from .reader import Journal, MalformedSpan, scan_file
 from .title import TitleSlot
-from .tree import Tree, build_index, js_key, js_truthy, parent_indices, path_to
+from .tree import Tree, build_index, js_key, js_truthy, nonlinear_entries, parent_indices, path_runs, path_to
 
-__all__ = ["EntryList", "Session", "read_session"]
+__all__ = ["KIND_ASSISTANT", "KIND_MESSAGE", "KIND_ODD", "KIND_OTHER", "KIND_TYPED", "EntryList", "Session",
+           "entry_kinds", "read_session"]
+
+KIND_MESSAGE = 0    # a user or toolResult message
+KIND_ASSISTANT = 1  # an assistant message
+KIND_TYPED = 2      # any other entry type (a string)
+KIND_OTHER = 3      # a message with another role, or without a message object
+KIND_ODD = 4        # a non-string type, or not an object
+
+
+def entry_kinds(types: Sequence[Any], heads: Sequence[Any]) -> bytearray:
+    """Classify entries from their envelope (``heads`` is indexed by record: entry k is k + 1)."""
+    codes: dict[int, int] = {}
+
+    def head_code(head: Any) -> int:
+        code = codes.get(id(head))
+        if code is None:
+            role = None if head is None else head.role
+            if type(role) is not str:
+                code = KIND_OTHER
+            elif role in ("user", "toolResult"):
+                code = KIND_MESSAGE
+            else:
+                code = KIND_ASSISTANT if role == "assistant" else KIND_OTHER
+            codes[id(head)] = code
+        return code
+
+    return bytearray(head_code(heads[k + 1]) if t == "message" else (KIND_TYPED if type(t) is str else KIND_ODD)
+                     for k, t in enumerate(types))
+
 
 class EntryList(Sequence[Any]):
     """The entries after the header, decoded on first access (then kept, so edits stick)."""
@@ -104,6 +134,8 @@ class Session:
         self._labels: dict[Any, Any] | None = None
         self._tree: Tree | None = None
         self._pidx: Sequence[int] | None = None
+        self._nonlinear: tuple[list[int], bool] | None = None
+        self._kinds: bytearray | None = None
         self.entries = EntryList(self)
         self.by_id: Mapping[Any, Any] = _ById(self)
         self._diagnose_records()
@@ -368,7 +400,28 @@ class Session:
         return len(seen) == len(ids) and "" not in seen
 
     def path_indices(self, start: int) -> Sequence[int]:
-        return path_to(start, self.parent_index)
+        runs = self.path_runs(start)
+        if runs is None:
+            return path_to(start, self.parent_index)
+        out = array("i")
+        for first, last in runs:
+            out.extend(range(first, last + 1))
+        return out
+
+    def path_runs(self, start: int) -> list[tuple[int, int]] | None:
+        """The path to ``start`` as runs of consecutive entries, or None when some parent comes
+        after its child (then only the step-by-step walk is exact)."""
+        if self._nonlinear is None:
+            self._nonlinear = nonlinear_entries(self.parent_index)
+        nonlinear, forward = self._nonlinear
+        return None if forward else path_runs(start, self.parent_index, nonlinear)
+
+    @property
+    def kinds(self) -> bytearray:
+        """One byte per entry, for scans that must not decode: see ``KIND_*``."""
+        if self._kinds is None:
+            self._kinds = entry_kinds(self._types, self.journal.heads)
+        return self._kinds
 
     @property
     def unique_string_ids(self) -> bool:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from array import array
+from bisect import bisect_right
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -18,7 +19,8 @@ from typing import Any
 from .codec import UNDEFINED
 from .jsdate import date_parse
 
-__all__ = ["Tree", "TreeNode", "build_index", "js_date_ms", "js_key", "path_to"]
+__all__ = ["Tree", "TreeNode", "build_index", "js_date_ms", "js_key", "nonlinear_entries", "parent_indices",
+           "path_runs", "path_to"]
 
 
 class _ObjectKey:
@@ -97,6 +99,35 @@ def parent_indices(ids: Sequence[Any], parents: Sequence[Any], index: Callable[[
         if found is not None:
             out[k] = found
     return out
+
+
+def nonlinear_entries(parent_index: Sequence[int]) -> tuple[list[int], bool]:
+    """Entries whose parent is not the entry just before them (roots, branch points), in order,
+    and whether any parent comes at or after its child (then runs cannot be used)."""
+    out: list[int] = []
+    forward = False
+    for k, p in enumerate(parent_index):
+        if p != k - 1:
+            out.append(k)
+            if p >= k:
+                forward = True
+    return out, forward
+
+
+def path_runs(start: int | None, parent_index: Sequence[int], nonlinear: list[int]) -> list[tuple[int, int]]:
+    """The path root -> ``start`` as runs of consecutive entries ``(first, last)``, root first.
+
+    Only valid when every parent precedes its child (see :func:`nonlinear_entries`): then a path
+    is a few runs of entries each the parent of the next, and walking it costs one step per run.
+    """
+    runs: list[tuple[int, int]] = []
+    cursor = -1 if start is None else start
+    while cursor >= 0:
+        first = nonlinear[bisect_right(nonlinear, cursor) - 1] if nonlinear and nonlinear[0] <= cursor else 0
+        runs.append((first, cursor))
+        cursor = parent_index[first]
+    runs.reverse()
+    return runs
 
 
 def path_to(start: int | None, parent_index: Sequence[int]) -> array[int]:
