@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from array import array
 from collections.abc import Iterator, Mapping, Sequence
+from itertools import islice, repeat
 from typing import Any, overload
 
 from . import context as _context
@@ -27,24 +28,39 @@ KIND_ODD = 4        # a non-string type, or not an object
 
 
 def entry_kinds(types: Sequence[Any], heads: Sequence[Any]) -> bytearray:
-    """Classify entries from their envelope (``heads`` is indexed by record: entry k is k + 1)."""
-    codes: dict[int, int] = {}
+    """Classify entries from their envelope (``heads`` is indexed by record: entry k is k + 1).
 
-    def head_code(head: Any) -> int:
-        code = codes.get(id(head))
-        if code is None:
-            role = None if head is None else head.role
-            if type(role) is not str:
-                code = KIND_OTHER
-            elif role in ("user", "toolResult"):
-                code = KIND_MESSAGE
-            else:
-                code = KIND_ASSISTANT if role == "assistant" else KIND_OTHER
-            codes[id(head)] = code
-        return code
+    Built from C-level maps over the few distinct types and message heads: this runs on every
+    large-session context and must not cost a Python step per entry.
+    """
+    n = len(types)
+    head_codes: dict[Any, int] = {None: KIND_MESSAGE}  # no head: patched below for messages
+    try:
+        for head in set(islice(heads, 1, None)):
+            if head is not None:
+                role = head.role
+                head_codes[head] = (KIND_MESSAGE if role in ("user", "toolResult") else
+                                    KIND_ASSISTANT if role == "assistant" else KIND_OTHER) \
+                    if type(role) is str else KIND_OTHER
+        type_kinds = bytearray(map({"message": KIND_MESSAGE}.get, types, repeat(KIND_TYPED, n)))
+        if not set(map(type, types)) <= {str}:
+            raise TypeError("a non-string type")
+        message_kinds = bytearray(map(head_codes.__getitem__, islice(heads, 1, None)))
+    except TypeError:  # unhashable heads or types, or odd types: one step per entry then
+        return bytearray(_kind_of(t, heads[k + 1]) for k, t in enumerate(types))
+    kinds = bytearray(map(max, type_kinds, message_kinds))
+    for k in [k for k in range(n) if heads[k + 1] is None and types[k] == "message"]:
+        kinds[k] = KIND_OTHER
+    return kinds
 
-    return bytearray(head_code(heads[k + 1]) if t == "message" else (KIND_TYPED if type(t) is str else KIND_ODD)
-                     for k, t in enumerate(types))
+
+def _kind_of(t: Any, head: Any) -> int:
+    if t != "message" or type(t) is not str:
+        return KIND_TYPED if type(t) is str else KIND_ODD
+    role = None if head is None else head.role
+    if type(role) is not str:
+        return KIND_OTHER
+    return KIND_MESSAGE if role in ("user", "toolResult") else KIND_ASSISTANT if role == "assistant" else KIND_OTHER
 
 
 class EntryList(Sequence[Any]):
@@ -346,7 +362,8 @@ class Session:
             self._tree = Tree(self._ids, self._parents, lambda: self.index,
                               timestamp_of=self._timestamp_of, entry_of=self.entry_at,
                               labels=self._label_map(),
-                              unique_parents=self.parent_index if self._unique_strings else None)
+                              unique_parents=self.parent_index if self._unique_strings else None,
+                              nonlinear=self._linear_breaks())
             if self._tree.cycle_nodes:
                 ids = sorted({str(self._ids[n]) for n in self._tree.cycle_nodes})
                 self._diag("tree-cycle", Severity.ERROR,
@@ -381,8 +398,14 @@ class Session:
 
     def index_of(self, entry_id: Any) -> int | None:
         """Index of the last entry with this id (JS Map semantics), or None."""
-        if self._unique_strings and self._count and type(entry_id) is str and entry_id == self._ids[-1]:
-            return self._count - 1  # the leaf, found without building the index
+        if self._index_cache is None and self._unique_strings and type(entry_id) is str:
+            # distinct string ids: one C-level scan beats building a dict for a single lookup
+            if self._count and entry_id == self._ids[-1]:
+                return self._count - 1
+            try:
+                return self._ids.index(entry_id)
+            except ValueError:
+                return None
         return self.index.get(js_key(entry_id))
 
     @property
@@ -415,6 +438,14 @@ class Session:
             self._nonlinear = nonlinear_entries(self.parent_index)
         nonlinear, forward = self._nonlinear
         return None if forward else path_runs(start, self.parent_index, nonlinear)
+
+    def _linear_breaks(self) -> list[int] | None:
+        if not self._unique_strings:
+            return None
+        if self._nonlinear is None:
+            self._nonlinear = nonlinear_entries(self.parent_index)
+        nonlinear, forward = self._nonlinear
+        return None if forward else nonlinear
 
     @property
     def kinds(self) -> bytearray:

@@ -229,13 +229,20 @@ class Tree:
 
     def __init__(self, ids: Sequence[Any], parents: Sequence[Any], index: Callable[[], dict[Any, int]],
                  timestamp_of: Callable[[int], Any], entry_of: Callable[[int], Any],
-                 labels: dict[Any, Any], unique_parents: Sequence[int] | None = None) -> None:
+                 labels: dict[Any, Any], unique_parents: Sequence[int] | None = None,
+                 nonlinear: list[int] | None = None) -> None:
         """``unique_parents``: the path parent index, when every id is a distinct non-empty string;
-        then it is also the tree's parent relation (no lookups needed)."""
+        then it is also the tree's parent relation (no lookups needed). ``nonlinear``: the entries
+        whose parent is not the entry before them, when every parent precedes its child; then
+        only those need any work (see :func:`nonlinear_entries`)."""
         self.ids = ids
         self.labels = labels
         self.entry = entry_of
+        self._linear: tuple[set[int], dict[int, list[int]]] | None = None
         n = len(ids)
+        if unique_parents is not None and nonlinear is not None:
+            self._build_linear(unique_parents, nonlinear, timestamp_of)
+            return
         if unique_parents is not None:
             self._build_unique(unique_parents, timestamp_of)
             return
@@ -279,6 +286,30 @@ class Tree:
             self._items[lo:hi] = array("i", _stable_merge_sort(segment, keys))
         # Only a duplicate id can make a node reachable from itself (S1.6.1).
         self.cycle_nodes: list[int] = [] if unique else self._find_cycles()
+
+    def _build_linear(self, parents: Sequence[int], nonlinear: list[int],
+                      timestamp_of: Callable[[int], Any]) -> None:
+        """Entry k + 1 is the first child of entry k unless it is in ``nonlinear``; the others
+        come from ``nonlinear`` alone, so building costs one step per branch point or root."""
+        n = len(parents)
+        breaks = set(nonlinear)
+        extra: dict[int, list[int]] = {}
+        roots = [0] if n and 0 not in breaks else []
+        for k in nonlinear:
+            p = parents[k]
+            if p < 0 or p == k:
+                roots.append(k)
+            else:
+                extra.setdefault(p, []).append(k)
+        self.roots_idx = roots
+        self._linear = (breaks, extra)
+        self.cycle_nodes = []
+        for parent, kids in extra.items():
+            if parent + 1 < n and parent + 1 not in breaks:
+                kids.insert(0, parent + 1)  # the linear child comes first in file order
+            if len(kids) > 1:
+                keys = {c: js_date_ms(timestamp_of(c)) for c in kids}
+                extra[parent] = _stable_merge_sort(kids, keys)
 
     def _build_unique(self, parents: Sequence[int], timestamp_of: Callable[[int], Any]) -> None:
         """The common case, every id distinct: node k is entry k and ``parents`` is the relation.
@@ -341,6 +372,12 @@ class Tree:
         return bool(self.cycle_nodes)
 
     def child_indices(self, node: int) -> Sequence[int]:
+        if self._linear is not None:
+            breaks, extra = self._linear
+            kids = extra.get(node)
+            if kids is not None:
+                return kids
+            return (node + 1,) if node + 1 < len(self.ids) and node + 1 not in breaks else ()
         return self._items[self._starts[node]:self._starts[node + 1]]
 
     @property
