@@ -11,11 +11,14 @@ from typing import Any, overload
 from . import context as _context
 from .blobs import BLOB_PREFIX, parse_blob_ref, resolve_blob_refs
 from .codec import UNDEFINED
+from .compact import compact_ids
 from .diagnostics import Diagnostic, Severity
 from .migrate import migrate, needs_migration
 from .reader import Journal, MalformedSpan, scan_file
 from .title import TitleSlot
 from .tree import Tree, build_index, js_key, js_truthy, nonlinear_entries, parent_indices, path_runs, path_to
+
+_COMPACT_FROM = 4096  # entries; below that the lists cost little and are faster to index
 
 __all__ = ["KIND_ASSISTANT", "KIND_MESSAGE", "KIND_ODD", "KIND_OTHER", "KIND_TYPED", "EntryList", "Session",
            "entry_kinds", "read_session"]
@@ -136,8 +139,8 @@ class Session:
         for column in (journal.ids, journal.parents, journal.types):
             if column:
                 del column[0]
-        self._ids: list[Any] = journal.ids
-        self._parents: list[Any] = journal.parents
+        self._ids: Sequence[Any] = journal.ids
+        self._parents: Sequence[Any] = journal.parents
         self._types: list[Any] = journal.types
         self._read_header()
         if self.header is not None:
@@ -146,12 +149,14 @@ class Session:
             self._migrate()
         self._index_cache: dict[Any, int] | None = None
         self._unique_strings = self._ids_are_unique_strings()
-        self._leaf: Any = self._ids[-1] if self._count else None
-        self._labels: dict[Any, Any] | None = None
-        self._tree: Tree | None = None
         self._pidx: Sequence[int] | None = None
         self._nonlinear: tuple[list[int], bool] | None = None
         self._kinds: bytearray | None = None
+        if self._unique_strings and self._count >= _COMPACT_FROM:
+            self._compact()
+        self._leaf: Any = self._ids[-1] if self._count else None
+        self._labels: dict[Any, Any] | None = None
+        self._tree: Tree | None = None
         self.entries = EntryList(self)
         self.by_id: Mapping[Any, Any] = _ById(self)
         self._diagnose_records()
@@ -221,10 +226,11 @@ class Session:
         self.migrated, found = migrate(header, entries, line_of=lambda k: j.line_of(j.start(k + 1)))
         for d in found:
             self.diagnostics.append(Diagnostic(d.code, d.severity, d.message, line=d.line, path=self.path))
+        ids, parents = j.ids, j.parents  # still the journal's lists: compaction comes later
         for k, entry in enumerate(entries):
             if isinstance(entry, dict):
-                self._ids[k] = entry.get("id", UNDEFINED)
-                self._parents[k] = entry.get("parentId", UNDEFINED)
+                ids[k] = entry.get("id", UNDEFINED)
+                parents[k] = entry.get("parentId", UNDEFINED)
 
     def _overlay_title(self) -> None:
         slot, header = self.title_slot, self.header
@@ -414,6 +420,18 @@ class Session:
         if self._index_cache is None:
             self._index_cache = build_index(self._ids)
         return self._index_cache
+
+    def _compact(self) -> None:
+        """Swap the id and parentId lists for compact columns (``compact.py``) in big sessions."""
+        breaks = self._linear_breaks()
+        if breaks is None:
+            return
+        packed = compact_ids(self._ids, self._parents, self.parent_index, breaks)
+        if packed is None:
+            return
+        self._ids, self._parents = packed
+        self.journal.ids = []
+        self.journal.parents = []
 
     def _ids_are_unique_strings(self) -> bool:
         ids = self._ids
