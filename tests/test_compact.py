@@ -82,3 +82,18 @@ def test_fixed_width_ids() -> None:
     assert list(ids) == ["aaaaaaaa", "bbbbbbbb", "abbbbbbb"] and ids[-1] == "abbbbbbb"
     assert ids.index("bbbbbbbb") == 1 and ids.index("abbbbbbb") == 2  # aligned matches only
     assert "aaaabbbb" not in ids and "x" not in ids and ids[0:2] == ["aaaaaaaa", "bbbbbbbb"]
+
+
+@pytest.mark.parametrize("seed", [4, 5])
+def test_reader_flags_give_the_same_parent_index(tmp_path: Path, seed: int) -> None:
+    from omp_session.tree import nonlinear_entries, parent_indices
+
+    path = tmp_path / "s.jsonl"
+    make(path, 3000, seed)
+    with omp_session.open(path) as s:
+        fast = list(s.parent_index)
+        assert s._nonlinear is not None  # found by the flag path
+        flagged = s._nonlinear
+        plain = list(parent_indices(list(s.ids), list(s.parent_ids), lambda: s.index, False))
+        assert fast == plain
+        assert flagged == nonlinear_entries(plain)

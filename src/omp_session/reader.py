@@ -10,6 +10,7 @@ path that reproduces Bun's ``JSONL.parseChunk`` loop as omp drives it.
 
 from __future__ import annotations
 
+import operator
 import os
 from array import array
 from bisect import bisect_left, bisect_right
@@ -33,6 +34,7 @@ _IN_MEMORY = 8 * 1024 * 1024  # smaller files are read whole: one read beats man
 _WINDOW = 64 * 1024
 _BLOB_MARK = b"blob:sha256:"
 _NOT_DECODED: Any = object()
+_NO_ID: Any = object()  # "the record before the first of a chunk": never the same object as a parentId
 _JS_TRIM = " \t\n\v\f\r\u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a" \
     "\u2028\u2029\u202f\u205f\u3000\ufeff"
 _TRAILING_WS = (13, 32, 9)  # CR, space, tab: allowed after a value on its line
@@ -161,6 +163,8 @@ class Journal:
     ids: list[Any] = field(default_factory=list)
     parents: list[Any] = field(default_factory=list)
     heads: list[Any] = field(default_factory=list)  # a message head (role, provider, model) or None
+    # per record, 1 when its parentId is the previous record's id string (0 says nothing)
+    linear: bytearray = field(default_factory=bytearray)
     values: dict[int, Any] = field(default_factory=dict)
     malformed: list[MalformedSpan] = field(default_factory=list)
     blob_offsets: list[int] = field(default_factory=list)
@@ -373,9 +377,12 @@ def _add_envelopes(j: Journal, envs: list[_Envelope]) -> None:
     try:
         # a parentId almost always names a record of the same chunk: share that id's string
         get = dict(zip(ids, ids, strict=True)).get
-        j.parents.extend([get(p, p) for p in parents])
+        parents = [get(p, p) for p in parents]
     except TypeError:  # an unhashable id or parentId
-        j.parents.extend(parents)
+        pass
+    j.parents.extend(parents)
+    # 1 where the parentId is (the very string of) the previous record's id: the usual chain
+    j.linear.extend(map(operator.is_, parents, [_NO_ID, *ids[:-1]]))
     heads = _HEADS.setdefault
     try:
         messages: list[Any] = [e.message for e in envs]
@@ -422,6 +429,7 @@ def _add(j: Journal, start: int, end: int, value: Any) -> None:
     j.types.append(t)
     j.ids.append(i)
     j.parents.append(p)
+    j.linear.append(0)
     j.heads.append(_head_of(value.get("message")) if isinstance(value, dict) and "message" in value else None)
     j.values[len(j.starts) - 1] = value
 

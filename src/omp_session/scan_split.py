@@ -49,13 +49,13 @@ def _payload(part: reader.Journal) -> bytes:
             code = heads[key] = len(table)
             table.append(None if head is None else (head.role, head.provider, head.model))
         codes.append(code)
-    return pickle.dumps((part.starts, part.ends, part.types, part.ids, part.parents, table, codes,
+    return pickle.dumps((part.starts, part.ends, part.types, part.ids, part.parents, part.linear, table, codes,
                          part.values, [(m.start, m.end) for m in part.malformed], part.blob_offsets),
                         protocol=pickle.HIGHEST_PROTOCOL)
 
 
 def _merge(j: reader.Journal, payload: bytes) -> None:
-    starts, ends, types, ids, parents, table, codes, values, malformed, blobs = pickle.loads(payload)
+    starts, ends, types, ids, parents, linear, table, codes, values, malformed, blobs = pickle.loads(payload)
     heads = [None if t is None else reader.head_of_fields(*t) for t in table]
     first = len(j.starts)
     j.starts.extend(starts)
@@ -63,6 +63,7 @@ def _merge(j: reader.Journal, payload: bytes) -> None:
     j.types.extend(reader.intern_types(types))
     j.ids.extend(ids)
     j.parents.extend(parents)
+    j.linear.extend(linear)
     j.heads.extend([heads[c] for c in codes])
     for i, value in values.items():
         j.values[first + i] = value

@@ -16,7 +16,17 @@ from .diagnostics import Diagnostic, Severity
 from .migrate import migrate, needs_migration
 from .reader import Journal, MalformedSpan, scan_file
 from .title import TitleSlot
-from .tree import Tree, build_index, js_key, js_truthy, nonlinear_entries, parent_indices, path_runs, path_to
+from .tree import (
+    Tree,
+    build_index,
+    js_key,
+    js_truthy,
+    nonlinear_entries,
+    parent_indices,
+    parent_indices_linear,
+    path_runs,
+    path_to,
+)
 
 _COMPACT_FROM = 4096  # entries; below that the lists cost little and are faster to index
 
@@ -136,7 +146,7 @@ class Session:
         self._count = max(len(journal) - 1, 0)
         # The session takes over the journal's envelope lists, minus the header's row: no copies
         # of three lists that each hold a pointer per record.
-        for column in (journal.ids, journal.parents, journal.types):
+        for column in (journal.ids, journal.parents, journal.types, journal.linear):
             if column:
                 del column[0]
         self._ids: Sequence[Any] = journal.ids
@@ -452,14 +462,16 @@ class Session:
     def path_runs(self, start: int) -> list[tuple[int, int]] | None:
         """The path to ``start`` as runs of consecutive entries, or None when some parent comes
         after its child (then only the step-by-step walk is exact)."""
+        parent_index = self.parent_index  # may find the breaks on the way
         if self._nonlinear is None:
-            self._nonlinear = nonlinear_entries(self.parent_index)
+            self._nonlinear = nonlinear_entries(parent_index)
         nonlinear, forward = self._nonlinear
         return None if forward else path_runs(start, self.parent_index, nonlinear)
 
     def _linear_breaks(self) -> list[int] | None:
         if not self._unique_strings:
             return None
+        self.parent_index  # noqa: B018 - computes the breaks too, when the reader's flags allow
         if self._nonlinear is None:
             self._nonlinear = nonlinear_entries(self.parent_index)
         nonlinear, forward = self._nonlinear
@@ -481,7 +493,12 @@ class Session:
     def parent_index(self) -> Sequence[int]:
         """Per entry, the entry its parentId leads to on a path walk (-1 ends the path)."""
         if self._pidx is None:
-            self._pidx = parent_indices(self._ids, self._parents, lambda: self.index, self._unique_strings)
+            linear = self.journal.linear
+            if self._unique_strings and not self.migrated and len(linear) == self._count:
+                self._pidx, nonlinear, forward = parent_indices_linear(self._ids, self._parents, linear)
+                self._nonlinear = (nonlinear, forward)
+            else:
+                self._pidx = parent_indices(self._ids, self._parents, lambda: self.index, self._unique_strings)
         return self._pidx
 
     @property

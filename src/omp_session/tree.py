@@ -8,6 +8,7 @@ descendant) we cut the cycle and report it instead of hanging.
 from __future__ import annotations
 
 import math
+import re
 from array import array
 from bisect import bisect_right
 from collections import Counter
@@ -20,7 +21,11 @@ from .codec import UNDEFINED
 from .jsdate import date_parse
 
 __all__ = ["Tree", "TreeNode", "build_index", "js_date_ms", "js_key", "nonlinear_entries", "parent_indices",
+           "parent_indices_linear",
            "path_runs", "path_to"]
+
+
+_ZERO = re.compile(b"\x00")
 
 
 class _ObjectKey:
@@ -99,6 +104,29 @@ def parent_indices(ids: Sequence[Any], parents: Sequence[Any], index: Callable[[
         if found is not None:
             out[k] = found
     return out
+
+
+def parent_indices_linear(ids: Sequence[str], parents: Sequence[Any],
+                          linear: bytes | bytearray) -> tuple[array[int], list[int], bool]:
+    """:func:`parent_indices` and :func:`nonlinear_entries` at once for distinct non-empty string
+    ids, given the reader's flags of entries whose parentId is the previous entry's id: only the
+    unflagged entries (roots, branch points, chunk starts) take a Python step."""
+    n = len(ids)
+    out = array("i", range(-1, n - 1))
+    pending = [m.start() for m in _ZERO.finditer(linear)]
+    wanted = {parents[k] for k in pending if type(parents[k]) is str and parents[k]}
+    where = {x: k for k, x in enumerate(ids) if x in wanted} if wanted else {}
+    nonlinear: list[int] = []
+    forward = False
+    for k in pending:
+        p = parents[k]
+        found = where.get(p, -1) if type(p) is str and p else -1
+        out[k] = found
+        if found != k - 1:
+            nonlinear.append(k)
+            if found >= k:
+                forward = True
+    return out, nonlinear, forward
 
 
 def nonlinear_entries(parent_index: Sequence[int]) -> tuple[list[int], bool]:
