@@ -97,3 +97,15 @@ def test_reader_flags_give_the_same_parent_index(tmp_path: Path, seed: int) -> N
         plain = list(parent_indices(list(s.ids), list(s.parent_ids), lambda: s.index, False))
         assert fast == plain
         assert flagged == nonlinear_entries(plain)
+
+
+def test_entry_kinds_table_matches_the_plain_rule() -> None:
+    from omp_session.reader import MessageHead
+    from omp_session.session import _kind_of, entry_kinds
+
+    heads_pool = [None, MessageHead("user"), MessageHead("assistant", "p", "m"), MessageHead("toolResult"),
+                  MessageHead("custom"), MessageHead(7)]
+    rng = random.Random(9)
+    types = [rng.choice(["message", "label", "compaction", "custom"]) for _ in range(500)]
+    heads = [None] + [rng.choice(heads_pool) for _ in types]
+    assert entry_kinds(types, heads) == bytearray(_kind_of(t, heads[k + 1]) for k, t in enumerate(types))

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import operator
 import os
+import re
 from array import array
 from collections.abc import Iterator, Mapping, Sequence
 from itertools import islice, repeat
@@ -28,6 +30,8 @@ from .tree import (
     path_to,
 )
 
+_TYPED = re.compile(rb"\x02")  # KIND_TYPED in Session.kinds
+_OTHER = re.compile(rb"\x03")  # KIND_OTHER: other roles, or a message without a message object
 _COMPACT_FROM = 4096  # entries; below that the lists cost little and are faster to index
 
 __all__ = ["KIND_ASSISTANT", "KIND_MESSAGE", "KIND_ODD", "KIND_OTHER", "KIND_TYPED", "EntryList", "Session",
@@ -40,6 +44,17 @@ KIND_OTHER = 3      # a message with another role, or without a message object
 KIND_ODD = 4        # a non-string type, or not an object
 
 
+# entry_kinds combines a type code (x8) and a head code into one byte, then maps it to a kind
+_T_MESSAGE, _T_TYPED, _T_ODD = 0, 8, 16
+_H_NONE, _H_PLAIN, _H_ASSISTANT, _H_OTHER = 0, 1, 2, 3
+_KIND_TABLE = bytearray(range(256))
+for _h, _kind in ((_H_NONE, KIND_OTHER), (_H_PLAIN, KIND_MESSAGE), (_H_ASSISTANT, KIND_ASSISTANT),
+                  (_H_OTHER, KIND_OTHER)):
+    _KIND_TABLE[_T_MESSAGE + _h] = _kind
+    _KIND_TABLE[_T_TYPED + _h] = KIND_TYPED
+    _KIND_TABLE[_T_ODD + _h] = KIND_ODD
+
+
 def entry_kinds(types: Sequence[Any], heads: Sequence[Any]) -> bytearray:
     """Classify entries from their envelope (``heads`` is indexed by record: entry k is k + 1).
 
@@ -47,24 +62,21 @@ def entry_kinds(types: Sequence[Any], heads: Sequence[Any]) -> bytearray:
     large-session context and must not cost a Python step per entry.
     """
     n = len(types)
-    head_codes: dict[Any, int] = {None: KIND_MESSAGE}  # no head: patched below for messages
+    head_codes: dict[Any, int] = {None: _H_NONE}
     try:
         for head in set(islice(heads, 1, None)):
             if head is not None:
                 role = head.role
-                head_codes[head] = (KIND_MESSAGE if role in ("user", "toolResult") else
-                                    KIND_ASSISTANT if role == "assistant" else KIND_OTHER) \
-                    if type(role) is str else KIND_OTHER
-        type_kinds = bytearray(map({"message": KIND_MESSAGE}.get, types, repeat(KIND_TYPED, n)))
+                head_codes[head] = (_H_PLAIN if role in ("user", "toolResult") else
+                                    _H_ASSISTANT if role == "assistant" else _H_OTHER) \
+                    if type(role) is str else _H_OTHER
         if not set(map(type, types)) <= {str}:
             raise TypeError("a non-string type")
-        message_kinds = bytearray(map(head_codes.__getitem__, islice(heads, 1, None)))
+        type_codes = bytearray(map({"message": _T_MESSAGE}.get, types, repeat(_T_TYPED, n)))
+        head_bytes = bytearray(map(head_codes.__getitem__, islice(heads, 1, None)))
     except TypeError:  # unhashable heads or types, or odd types: one step per entry then
         return bytearray(_kind_of(t, heads[k + 1]) for k, t in enumerate(types))
-    kinds = bytearray(map(max, type_kinds, message_kinds))
-    for k in [k for k in range(n) if heads[k + 1] is None and types[k] == "message"]:
-        kinds[k] = KIND_OTHER
-    return kinds
+    return bytearray(map(operator.add, type_codes, head_bytes)).translate(_KIND_TABLE)
 
 
 def _kind_of(t: Any, head: Any) -> int:
@@ -277,8 +289,8 @@ class Session:
             if value is None and i > 0:
                 self._diag("omp-cannot-open", Severity.ERROR, "a null record: omp cannot open this file",
                            offset=j.start(i))
-        heads = j.heads
-        for k in [k for k, t in enumerate(self._types) if t == "message" and heads[k + 1] is None]:
+        headless = [m.start() for m in _OTHER.finditer(self.kinds)]
+        for k in [k for k in headless if j.heads[k + 1] is None]:
                 self._diag("omp-cannot-open", Severity.ERROR, "a message entry without a message object: "
                            "omp cannot open this file", offset=j.start(k + 1), entry_id=self._ids[k])
         if not self._unique_strings and len(self.index) < self._count and self.header is not None:
@@ -347,8 +359,9 @@ class Session:
         if self._labels is None:
             labels: dict[Any, Any] = {}
             targets: dict[Any, Any] = {}
-            for k, t in enumerate(self._types):
-                if t != "label":
+            types = self._types
+            for k in [m.start() for m in _TYPED.finditer(self.kinds)]:
+                if types[k] != "label":
                     continue
                 entry = self.entry_at(k)
                 target = entry.get("targetId", UNDEFINED)

@@ -14,7 +14,7 @@ from bisect import bisect_right
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from itertools import accumulate
+from itertools import accumulate, compress
 from typing import Any
 
 from .codec import UNDEFINED
@@ -115,7 +115,7 @@ def parent_indices_linear(ids: Sequence[str], parents: Sequence[Any],
     out = array("i", range(-1, n - 1))
     pending = [m.start() for m in _ZERO.finditer(linear)]
     wanted = {parents[k] for k in pending if type(parents[k]) is str and parents[k]}
-    where = {x: k for k, x in enumerate(ids) if x in wanted} if wanted else {}
+    where = {ids[k]: k for k in compress(range(n), map(wanted.__contains__, ids))} if wanted else {}
     nonlinear: list[int] = []
     forward = False
     for k in pending:
