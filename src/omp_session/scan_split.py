@@ -35,7 +35,7 @@ def _worth_splitting(j: reader.Journal, body_start: int) -> bool:
 
 def _midpoint(j: reader.Journal, body_start: int) -> int | None:
     # The child also packs its half and the parent unpacks it: give the child a little less.
-    lf = j.source.find(b"\n", body_start + (j.size - body_start) * 11 // 20)
+    lf = j.source.find(b"\n", body_start + (j.size - body_start) * 3 // 5)
     return None if lf < 0 or lf + 1 >= j.size else lf + 1
 
 
