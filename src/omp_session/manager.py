@@ -40,7 +40,7 @@ class SessionManager:
         self.path = path
         self.blob_store = blob_store
         self.created = created
-        self._rewrite_required = session.migrated
+        self._rewrite_required = session.migrated or session.sanitized
         self._expected_size: int | None = os.path.getsize(path) if os.path.exists(path) else None
         self._closed = False
 

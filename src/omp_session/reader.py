@@ -33,6 +33,7 @@ _CHUNK = 4 * 1024 * 1024
 _IN_MEMORY = 8 * 1024 * 1024  # smaller files are read whole: one read beats many preads
 _WINDOW = 64 * 1024
 _BLOB_MARK = b"blob:sha256:"
+_COPILOT_MARK = b"github-copilot"  # assistant replay metadata omp strips on open (S4.8)
 _NOT_DECODED: Any = object()
 _NO_ID: Any = object()  # "the record before the first of a chunk": never the same object as a parentId
 _JS_TRIM = " \t\n\v\f\r\u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a" \
@@ -168,6 +169,7 @@ class Journal:
     values: dict[int, Any] = field(default_factory=dict)
     malformed: list[MalformedSpan] = field(default_factory=list)
     blob_offsets: list[int] = field(default_factory=list)
+    copilot_offsets: list[int] = field(default_factory=list)
     invalid_utf8: bool = False
     source_size: int = 0
     streaming: bool = False
@@ -322,6 +324,11 @@ def _scan_body(j: Journal, pos: int, end: int | None = None) -> int:
             while at >= 0:
                 j.blob_offsets.append(pos + at)
                 at = chunk.find(_BLOB_MARK, at + 1, limit)
+        if _COPILOT_MARK in chunk:
+            at = chunk.find(_COPILOT_MARK, 0, limit)
+            while at >= 0:
+                j.copilot_offsets.append(pos + at)
+                at = chunk.find(_COPILOT_MARK, at + 1, limit)
         if limit < len(chunk):
             chunk = chunk[:limit]
         if _clean_chunk(j, chunk, pos) or _fast_chunk(j, chunk, pos):

@@ -153,6 +153,7 @@ class Session:
         self.diagnostics: list[Diagnostic] = []
         self.title_slot: TitleSlot | None = journal.slot
         self.migrated = False
+        self.sanitized = False  # omp stripped Copilot replay metadata on open: it rewrites the file
         self.raw_header: Any = UNDEFINED
         self.header: dict[str, Any] | None = None
         self._count = max(len(journal) - 1, 0)
@@ -169,6 +170,7 @@ class Session:
             self._resolve_blobs()
             self._overlay_title()  # before migration: omp overlays the slot first (key order shows it)
             self._migrate()
+            self._sanitize_copilot_replay()
         self._index_cache: dict[Any, int] | None = None
         self._unique_strings = self._ids_are_unique_strings()
         self._pidx: Sequence[int] | None = None
@@ -253,6 +255,39 @@ class Session:
             if isinstance(entry, dict):
                 ids[k] = entry.get("id", UNDEFINED)
                 parents[k] = entry.get("parentId", UNDEFINED)
+
+    def _sanitize_copilot_replay(self) -> None:
+        """What omp does to GitHub Copilot assistant messages on open (S4.8): the native replay
+        payload and thinking signatures belong to a dead connection, so they are dropped."""
+        j = self.journal
+        done: set[int] = set()
+        for offset in j.copilot_offsets:
+            i = j.record_at(offset)
+            if i is None or i == 0 or i in done:
+                continue
+            done.add(i)
+            entry = j.value(i)
+            if not isinstance(entry, dict) or entry.get("type") != "message":
+                continue
+            message = entry.get("message")
+            if not isinstance(message, dict) or message.get("role") != "assistant":
+                continue
+            payload = message.get("providerPayload")
+            if not (isinstance(payload, dict) and payload.get("type") == "openaiResponsesHistory"
+                    and message.get("provider") == "github-copilot"):
+                continue
+            content = message.get("content")
+            if not isinstance(content, list):
+                continue  # omp throws here (content.map); the file is reported, not changed
+            sanitized = dict(message)
+            blocks = [dict(b, thinkingSignature=UNDEFINED)
+                      if isinstance(b, dict) and b.get("type") == "thinking" and "thinkingSignature" in b else b
+                      for b in content]
+            if any(new is not old for new, old in zip(blocks, content, strict=True)):
+                sanitized["content"] = blocks
+            sanitized["providerPayload"] = UNDEFINED
+            entry["message"] = sanitized
+            self.sanitized = True
 
     def _overlay_title(self) -> None:
         slot, header = self.title_slot, self.header
