@@ -62,18 +62,19 @@ def entry_kinds(types: Sequence[Any], heads: Sequence[Any]) -> bytearray:
     large-session context and must not cost a Python step per entry.
     """
     n = len(types)
-    head_codes: dict[Any, int] = {None: _H_NONE}
+    # heads are shared objects: key them by identity (hashing a struct per entry costs more)
+    distinct = dict(zip(map(id, heads), heads, strict=True))
+    head_codes: dict[int, int] = {}
+    for ident, head in distinct.items():
+        role = None if head is None else head.role
+        head_codes[ident] = _H_NONE if head is None else (
+            (_H_PLAIN if role in ("user", "toolResult") else _H_ASSISTANT if role == "assistant" else _H_OTHER)
+            if type(role) is str else _H_OTHER)
     try:
-        for head in set(islice(heads, 1, None)):
-            if head is not None:
-                role = head.role
-                head_codes[head] = (_H_PLAIN if role in ("user", "toolResult") else
-                                    _H_ASSISTANT if role == "assistant" else _H_OTHER) \
-                    if type(role) is str else _H_OTHER
         if not set(map(type, types)) <= {str}:
             raise TypeError("a non-string type")
         type_codes = bytearray(map({"message": _T_MESSAGE}.get, types, repeat(_T_TYPED, n)))
-        head_bytes = bytearray(map(head_codes.__getitem__, islice(heads, 1, None)))
+        head_bytes = bytearray(map(head_codes.__getitem__, map(id, islice(heads, 1, None))))
     except TypeError:  # unhashable heads or types, or odd types: one step per entry then
         return bytearray(_kind_of(t, heads[k + 1]) for k, t in enumerate(types))
     return bytearray(map(operator.add, type_codes, head_bytes)).translate(_KIND_TABLE)
