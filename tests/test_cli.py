@@ -73,3 +73,8 @@ def test_every_command_has_help_and_is_in_the_readme() -> None:
 def test_module_entry_point() -> None:
     out = subprocess.run([sys.executable, "-m", "omp_session", "--help"], capture_output=True, text=True, check=True)
     assert "show" in out.stdout
+
+
+def test_demo_shows_labels_and_bracketed_text_verbatim() -> None:
+    code, out, _ = run("demo")
+    assert code == 0 and "[diagnosis]" in out

@@ -7,6 +7,7 @@ import sys
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 from rich.tree import Tree as RichTree
 
@@ -94,11 +95,12 @@ def show(s: Session, as_json: bool) -> None:
         return
     table = Table(show_header=False, box=None)
     for key in ("path", "id", "title", "cwd", "created", "version", "entries", "malformed_records", "leaf_id"):
-        table.add_row(key, str(info[key]))
+        table.add_row(key, escape(str(info[key])))
     console = _console()
     console.print(table)
     for d in s.diagnostics:
-        console.print(f"[yellow]{d}[/yellow]" if d.severity.value != "error" else f"[red]{d}[/red]")
+        console.print(f"[yellow]{escape(str(d))}[/yellow]" if d.severity.value != "error" else
+                      f"[red]{escape(str(d))}[/red]")
 
 
 def tree(s: Session, as_json: bool) -> None:
@@ -115,16 +117,16 @@ def tree(s: Session, as_json: bool) -> None:
             rows.append(row)
         _emit_json(rows)
         return
-    root = RichTree(f"[bold]{s.get_session_name() or (s.header or {}).get('id', s.path)}[/bold]")
+    root = RichTree(f"[bold]{escape(str(s.get_session_name() or (s.header or {}).get('id', s.path)))}[/bold]")
     parents: dict[int, Any] = {}
     stack: list[Any] = [root]
     for node, depth in t.walk():
         del stack[depth + 1:]
         label = s.get_label(s.ids[node])
         mark = "*" if node in on_branch else " "
-        text = f"{mark} [dim]{s.ids[node]}[/dim] {summary(s.entry_at(node))}"
+        text = f"{mark} [dim]{escape(str(s.ids[node]))}[/dim] {escape(summary(s.entry_at(node)))}"
         if label is not None:
-            text += f" [cyan][{label}][/cyan]"
+            text += f" [cyan]{escape(f'[{label}]')}[/cyan]"
         branch = stack[depth].add(text)
         parents[node] = branch
         stack.append(branch)
@@ -146,4 +148,4 @@ def context(s: Session, as_json: bool, *, transcript: bool) -> None:
             text = str(msg.get("summary", ""))
         else:
             text = _text_of(msg.get("content")) if isinstance(msg, dict) else ""
-        console.print(f"  [bold]{role}[/bold]: {_clip(text, 100)}")
+        console.print(f"  [bold]{escape(str(role))}[/bold]: {escape(_clip(text, 100))}")
