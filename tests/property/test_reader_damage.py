@@ -39,7 +39,7 @@ def damaged(draw: st.DrawFn) -> bytes:
     return data[: draw(st.integers(0, len(data)))] if draw(st.booleans()) else data
 
 
-@settings(max_examples=300, deadline=2000, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=300, deadline=10_000, suppress_health_check=[HealthCheck.too_slow])
 @given(data=damaged())
 def test_reader_is_total_on_damaged_files(tmp_path_factory: object, data: bytes) -> None:
     path = Path(str(tmp_path_factory.mktemp("d"))) / "s.jsonl"  # type: ignore[attr-defined]
@@ -58,7 +58,7 @@ def test_reader_is_total_on_damaged_files(tmp_path_factory: object, data: bytes)
             assert d.code and d.message
 
 
-@settings(max_examples=200, deadline=2000)
+@settings(max_examples=200, deadline=10_000)
 @given(data=st.binary(max_size=300))
 def test_random_bytes(tmp_path_factory: object, data: bytes) -> None:
     path = Path(str(tmp_path_factory.mktemp("r"))) / "s.jsonl"  # type: ignore[attr-defined]
