@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -19,11 +20,8 @@ ORACLE = Path(os.environ.get("OMP_ORACLE_DIR", Path(__file__).resolve().parents[
 
 
 @pytest.fixture(scope="module")
-def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("corpus")
-    subprocess.run([sys.executable, str(ORACLE / "gen_sessions.py"), "--seed", "11", "--count", "250",
-                    "--kinds", "all", "--out", str(out)], check=True, capture_output=True)
-    return out
+def corpus(make_corpus: Callable[[int, int], Path]) -> Path:
+    return make_corpus(11, 250)
 
 
 def as_json(fn: object) -> object:

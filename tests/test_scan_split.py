@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -28,11 +27,8 @@ def scan(path: Path, workers: str, monkeypatch: pytest.MonkeyPatch) -> reader.Jo
 
 
 @pytest.fixture(scope="module")
-def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("split")
-    subprocess.run([sys.executable, str(ORACLE / "gen_sessions.py"), "--seed", "5", "--count", "60",
-                    "--kinds", "all", "--out", str(out)], check=True, capture_output=True)
-    return out
+def corpus(make_corpus: Callable[[int, int], Path]) -> Path:
+    return make_corpus(5, 60)
 
 
 def test_split_equals_sequential_on_every_kind(corpus: Path, monkeypatch: pytest.MonkeyPatch) -> None:
