@@ -21,6 +21,7 @@ from .title import TitleSlot
 from .tree import (
     Tree,
     build_index,
+    chained_flags,
     js_key,
     js_truthy,
     nonlinear_entries,
@@ -542,12 +543,14 @@ class Session:
     def parent_index(self) -> Sequence[int]:
         """Per entry, the entry its parentId leads to on a path walk (-1 ends the path)."""
         if self._pidx is None:
-            linear = self.journal.linear
-            if self._unique_strings and not self.migrated and len(linear) == self._count:
+            if self._unique_strings:
+                linear = self.journal.linear
+                if self.migrated or len(linear) != self._count:
+                    linear = chained_flags(self._ids, self._parents)
                 self._pidx, nonlinear, forward = parent_indices_linear(self._ids, self._parents, linear)
                 self._nonlinear = (nonlinear, forward)
             else:
-                self._pidx = parent_indices(self._ids, self._parents, lambda: self.index, self._unique_strings)
+                self._pidx = parent_indices(self._ids, self._parents, lambda: self.index, False)
         return self._pidx
 
     @property

@@ -8,6 +8,7 @@ descendant) we cut the cycle and report it instead of hanging.
 from __future__ import annotations
 
 import math
+import operator
 import re
 from array import array
 from bisect import bisect_right
@@ -20,9 +21,8 @@ from typing import Any
 from .codec import UNDEFINED
 from .jsdate import date_parse
 
-__all__ = ["Tree", "TreeNode", "build_index", "js_date_ms", "js_key", "nonlinear_entries", "parent_indices",
-           "parent_indices_linear",
-           "path_runs", "path_to"]
+__all__ = ["Tree", "TreeNode", "build_index", "chained_flags", "js_date_ms", "js_key", "nonlinear_entries",
+           "parent_indices", "parent_indices_linear", "path_runs", "path_to"]
 
 
 _ZERO = re.compile(b"\x00")
@@ -73,28 +73,11 @@ def parent_indices(ids: Sequence[Any], parents: Sequence[Any], index: Callable[[
     """For each entry, the index its parentId resolves to when walking a path, -1 for none (S6.3):
     a falsy parentId ends the path, otherwise it names the last entry with that id, if any.
 
-    ``unique_strings``: every id is a distinct non-empty string. Then a parentId that equals the
-    previous entry's id (the usual case) resolves to it without any lookup, and only the others
-    need a (small) dict.
+    ``unique_strings``: every id is a distinct non-empty string; see :func:`parent_indices_linear`.
     """
-    n = len(ids)
-    out = array("i", [-1]) * n
     if unique_strings:
-        pending: list[int] = []
-        prev: Any = None
-        for k in range(n):
-            p = parents[k]
-            if p is prev or (p == prev and type(p) is str):
-                out[k] = k - 1
-            elif type(p) is str and p:
-                pending.append(k)
-            prev = ids[k]
-        if pending:
-            wanted = {parents[k] for k in pending}
-            where = {x: k for k, x in enumerate(ids) if x in wanted}
-            for k in pending:
-                out[k] = where.get(parents[k], -1)
-        return out
+        return parent_indices_linear(ids, parents, chained_flags(ids, parents))[0]
+    out = array("i", [-1]) * len(ids)
     table = index()
     for k, parent in enumerate(parents):
         if type(parent) is str:
@@ -104,6 +87,12 @@ def parent_indices(ids: Sequence[Any], parents: Sequence[Any], index: Callable[[
         if found is not None:
             out[k] = found
     return out
+
+
+def chained_flags(ids: Sequence[Any], parents: Sequence[Any]) -> bytearray:
+    """1 where an entry's parentId equals the previous entry's id (the reader keeps these flags;
+    this rebuilds them, e.g. after a migration rewrote the ids)."""
+    return bytearray(map(operator.eq, parents, [None, *ids[:-1]]))
 
 
 def parent_indices_linear(ids: Sequence[str], parents: Sequence[Any],
