@@ -512,19 +512,20 @@ class Session:
     def path_runs(self, start: int) -> list[tuple[int, int]] | None:
         """The path to ``start`` as runs of consecutive entries, or None when some parent comes
         after its child (then only the step-by-step walk is exact)."""
-        parent_index = self.parent_index  # may find the breaks on the way
+        nonlinear, forward = self._branch_points()
+        return None if forward else path_runs(start, self.parent_index, nonlinear)
+
+    def _branch_points(self) -> tuple[list[int], bool]:
+        """Entries whose parent is not the entry before them, and whether a parent follows its child."""
+        parent_index = self.parent_index  # finds them on the way for distinct string ids
         if self._nonlinear is None:
             self._nonlinear = nonlinear_entries(parent_index)
-        nonlinear, forward = self._nonlinear
-        return None if forward else path_runs(start, self.parent_index, nonlinear)
+        return self._nonlinear
 
     def _linear_breaks(self) -> list[int] | None:
         if not self._unique_strings:
             return None
-        self.parent_index  # noqa: B018 - computes the breaks too, when the reader's flags allow
-        if self._nonlinear is None:
-            self._nonlinear = nonlinear_entries(self.parent_index)
-        nonlinear, forward = self._nonlinear
+        nonlinear, forward = self._branch_points()
         return None if forward else nonlinear
 
     @property
