@@ -118,6 +118,9 @@ def test_manager_rewrites_a_migrated_file_and_keeps_malformed_lines(tmp_path: Pa
                     "not json at all\n")
     with SessionManager.open(path) as sm:
         assert sm.get_header() is not None
+    assert path.read_text().startswith('{"type":"session"')  # close() never rewrites, as in omp
+    with SessionManager.open(path) as sm:
+        sm.flush()  # omp's flushSync(): the pending migration rewrite happens here
     lines = path.read_text().splitlines()
     assert len(lines[0].encode()) == 255 and json.loads(lines[0])["type"] == "title"
     assert json.loads(lines[1])["version"] == 3

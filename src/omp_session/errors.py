@@ -15,7 +15,10 @@ __all__ = [
     "BlobError",
     "DamagedSessionError",
     "EditError",
+    "EntryNotFoundError",
     "FormatError",
+    "LockError",
+    "PersistenceError",
     "SessionError",
     "SessionFileError",
     "UnsupportedVersionError",
@@ -62,6 +65,27 @@ class WriteConflictError(SessionError):
 
 class EditError(SessionError):
     """An edit that cannot be applied: unknown parent, bad title, ..."""
+
+
+class EntryNotFoundError(EditError, LookupError):
+    """An operation names an entry id the session does not hold."""
+
+
+class LockError(WriteConflictError):
+    """Another live process holds the file's publish lock; nothing was written."""
+
+
+class PersistenceError(SessionError):
+    """Writing the session file failed (disk full, permissions, ...); what was on disk is kept.
+
+    ``__cause__`` is the underlying :class:`OSError`.
+    """
+
+    def __init__(self, path: str, action: str, cause: BaseException) -> None:
+        reason = cause.strerror if isinstance(cause, OSError) and cause.strerror else str(cause)
+        super().__init__(f"{path}: {action} failed: {reason}; the file on disk was left as it was")
+        self.path = path
+        self.action = action
 
 
 class BlobError(SessionError):

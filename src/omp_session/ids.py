@@ -7,7 +7,9 @@ import time
 import uuid
 from datetime import UTC, datetime
 
-__all__ = ["iso_timestamp", "new_session_id", "now_ms"]
+__all__ = ["iso_timestamp", "new_session_id", "new_session_timestamp", "now_ms"]
+
+_last_session_ms = 0
 
 
 def now_ms() -> int:
@@ -31,3 +33,12 @@ def new_session_id(ms: int | None = None) -> str:
     value |= 0b10 << 62
     value |= rand & ((1 << 62) - 1)
     return str(uuid.UUID(int=value))
+
+
+def new_session_timestamp() -> str:
+    """Now, for a new session's header and file name, but never the same millisecond twice in
+    this process: file names then sort in creation order, as they do in omp when sessions are
+    not created within one millisecond."""
+    global _last_session_ms
+    _last_session_ms = max(now_ms(), _last_session_ms + 1)
+    return iso_timestamp(_last_session_ms)

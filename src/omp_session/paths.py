@@ -8,7 +8,7 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-__all__ = ["agent_dir", "blobs_dir", "project_dir_name", "sessions_dir"]
+__all__ = ["agent_dir", "blobs_dir", "default_session_dir", "project_dir_name", "sessions_dir"]
 
 _PROFILE = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}\Z")
 _WINDOWS_DEVICES = {"con", "prn", "aux", "nul", *(f"com{i}" for i in range(1, 10)),
@@ -94,3 +94,15 @@ def project_dir_name(cwd: str, env: Mapping[str, str] | None = None) -> str:
         rel = os.path.relpath(canonical, tmp)
         return "-tmp" if rel == "." else "-tmp-" + _encode(rel)
     return "--" + _encode(canonical[1:] if canonical.startswith(os.sep) else canonical) + "--"
+
+
+def default_session_dir(cwd: str, env: Mapping[str, str] | None = None, *, agent_dir: str | None = None) -> str:
+    """``<sessions root>/<project dir name>`` for ``cwd``, created if missing (S9.2, S10.1).
+
+    An explicit ``agent_dir`` puts the root at ``<agent_dir>/sessions``. omp also renames
+    legacy bucket names it finds there (S9.3); we leave those directories alone.
+    """
+    root = Path(agent_dir) / "sessions" if agent_dir is not None else sessions_dir(env)
+    directory = root / project_dir_name(cwd, env)
+    directory.mkdir(parents=True, exist_ok=True)
+    return str(directory)

@@ -79,6 +79,11 @@ def _head_of(message: Any) -> Any:
         return key
 
 
+def head_of_message(message: Any) -> Any:
+    """The shared (role, provider, model) head of a message object, or None."""
+    return _head_of(message)
+
+
 def head_of_fields(role: Any, provider: Any, model: Any) -> Any:
     return _head_of(MessageHead(role, provider, model))
 

@@ -10,13 +10,14 @@ from collections.abc import Iterator, Mapping, Sequence
 from itertools import islice, repeat
 from typing import Any, overload
 
+from . import codec
 from . import context as _context
 from .blobs import BLOB_PREFIX, parse_blob_ref, resolve_blob_refs
 from .codec import UNDEFINED
 from .compact import compact_ids
 from .diagnostics import Diagnostic, Severity
 from .migrate import migrate, needs_migration
-from .reader import Journal, MalformedSpan, scan_file
+from .reader import Journal, MalformedSpan, head_of_message, scan_bytes, scan_file
 from .title import TitleSlot
 from .tree import (
     Tree,
@@ -354,6 +355,63 @@ class Session:
     @property
     def malformed(self) -> list[MalformedSpan]:
         return self.journal.malformed
+
+    # ----- in-memory changes (the writer's side) ----------------------------------------------
+
+    @classmethod
+    def new(cls, header: dict[str, Any], *, blob_store: Any = None, path: str | None = None) -> Session:
+        """An empty session holding ``header`` (a new session that has no file yet)."""
+        session = cls(scan_bytes(codec.dumps_line(header)), path, blob_store)
+        session.header = header
+        session.raw_header = header
+        return session
+
+    def append_entry(self, entry: Any) -> int:
+        """Add ``entry`` after the last one, as omp's index inserts it; the leaf moves to it.
+
+        Only the id index is kept up to date here (the writer checks every new id against
+        it); views derived from the whole journal are rebuilt on their next use.
+        """
+        self._expand()
+        k = self._count
+        j = self.journal
+        j.starts.append(j.size)
+        j.ends.append(j.size)
+        entry_id = entry.get("id", UNDEFINED) if isinstance(entry, dict) else UNDEFINED
+        parent = entry.get("parentId", UNDEFINED) if isinstance(entry, dict) else UNDEFINED
+        kind = entry.get("type", UNDEFINED) if isinstance(entry, dict) else UNDEFINED
+        head = head_of_message(entry.get("message")) if isinstance(entry, dict) and "message" in entry else None
+        j.heads.append(head)
+        j.values[k + 1] = entry
+        assert isinstance(self._ids, list) and isinstance(self._parents, list)
+        if self._unique_strings and not (type(entry_id) is str and entry_id and entry_id not in self.index):
+            self._unique_strings = False
+        j.linear.append(1 if k and type(parent) is str and self._ids[k - 1] == parent else 0)
+        self._ids.append(entry_id)
+        self._parents.append(parent)
+        self._types.append(kind)
+        self._count += 1
+        if self._index_cache is not None:
+            self._index_cache[js_key(entry_id)] = k
+        if self._kinds is not None:
+            self._kinds.append(_kind_of(kind, head))
+        self._pidx = None
+        self._nonlinear = None
+        self._labels = None
+        self._tree = None
+        self._leaf = entry_id
+        return k
+
+    def set_leaf(self, entry_id: Any) -> None:
+        """Move the leaf (omp's ``branch``/``resetLeaf``): None starts a new root."""
+        self._leaf = entry_id
+
+    def _expand(self) -> None:
+        """Back to plain lists from the compact columns, which cannot grow."""
+        if not isinstance(self._ids, list):
+            self._ids = list(self._ids)
+        if not isinstance(self._parents, list):
+            self._parents = list(self._parents)
 
     # ----- SessionManager read API ---------------------------------------------------------
 

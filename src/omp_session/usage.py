@@ -73,6 +73,16 @@ def _entry_usage(entry: Any) -> Any:
     return UNDEFINED
 
 
+def reset_usage_cost(entry: Any) -> None:
+    """Zero the money an entry's usage records, in place (omp's ``resetInheritedCost`` fork
+    option): tokens stay, cost becomes zeros, credits and premium requests go."""
+    usage = _entry_usage(entry)
+    if isinstance(usage, dict):
+        usage["cost"] = {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}
+        usage.pop("credits", None)
+        usage.pop("premiumRequests", None)
+
+
 _HUGE_INT: Final = 2**1000
 
 

@@ -2,6 +2,7 @@
 """Print, for each input, what omp-session derives, in the oracle's JSON shapes.
 
     python tests/conformance/adapter.py load [--blobs DIR] FILE...
+    python tests/conformance/adapter.py run SCRIPT.json...
 
 One JSON line per FILE, in exactly the shape ``../shared/oracle/omp-oracle load`` prints
 (its README defines every field), computed by omp_session alone, with the same procedure:
@@ -16,6 +17,7 @@ import argparse
 import base64
 import hashlib
 import os
+import random
 import shutil
 import sys
 import tempfile
@@ -24,6 +26,7 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1] / "src"))
+sys.path.insert(0, str(HERE))
 
 from omp_session import codec  # noqa: E402
 from omp_session.blobs import BlobStore  # noqa: E402
@@ -34,6 +37,19 @@ from omp_session.reader import scan_file  # noqa: E402
 from omp_session.tree import js_key  # noqa: E402
 
 ORACLE_CWD = "/oracle/cwd"
+
+
+def make_temp_dir(parent: str | Path, prefix: str) -> Path:
+    """``fs.mkdtempSync(parent/prefix)``: six random characters, as Node makes them. Paths of the
+    same length as the oracle's keep byte sizes of files that hold a path comparable."""
+    alphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+    while True:
+        path = Path(parent) / (prefix + "".join(random.choice(alphabet) for _ in range(6)))
+        try:
+            path.mkdir()
+            return path
+        except FileExistsError:
+            continue
 
 
 def err_text(e: BaseException) -> str:
@@ -182,7 +198,7 @@ def do_load(file: str, tmp_root: Path, blobs: Path | None) -> dict[str, Any]:
         rec["error_stage"] = "read"
         return rec
     rec["input"] = {"size": len(data), "sha256": hashlib.sha256(data).hexdigest()}
-    work = Path(tempfile.mkdtemp(prefix="load-", dir=tmp_root))
+    work = make_temp_dir(tmp_root, "load-")
     session_dir = work / "sessions"
     session_dir.mkdir()
     copy = session_dir / "session.jsonl"
@@ -248,18 +264,29 @@ def main(argv: list[str]) -> int:
     load.add_argument("--blobs", type=Path, help="blob files to make available (like the oracle's --blobs)")
     load.add_argument("--list", type=Path, help="read more input paths from this file, one per line")
     load.add_argument("files", nargs="*")
+    run = sub.add_parser("run", help="one JSON line per run script")
+    run.add_argument("--list", type=Path, help="read more script paths from this file, one per line")
+    run.add_argument("files", nargs="*")
     args = parser.parse_args(argv)
     files = list(args.files)
     if args.list:
         files += [line for line in args.list.read_text().splitlines() if line.strip()]
-    with tempfile.TemporaryDirectory(prefix="omp-session-adapter-") as tmp:
-        tmp_root = Path(tmp)
+    base = os.path.realpath(os.environ.get("OMP_ORACLE_TMP") or tempfile.gettempdir())
+    tmp_root = make_temp_dir(base, "omp-adapter")  # as long as the oracle's "omp-oracle-"
+    try:
         os.environ["PI_CODING_AGENT_DIR"] = str(tmp_root / "agent")
         out = sys.stdout
         for file in files:
-            rec = do_load(os.path.abspath(file), tmp_root, args.blobs)
+            if args.kind == "run":
+                from script_runner import do_run
+
+                rec = do_run(os.path.abspath(file), tmp_root)
+            else:
+                rec = do_load(os.path.abspath(file), tmp_root, args.blobs)
             out.write((codec.stringify(rec) or "null") + "\n")
             out.flush()
+    finally:
+        shutil.rmtree(tmp_root, ignore_errors=True)
     return 0
 
 

@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
 """Differential conformance run: a fresh generated corpus through the real omp and through us.
 
-    python tests/conformance/run_conformance.py [--seed N] [--count 400] [--out DIR]
+    python tests/conformance/run_conformance.py [--seed N] [--count 400] [--scripts 200] [--out DIR]
 
-1. ``gen_sessions.py`` writes ``--count`` files of every kind (seed printed; random if not given).
-2. ``omp-oracle load`` and ``adapter.py load`` print their records for every file.
+1. ``gen_sessions.py`` writes ``--count`` files of every kind and ``--scripts`` run scripts (seed
+   printed; random if not given); the oracle's example run scripts are added to those.
+2. ``omp-oracle load`` and ``adapter.py load`` print their records for every file, ``omp-oracle
+   run`` and ``adapter.py run`` for every script. Timestamps in run records are masked before the
+   comparison (see ``mask_timestamps``).
 3. Records are grouped. Files where omp throws, hangs, or fails or drops data on its rewrite, and
    where we deliberately behave differently (docs/compatibility.md), go to a named scenario whose
    fields are compared with the documented fields left out; every other file must match in full.
@@ -20,6 +23,7 @@ import argparse
 import json
 import os
 import random
+import re
 import subprocess
 import sys
 import tempfile
@@ -62,7 +66,44 @@ MALFORMED_KEPT = Scenario(
     "omp rewrites the file on close and drops the records it could not parse; we never rewrite just to "
     "drop them, and a rewrite we do need (migration) writes them back verbatim",
     ("after_flush",))
+RUN_REWRITE_FAILS = Scenario(
+    "omp-loses-writes",
+    "omp cannot rewrite a file it read with a BOM or invalid UTF-8 (SessionWriteConflictError), latches "
+    "the error and keeps later entries in memory only; our rewrite succeeds, so the file holds every entry "
+    "and no call fails",
+    ("steps.*.error", "view_errors", "files"))
 SCENARIOS = (OPEN_THROWS, TREE_HANGS, REWRITE_FAILS, MALFORMED_KEPT)
+RUN_SCENARIOS = (RUN_REWRITE_FAILS,)
+ALL_SCENARIOS = SCENARIOS + RUN_SCENARIOS
+
+_ISO = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?Z")
+_FILE_TS = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}-\d{3}Z")
+
+
+def mask_timestamps(value: Any) -> Any:
+    """Every ISO timestamp and file-name timestamp of a run record as ``<TS>``.
+
+    compare.py masks them too, but after aligning generated values: it maps our header
+    timestamp onto omp's synthetic one (which the oracle's clock makes deterministic and ours
+    cannot be) and then no longer masks it. Masking both records first gives the comparison
+    compare.py intends.
+    """
+    if isinstance(value, str):
+        return _FILE_TS.sub("<TS>", _ISO.sub("<TS>", value))
+    if isinstance(value, list):
+        return [mask_timestamps(v) for v in value]
+    if isinstance(value, dict):
+        return {mask_timestamps(k): mask_timestamps(v) for k, v in value.items()}
+    return value
+
+
+def run_scenario_of(oracle: dict[str, Any], ours: dict[str, Any]) -> Scenario | None:
+    texts = [s.get("error") or "" for s in oracle.get("steps") or []]
+    texts += list((oracle.get("view_errors") or {}).values())
+    mine = [s.get("error") or "" for s in ours.get("steps") or []]
+    if any("SessionWriteConflictError" in t for t in texts) and not any("Conflict" in t for t in mine):
+        return RUN_REWRITE_FAILS
+    return None
 
 
 def scenario_of(oracle: dict[str, Any], ours: dict[str, Any]) -> Scenario | None:
@@ -112,6 +153,7 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument("--count", type=int, default=400)
+    parser.add_argument("--scripts", type=int, default=200, help="run scripts to generate (0: none)")
     parser.add_argument("--kinds", default="all")
     parser.add_argument("--out", type=Path, default=None, help="keep the corpus and records here")
     parser.add_argument("--oracle", type=Path, default=DEFAULT_ORACLE)
@@ -120,14 +162,14 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--verbose", action="store_true", help="print every difference")
     args = parser.parse_args(argv)
     seed = args.seed if args.seed is not None else random.randrange(1, 2**31)
-    print(f"conformance: seed {seed}, {args.count} files, kinds {args.kinds}", flush=True)
+    print(f"conformance: seed {seed}, {args.count} files, {args.scripts} scripts, kinds {args.kinds}", flush=True)
     keep = args.out
     with tempfile.TemporaryDirectory(prefix="omp-conformance-") as tmp:
         work = keep or Path(tmp)
         work.mkdir(parents=True, exist_ok=True)
         corpus = work / "corpus"
         run([sys.executable, str(args.oracle / "gen_sessions.py"), "--seed", str(seed), "--count",
-             str(args.count), "--kinds", args.kinds, "--out", str(corpus)])
+             str(args.count), "--kinds", args.kinds, "--scripts", str(args.scripts), "--out", str(corpus)])
         files = sorted(str(p) for p in corpus.glob("*.jsonl"))
         listing = work / "files.txt"
         listing.write_text("\n".join(files) + "\n")
@@ -143,7 +185,24 @@ def main(argv: list[str]) -> int:
         result = grade(oracle_recs, ours_recs, args.oracle, work)
         for line in result.report(verbose=args.verbose):
             print(line, flush=True)
-        return 0 if result.ok else 1
+        scripts = sorted(str(p) for p in (corpus / "scripts").glob("*.json"))
+        scripts += sorted(str(p) for p in (args.oracle / "examples").glob("run_*.json"))
+        run_result = grade_scripts(scripts, args.oracle, work, args.jobs)
+        for line in run_result.report(verbose=args.verbose, what="scripts"):
+            print(line, flush=True)
+        return 0 if result.ok and run_result.ok else 1
+
+
+def grade_scripts(scripts: list[str], oracle_dir: Path, work: Path, jobs: int) -> Result:
+    """Run every script through omp and through our SessionManager, then grade the pairs."""
+    listing = work / "scripts.txt"
+    listing.write_text("\n".join(scripts) + "\n")
+    oracle_out, ours_out = work / "oracle.run.jsonl", work / "ours.run.jsonl"
+    run([str(oracle_dir / "omp-oracle"), "run", "--jobs", str(jobs), "--list", str(listing)], oracle_out)
+    run([sys.executable, str(HERE / "adapter.py"), "run", "--list", str(listing)], ours_out)
+    oracle_recs = [json.loads(x) for x in oracle_out.read_text().splitlines() if x.strip()]
+    ours_recs = [json.loads(x) for x in ours_out.read_text().splitlines() if x.strip()]
+    return grade(oracle_recs, ours_recs, oracle_dir, work / "runs")
 
 
 @dataclass
@@ -164,8 +223,8 @@ class Result:
     def ok(self) -> bool:
         return self.failed == 0
 
-    def report(self, *, verbose: bool = False) -> list[str]:
-        by_name = {s.name: s for s in SCENARIOS}
+    def report(self, *, verbose: bool = False, what: str = "files") -> list[str]:
+        by_name = {s.name: s for s in ALL_SCENARIOS}
         lines: list[str] = []
         for group, (passed, failed, text) in self.groups.items():
             label = "full comparison" if group == "strict" else f"documented difference: {by_name[group].why}"
@@ -174,7 +233,7 @@ class Result:
                 lines += text.splitlines() if verbose else text.splitlines()[:80]
         lines += [f"conformance: UNEXPECTED {u}" for u in self.unexpected]
         documented = sum(p + f for g, (p, f, _) in self.groups.items() if g != "strict")
-        lines.append(f"conformance: {self.files} files, {documented} under documented differences; "
+        lines.append(f"conformance: {self.files} {what}, {documented} under documented differences; "
                      f"total {self.passed} passed, {self.failed} failed")
         return lines
 
@@ -182,6 +241,11 @@ class Result:
 def grade(oracle_recs: list[dict[str, Any]], ours_recs: list[dict[str, Any]], oracle_dir: Path,
           work: Path) -> Result:
     """Group the record pairs by scenario and compare each group with compare.py."""
+    work.mkdir(parents=True, exist_ok=True)
+    runs = bool(oracle_recs) and oracle_recs[0].get("kind") == "run"
+    if runs:
+        oracle_recs = [mask_timestamps(r) for r in oracle_recs]
+        ours_recs = [mask_timestamps(r) for r in ours_recs]
     ours_by_name = {Path(r["file"]).name: r for r in ours_recs}
     groups: dict[str, list[tuple[dict[str, Any], dict[str, Any]]]] = {"strict": []}
     unexpected: list[str] = []
@@ -191,12 +255,12 @@ def grade(oracle_recs: list[dict[str, Any]], ours_recs: list[dict[str, Any]], or
         if mine is None:
             unexpected.append(f"{name}: no record from the adapter")
             continue
-        scenario = scenario_of(rec, mine)
-        if scenario is not None and is_valid_kind(name):
+        scenario = run_scenario_of(rec, mine) if runs else scenario_of(rec, mine)
+        if scenario is not None and not runs and is_valid_kind(name):
             unexpected.append(f"{name}: a valid file falls under {scenario.name}")
             scenario = None
         groups.setdefault(scenario.name if scenario else "strict", []).append((rec, mine))
-    by_name = {s.name: s for s in SCENARIOS}
+    by_name = {s.name: s for s in ALL_SCENARIOS}
     results: dict[str, tuple[int, int, str]] = {}
     for group, pairs in groups.items():
         if not pairs:

@@ -1,0 +1,328 @@
+"""``adapter.py run``: execute an oracle ``run`` script with our SessionManager.
+
+The script format and the record it prints are the oracle's (``../shared/oracle/README.md``,
+"run scripts"): the same ops with the same positional arguments (an absent key is JavaScript
+``undefined``, so omp's defaults apply; ``null`` stays null), ``$name`` references, the same
+final views, files and directory listing.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import re
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from adapter import (
+    children_view,
+    err_text,
+    id_or_null,
+    json_value,
+    labels_view,
+    list_dir,
+    make_temp_dir,
+    scrub,
+    scrub_bytes,
+    tree_view,
+)
+
+from omp_session import codec
+from omp_session.blobs import BlobStore
+from omp_session.codec import UNDEFINED
+from omp_session.manager import SessionManager
+
+VIEW_NAMES = ("header", "session_name", "entries", "leaf_id", "branch", "context", "transcript", "labels",
+              "children", "usage", "tree")
+# Payload keys: never searched for $references (the oracle's list).
+PAYLOAD_KEYS = frozenset({"message", "content", "data", "details", "init", "serviceTier"})
+DEFAULT_CWD = "/home/dev/project"
+
+
+class ScriptError(Exception):
+    pass
+
+
+def resolve_refs(value: Any, refs: dict[str, Any], key: str | None = None) -> Any:
+    if key is not None and key in PAYLOAD_KEYS:
+        return value
+    if isinstance(value, str):
+        if value.startswith("$$"):
+            return value[1:]
+        if value.startswith("$"):
+            if value[1:] not in refs:
+                raise ScriptError(f"unknown reference {value}")
+            return refs[value[1:]]
+        return value
+    if isinstance(value, list):
+        return [resolve_refs(v, refs) for v in value]
+    if isinstance(value, dict):
+        return {k: resolve_refs(v, refs, k) for k, v in value.items()}
+    return value
+
+
+def collect_views(sm: SessionManager, rec: dict[str, Any], only: tuple[str, ...] = VIEW_NAMES) -> None:
+    errors: dict[str, str] = rec["view_errors"]
+    views: dict[str, Callable[[], Any]] = {
+        "header": sm.get_header,
+        "session_name": sm.get_session_name,
+        "entries": sm.get_entries,
+        "leaf_id": sm.get_leaf_id,
+        "branch": lambda: [id_or_null(e) for e in sm.get_branch()],
+        "context": sm.build_session_context,
+        "transcript": lambda: sm.build_session_context(transcript=True),
+        "labels": lambda: labels_view(sm),
+        "children": lambda: children_view(sm),
+        "usage": sm.get_usage_statistics,
+        "tree": lambda: tree_view(sm),
+    }
+    for name in only:
+        try:
+            rec[name] = json_value(views[name]())
+        except Exception as e:  # one failing view does not stop the others, as in the oracle
+            rec[name] = None
+            errors[name] = err_text(e)
+
+
+def _context_options(options: Any) -> dict[str, bool]:
+    if not isinstance(options, dict):
+        return {}
+    names = {"transcript": "transcript", "collapseCompactedHistory": "collapse_compacted_history",
+             "keepDanglingToolCalls": "keep_dangling_tool_calls"}
+    return {names[k]: bool(v) for k, v in options.items() if k in names}
+
+
+def _args(op: dict[str, Any], *names: str) -> list[Any]:
+    """Positional arguments as the oracle passes them: trailing absent ones left out."""
+    values = [op.get(n, UNDEFINED) for n in names]
+    while values and values[-1] is UNDEFINED:
+        values.pop()
+    return values
+
+
+_CAMEL = re.compile(r"(?<!^)(?=[A-Z])")
+
+
+def snake(name: str) -> str:
+    return _CAMEL.sub("_", name).lower()
+
+
+def _call(sm: SessionManager, op: dict[str, Any]) -> Any:
+    """One forwarding op; returns the method's result."""
+    name = op["op"]
+    a = op.get
+    if name == "appendMessage":
+        return sm.append_message(*_args(op, "message"))
+    if name == "appendMessageToBranch":
+        return sm.append_message_to_branch(a("message", UNDEFINED), a("parentId", UNDEFINED))
+    if name == "appendModelChange":
+        model, role, fallback = (op.get(k, UNDEFINED) for k in ("model", "role", "resolvedModelIsFallback"))
+        return sm.append_model_change(model, role, False if fallback is UNDEFINED else fallback)
+    if name == "appendThinkingLevelChange":
+        level, configured = (op.get(k, UNDEFINED) for k in ("thinkingLevel", "configured"))
+        return sm.append_thinking_level_change(None if level is UNDEFINED else level,
+                                               None if configured is UNDEFINED else configured)
+    if name == "appendServiceTierChange":
+        return sm.append_service_tier_change(a("serviceTier", UNDEFINED))
+    if name == "appendModeChange":
+        return sm.append_mode_change(a("mode", UNDEFINED), a("data", UNDEFINED))
+    if name == "appendSessionInit":
+        return sm.append_session_init(a("init", UNDEFINED))
+    if name == "appendCompaction":
+        options = a("options", UNDEFINED)
+        opts = options if isinstance(options, dict) else {}
+        return sm.append_compaction(
+            a("summary", UNDEFINED), a("shortSummary", UNDEFINED), a("firstKeptEntryId", UNDEFINED),
+            a("tokensBefore", UNDEFINED),
+            details=opts.get("details", UNDEFINED), from_extension=opts.get("fromExtension", UNDEFINED),
+            preserve_data=opts.get("preserveData", UNDEFINED), method=opts.get("method", UNDEFINED),
+            provider_replay_through_entry_id=opts.get("providerReplayThroughEntryId", UNDEFINED),
+            tokens_after=opts.get("tokensAfter", UNDEFINED))
+    if name == "appendResetBoundary":
+        return sm.append_reset_boundary()
+    if name == "appendCustomEntry":
+        return sm.append_custom_entry(a("customType", UNDEFINED), a("data", UNDEFINED))
+    if name == "appendCustomMessageEntry":
+        attribution = a("attribution", UNDEFINED)
+        return sm.append_custom_message_entry(
+            a("customType", UNDEFINED), a("content", UNDEFINED), a("display", UNDEFINED), a("details", UNDEFINED),
+            "agent" if attribution is UNDEFINED else attribution, a("timestamp", UNDEFINED))
+    if name == "appendLabelChange":
+        return sm.append_label_change(a("targetId", UNDEFINED), a("label", UNDEFINED))
+    if name == "appendTtsrInjection":
+        return sm.append_ttsr_injection(a("ruleNames", UNDEFINED))
+    if name == "appendCredentialPin":
+        return sm.append_credential_pin(a("provider", UNDEFINED), a("hash", UNDEFINED))
+    if name == "branch":
+        return sm.branch(a("entryId", UNDEFINED))
+    if name == "branchWithSummary":
+        return sm.branch_with_summary(a("entryId", UNDEFINED), a("summary", UNDEFINED), a("details", UNDEFINED),
+                                      a("fromExtension", UNDEFINED))
+    if name == "resetLeaf":
+        return sm.reset_leaf()
+    if name == "setSessionName":
+        source = a("source", UNDEFINED)
+        trigger = a("trigger", UNDEFINED)
+        return sm.set_session_name(a("name", UNDEFINED), "auto" if source is UNDEFINED else source,
+                                   None if trigger is UNDEFINED else trigger)
+    if name == "createBranchedSession":
+        return sm.create_branched_session(a("leafId", UNDEFINED))
+    if name == "fork":
+        forked = sm.fork()
+        return None if forked is None else {"oldSessionFile": forked[0], "newSessionFile": forked[1]}
+    if name == "newSession":
+        options = a("options", UNDEFINED)
+        opts = options if isinstance(options, dict) else {}
+        return sm.new_session(parent_session=opts.get("parentSession"),
+                              provider_prompt_cache_key=opts.get("providerPromptCacheKey"))
+    if name == "flush":
+        return sm.flush(rewrite=False)
+    if name == "flushSync":
+        return sm.flush()
+    if name == "close":
+        return sm.close()
+    if name == "ensureOnDisk":
+        return sm.ensure_on_disk()
+    if name == "rewriteEntries":
+        return sm.rewrite_entries()
+    if name == "getLeafId":
+        return sm.get_leaf_id()
+    if name == "getEntry":
+        return sm.get_entry(a("id", UNDEFINED))
+    if name == "getChildren":
+        return sm.get_children(a("parentId", UNDEFINED))
+    if name == "getLabel":
+        return sm.get_label(a("id", UNDEFINED))
+    if name == "getBranch":
+        return sm.get_branch(a("fromId", UNDEFINED))
+    if name == "getHeader":
+        return sm.get_header()
+    if name == "getEntries":
+        return sm.get_entries()
+    if name == "getSessionName":
+        return sm.get_session_name()
+    if name == "getSessionFile":
+        return sm.get_session_file()
+    if name == "getTree":
+        return tree_view(sm)
+    if name == "buildSessionContext":
+        return sm.build_session_context(**_context_options(a("options", UNDEFINED)))
+    if name == "call":
+        method = getattr(sm, snake(str(a("method", ""))), None)
+        if not callable(method):
+            raise ScriptError(f"call: no SessionManager method {a('method')}")
+        return method(*(a("args") or []))
+    raise ScriptError(f"unknown op {name}")
+
+
+def new_run_record(file: str) -> dict[str, Any]:
+    rec: dict[str, Any] = {"oracle": 1, "kind": "run", "file": file, "error": None, "error_stage": None,
+                           "view_errors": {}, "steps": [], "refs": {}}
+    for name in VIEW_NAMES:
+        rec[name] = None
+    rec["session_file"] = None
+    rec["files"] = []
+    rec["session_dir_files"] = None
+    return rec
+
+
+def do_run(file: str, tmp_root: Path) -> dict[str, Any]:
+    rec = new_run_record(file)
+    script_path = Path(file).resolve()
+    try:
+        script = codec.loads(script_path.read_bytes())
+        if not isinstance(script, dict) or not isinstance(script.get("ops"), list):
+            raise ScriptError("script must be an object with an `ops` array")
+    except (OSError, ValueError, ScriptError) as e:
+        rec["error"] = err_text(e)
+        rec["error_stage"] = "script"
+        return rec
+    work = make_temp_dir(tmp_root, "run-")
+    session_dir = work / "sessions"
+    session_dir.mkdir()
+    subs = [(str(session_dir), "<SESSIONS>"), (str(work), "<TMP>"), (str(tmp_root), "<ORACLE_TMP>")]
+    cwd = script["cwd"].replace("{TMP}", str(work)) if isinstance(script.get("cwd"), str) else DEFAULT_CWD
+    if script.get("create_cwd"):
+        os.makedirs(cwd, exist_ok=True)
+    blobs = BlobStore(work / "agent" / "blobs")
+    seen: list[str] = []
+
+    def note(f: Any) -> None:
+        if isinstance(f, str) and f not in seen:
+            seen.append(f)
+
+    try:
+        if isinstance(script.get("from_file"), str):
+            src = (script_path.parent / script["from_file"]).resolve()
+            dest = session_dir / (src.name if src.name.endswith(".jsonl") else "session.jsonl")
+            shutil.copyfile(src, dest)
+            sm = SessionManager.open(dest, session_dir, initial_cwd=cwd, blob_store=blobs)
+        elif script.get("in_memory"):
+            sm = SessionManager.in_memory(cwd, blob_store=blobs)
+        else:
+            sm = SessionManager.create(cwd, session_dir, blob_store=blobs)
+    except Exception as e:
+        rec["error"] = err_text(e)
+        rec["error_stage"] = "create"
+        rec["session_dir_files"] = list_dir(session_dir)
+        return scrub(rec, subs)
+    note(sm.get_session_file())
+    refs: dict[str, Any] = rec["refs"]
+    for k, op in enumerate(script["ops"]):
+        step: dict[str, Any] = {"index": k, "op": op.get("op") if isinstance(op, dict) else None,
+                                "result": None, "error": None}
+        try:
+            if not isinstance(op, dict) or not isinstance(op.get("op"), str):
+                raise ScriptError("op must be an object with a string `op`")
+            args = resolve_refs(op, refs)
+            if op["op"] == "reopen":
+                current = sm.get_session_file()
+                if not current:
+                    raise ScriptError("reopen: session has no file")
+                sm.close()
+                sm = SessionManager.open(current, session_dir, initial_cwd=cwd, blob_store=blobs)
+                result: Any = current
+            elif op["op"] == "snapshot":
+                snap: dict[str, Any] = {"view_errors": {}}
+                collect_views(sm, snap)
+                result = snap
+            else:
+                result = _call(sm, args)
+            step["result"] = json_value(None if result is UNDEFINED else result)
+            if isinstance(op.get("as"), str):
+                refs[op["as"]] = step["result"]
+        except Exception as e:  # an op that throws is recorded and the script goes on, as in the oracle
+            step["error"] = err_text(e)
+        note(sm.get_session_file())
+        if isinstance(step["result"], dict):
+            note(step["result"].get("oldSessionFile"))
+            note(step["result"].get("newSessionFile"))
+        elif isinstance(step["result"], str) and step["result"].endswith(".jsonl"):
+            note(step["result"])
+        rec["steps"].append(step)
+        if step["error"] and script.get("stop_on_error"):
+            break
+    collect_views(sm, rec, tuple(n for n in VIEW_NAMES if n != "tree"))
+    rec["session_file"] = sm.get_session_file()
+    if script.get("close") is not False:
+        try:
+            sm.close()
+        except Exception as e:
+            rec["view_errors"]["close"] = err_text(e)
+    rec["files"] = [_file_record(f, subs) for f in seen]
+    rec["session_dir_files"] = list_dir(session_dir)
+    collect_views(sm, rec, ("tree",))
+    return scrub(rec, subs)
+
+
+def _file_record(path: str, subs: list[tuple[str, str]]) -> dict[str, Any]:
+    if not os.path.exists(path):
+        return {"path": path, "exists": False, "size": None, "text": None, "b64": None}
+    raw = Path(path).read_bytes()
+    data = scrub_bytes(raw, subs)
+    text = data.decode("utf-8", "replace")
+    lossless = text.encode("utf-8") == data
+    return {"path": path, "exists": True, "size": len(raw), "text": text,
+            "b64": None if lossless else base64.b64encode(data).decode()}
