@@ -83,6 +83,8 @@ class SessionManager:
         self._expected_size: int | None = None
         self._force_file_creation = False
         self._failure: BaseException | None = None
+        # the header's cwd could not be entered: new files go to the bucket of the cwd we use
+        self._fallback_dir = False
 
     # ----- constructors (S10.1) ------------------------------------------------------------------
 
@@ -188,9 +190,8 @@ class SessionManager:
         assert header is not None
         header["title"] = sh.get("title", UNDEFINED)
         header["titleSource"] = sh.get("titleSource", UNDEFINED)
-        _drop_undefined(header)
-        manager._session_name = header.get("title")
-        manager._title_source = header.get("titleSource")
+        manager._session_name = _or_none(header.get("title"))
+        manager._title_source = _or_none(header.get("titleSource"))
         manager._title_updated_at = iso_timestamp()
         manager._replace_entries(header, history)
         manager._force_file_creation = True
@@ -220,18 +221,25 @@ class SessionManager:
 
     # ----- session state --------------------------------------------------------------------------
 
+    def _reconcile_session_dir(self) -> None:
+        """A session resumed away from its recorded cwd writes its new files into the bucket of
+        the cwd actually used (omp's ``reconcileSessionDirForFallback``)."""
+        if self._fallback_dir:
+            self._session_dir = default_session_dir(self._cwd)
+            self._fallback_dir = False
+
     def _reset_to_new_session(self, *, parent_session: Any = UNDEFINED, provider_prompt_cache_key: Any = UNDEFINED,
                               forced_file: str | None = None) -> str | None:
         self._failure = None
+        self._reconcile_session_dir()
         self._expected_size = None
         session_id = new_session_id()
         self._session_name = None
         self._title_source = None
         self._has_title_slot = True
         timestamp = new_session_timestamp()
-        header = record(("type", "session"), ("version", _CURRENT_VERSION), ("id", session_id),
-                        ("timestamp", timestamp), ("cwd", self._cwd), ("parentSession", parent_session),
-                        ("providerPromptCacheKey", provider_prompt_cache_key))
+        header = {"type": "session", "version": _CURRENT_VERSION, "id": session_id, "timestamp": timestamp,
+                  "cwd": self._cwd, "parentSession": parent_session, "providerPromptCacheKey": provider_prompt_cache_key}
         self._title_updated_at = timestamp
         self._replace_entries(header, [])
         self._file_is_current = False
@@ -276,6 +284,13 @@ class SessionManager:
         self.session = session
         header = session.header
         assert header is not None
+        recorded = header.get("cwd")
+        if isinstance(recorded, str) and recorded and os.path.abspath(recorded) != os.path.abspath(self._cwd):
+            if _enterable(recorded):
+                self._cwd = os.path.abspath(recorded)
+                self._session_dir = os.path.dirname(path)
+            else:
+                self._fallback_dir = True
         self._session_name = header.get("title") if isinstance(header.get("title"), str) else None
         self._title_source = header.get("titleSource") if isinstance(header.get("titleSource"), str) else None
         slot = session.title_slot
@@ -592,15 +607,16 @@ class SessionManager:
             return None
         old_file = self._session_file
         parent_id = self.get_session_id()
+        self._failure = None
+        self._reconcile_session_dir()
         old = self.session.header or {}
         timestamp = new_session_timestamp()
         session_id = new_session_id()
-        header = record(
-            ("type", "session"), ("version", _CURRENT_VERSION), ("id", session_id),
-            ("title", _coalesce(old.get("title", UNDEFINED), self._session_name)),
-            ("titleSource", _coalesce(old.get("titleSource", UNDEFINED), self._title_source)),
-            ("timestamp", timestamp), ("cwd", self._cwd), ("parentSession", parent_id),
-            ("providerPromptCacheKey", _coalesce(old.get("providerPromptCacheKey", UNDEFINED), parent_id)))
+        header = {"type": "session", "version": _CURRENT_VERSION, "id": session_id,
+                  "title": _coalesce(old.get("title", UNDEFINED), self._session_name),
+                  "titleSource": _coalesce(old.get("titleSource", UNDEFINED), self._title_source),
+                  "timestamp": timestamp, "cwd": self._cwd, "parentSession": parent_id,
+                  "providerPromptCacheKey": _coalesce(old.get("providerPromptCacheKey", UNDEFINED), parent_id)}
         self._failure = None
         self._session_file = os.path.join(self._session_dir, f"{file_safe_timestamp(timestamp)}_{session_id}.jsonl")
         self._expected_size = None
@@ -608,8 +624,8 @@ class SessionManager:
         leaf = self.session.raw_leaf
         self._replace_entries(header, entries)
         self.session.set_leaf(leaf)
-        self._session_name = header.get("title")
-        self._title_source = header.get("titleSource")
+        self._session_name = _or_none(header.get("title"))
+        self._title_source = _or_none(header.get("titleSource"))
         self._title_updated_at = timestamp
         self._has_title_slot = True
         self._file_is_current = False
@@ -629,12 +645,12 @@ class SessionManager:
         carried = [(target, label) for target, label in self.session.labels().items() if target in kept_ids]
         timestamp = new_session_timestamp()
         session_id = new_session_id()
+        self._reconcile_session_dir()
         new_file = os.path.join(self._session_dir, f"{file_safe_timestamp(timestamp)}_{session_id}.jsonl")
-        header = record(
-            ("type", "session"), ("version", _CURRENT_VERSION), ("id", session_id), ("timestamp", timestamp),
-            ("cwd", self._cwd), ("title", _or_undefined(self._session_name)),
-            ("titleSource", _or_undefined(self._title_source)),
-            ("parentSession", self._session_file if self._persist and self._session_file else UNDEFINED))
+        header = {"type": "session", "version": _CURRENT_VERSION, "id": session_id, "timestamp": timestamp,
+                  "cwd": self._cwd, "title": _or_undefined(self._session_name),
+                  "titleSource": _or_undefined(self._title_source),
+                  "parentSession": self._session_file if self._persist and self._session_file else UNDEFINED}
         labels: builtins.list[dict[str, Any]] = []
         parent = keep[-1].get("id") if keep and isinstance(keep[-1], dict) else None
         for target, label in carried:
@@ -645,8 +661,8 @@ class SessionManager:
             parent = entry["id"]
         self._session_file = new_file if self._persist else None
         self._replace_entries(header, [*keep, *labels])
-        self._session_name = header.get("title")
-        self._title_source = header.get("titleSource")
+        self._session_name = _or_none(header.get("title"))
+        self._title_source = _or_none(header.get("titleSource"))
         self._title_updated_at = timestamp
         self._has_title_slot = True
         self._force_file_creation = self._persist
@@ -691,7 +707,12 @@ class SessionManager:
     # ----- reading (omp's read API, snake_case) ---------------------------------------------------
 
     def get_header(self) -> dict[str, Any] | None:
-        return self.session.get_header()
+        """The header as omp holds it (title overlaid, migrated); keys omp holds as
+        ``undefined`` are left out."""
+        header = self.session.get_header()
+        if header is not None and any(v is UNDEFINED for v in header.values()):
+            return {k: v for k, v in header.items() if v is not UNDEFINED}
+        return header
 
     def get_entries(self) -> builtins.list[Any]:
         return self.session.get_entries()
@@ -821,6 +842,5 @@ def _or_undefined(value: Any) -> Any:
     return UNDEFINED if value is None else value
 
 
-def _drop_undefined(d: dict[str, Any]) -> None:
-    for key in [k for k, v in d.items() if v is UNDEFINED]:
-        del d[key]
+def _or_none(value: Any) -> Any:
+    return None if value is UNDEFINED else value

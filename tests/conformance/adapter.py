@@ -266,6 +266,7 @@ def main(argv: list[str]) -> int:
     load.add_argument("files", nargs="*")
     run = sub.add_parser("run", help="one JSON line per run script")
     run.add_argument("--list", type=Path, help="read more script paths from this file, one per line")
+    run.add_argument("--keep-files", type=Path, help="copy every session file a script wrote into this directory")
     run.add_argument("files", nargs="*")
     args = parser.parse_args(argv)
     files = list(args.files)
@@ -274,13 +275,19 @@ def main(argv: list[str]) -> int:
     base = os.path.realpath(os.environ.get("OMP_ORACLE_TMP") or tempfile.gettempdir())
     tmp_root = make_temp_dir(base, "omp-adapter")  # as long as the oracle's "omp-oracle-"
     try:
-        os.environ["PI_CODING_AGENT_DIR"] = str(tmp_root / "agent")
+        # the oracle worker's environment: a home of its own, omp's agent dir inside it
+        home = tmp_root / "home"
+        os.environ["HOME"] = str(home)
+        os.environ["PI_CODING_AGENT_DIR"] = str(home / ".omp" / "agent")
+        for name in ("XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "OMP_PROFILE",
+                     "PI_PROFILE", "PI_CONFIG_DIR", "PI_CODING_AGENT_SESSION_DIR"):
+            os.environ.pop(name, None)
         out = sys.stdout
         for file in files:
             if args.kind == "run":
                 from script_runner import do_run
 
-                rec = do_run(os.path.abspath(file), tmp_root)
+                rec = do_run(os.path.abspath(file), tmp_root, args.keep_files)
             else:
                 rec = do_load(os.path.abspath(file), tmp_root, args.blobs)
             out.write((codec.stringify(rec) or "null") + "\n")

@@ -28,6 +28,7 @@ import subprocess
 import sys
 import tempfile
 from collections import Counter
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -72,9 +73,15 @@ RUN_REWRITE_FAILS = Scenario(
     "the error and keeps later entries in memory only; our rewrite succeeds, so the file holds every entry "
     "and no call fails",
     ("steps.*.error", "view_errors", "files"))
+RUN_DAMAGED_SOURCE = Scenario(
+    "damaged-source-appended",
+    "the script resumes a file with unparsable records, a BOM, invalid UTF-8 or no final newline: omp "
+    "rewrites it whole on its first write (dropping what it could not parse, re-serialising the rest) "
+    "where we append; everything but the files' bytes is compared",
+    ("files",))
 SCENARIOS = (OPEN_THROWS, TREE_HANGS, REWRITE_FAILS, MALFORMED_KEPT)
-RUN_SCENARIOS = (RUN_REWRITE_FAILS,)
-ALL_SCENARIOS = SCENARIOS + RUN_SCENARIOS
+RUN_SCENARIOS = (RUN_REWRITE_FAILS, RUN_DAMAGED_SOURCE)
+ALL_SCENARIOS = SCENARIOS + RUN_SCENARIOS  # TREE_HANGS applies to run records too
 
 _ISO = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?Z")
 _FILE_TS = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}-\d{3}Z")
@@ -97,12 +104,107 @@ def mask_timestamps(value: Any) -> Any:
     return value
 
 
-def run_scenario_of(oracle: dict[str, Any], ours: dict[str, Any]) -> Scenario | None:
+_ENTRY_ID = re.compile(r"(?:[0-9a-f]{8}|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\Z")
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+_ID_TOKEN = re.compile(r"(?<![0-9a-f-])(?:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|"
+                       r"[0-9a-f]{8})(?![0-9a-f-])")
+
+
+def align_entry_ids(oracle: Any, ours: Any) -> Any:
+    """``ours`` with generated entry ids replaced by omp's, paired by position everywhere.
+
+    compare.py pairs ids only through the final entries and the files, so an id that lives only
+    in an intermediate step (a snapshot of a session later replaced by ``newSession``, an
+    in-memory session) stays unpaired. Here both records are walked side by side and every
+    pair of differing generated strings (8-hex-digit entry ids, UUID session ids) at the same
+    place is collected; only pairs that are
+    consistent everywhere (one of ours to one of omp's, both ways) are applied, so a structural
+    difference still shows up as a difference.
+    """
+    pairs: dict[str, str] = {}
+    bad: set[str] = set()
+    used: dict[str, str] = {}
+
+    def pair(a: str, b: str) -> None:
+        if pairs.get(b, a) != a or used.get(a, b) != b:
+            bad.add(b)
+        pairs[b] = a
+        used[a] = b
+
+    def walk(a: Any, b: Any) -> None:
+        if isinstance(a, str) and isinstance(b, str):
+            if a == b:
+                return
+            if _ENTRY_ID.match(a) and _ENTRY_ID.match(b):
+                pair(a, b)
+                return
+            # session file paths: the uuids in their names
+            ua, ub = _UUID.findall(a), _UUID.findall(b)
+            if ua and len(ua) == len(ub):
+                for x, y in zip(ua, ub, strict=True):
+                    if x != y:
+                        pair(x, y)
+        elif isinstance(a, list) and isinstance(b, list):
+            for x, y in zip(a, b, strict=False):
+                walk(x, y)
+        elif isinstance(a, dict) and isinstance(b, dict):
+            for key in a.keys() & b.keys():
+                walk(a[key], b[key])
+            for x, y in zip(list(a), list(b), strict=False):  # label maps are keyed by id
+                walk(x, y)
+
+    walk(oracle, ours)
+    mapping = {k: v for k, v in pairs.items() if k not in bad}
+
+    def apply(v: Any) -> Any:
+        if isinstance(v, str):
+            if v in mapping:
+                return mapping[v]
+            # inside file texts: ids that the record's JSON values paired (a first kept entry
+            # from an earlier session, say) are not paired by compare.py from the text itself
+            return _ID_TOKEN.sub(lambda m: mapping.get(m.group(0), m.group(0)), v) if len(v) > 8 else v
+        if isinstance(v, list):
+            return [apply(x) for x in v]
+        if isinstance(v, dict):
+            return {apply(k): apply(x) for k, x in v.items()}
+        return v
+
+    return apply(ours) if mapping else ours
+
+
+def damaged_sources(scripts: list[str]) -> set[str]:
+    """Names of the scripts that resume a file omp would rewrite whole (see RUN_DAMAGED_SOURCE)."""
+    sys.path.insert(0, str(REPO / "src"))
+    from omp_session.reader import scan_file
+
+    damaged: set[str] = set()
+    for script in scripts:
+        try:
+            source = json.loads(Path(script).read_text()).get("from_file")
+        except (OSError, ValueError, AttributeError):
+            continue
+        if not isinstance(source, str):
+            continue
+        j = scan_file(Path(script).parent / source)
+        try:
+            if j.malformed or j.bom or j.invalid_utf8 or not j.final_newline:
+                damaged.add(Path(script).name)
+        finally:
+            j.close()
+    return damaged
+
+
+def run_scenario_of(oracle: dict[str, Any], ours: dict[str, Any], damaged: AbstractSet[str] = frozenset()) -> Scenario | None:
     texts = [s.get("error") or "" for s in oracle.get("steps") or []]
     texts += list((oracle.get("view_errors") or {}).values())
     mine = [s.get("error") or "" for s in ours.get("steps") or []]
     if any("SessionWriteConflictError" in t for t in texts) and not any("Conflict" in t for t in mine):
         return RUN_REWRITE_FAILS
+    if Path(oracle["file"]).name in damaged:
+        return RUN_DAMAGED_SOURCE
+    tree_error = (oracle.get("view_errors") or {}).get("tree", "")
+    if oracle.get("tree") is None and "OracleTimeout" in tree_error and ours.get("tree") is not None:
+        return TREE_HANGS
     return None
 
 
@@ -153,7 +255,9 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument("--count", type=int, default=400)
-    parser.add_argument("--scripts", type=int, default=200, help="run scripts to generate (0: none)")
+    parser.add_argument("--scripts", type=int, default=200, help="gen_sessions.py run scripts (0: none)")
+    parser.add_argument("--op-scripts", type=int, default=200,
+                        help="gen_scripts.py run scripts that use every operation (0: none)")
     parser.add_argument("--kinds", default="all")
     parser.add_argument("--out", type=Path, default=None, help="keep the corpus and records here")
     parser.add_argument("--oracle", type=Path, default=DEFAULT_ORACLE)
@@ -180,29 +284,63 @@ def main(argv: list[str]) -> int:
              str(args.jobs), "--timeout", str(args.timeout), "--list", str(listing)], oracle_out)
         run([sys.executable, str(HERE / "adapter.py"), "load", "--blobs", str(corpus / "blobs"), "--list",
              str(listing)], ours_out)
-        oracle_recs = [json.loads(x) for x in oracle_out.read_text().splitlines() if x.strip()]
-        ours_recs = [json.loads(x) for x in ours_out.read_text().splitlines() if x.strip()]
+        oracle_recs = [json.loads(x) for x in oracle_out.read_text().split("\n") if x.strip()]
+        ours_recs = [json.loads(x) for x in ours_out.read_text().split("\n") if x.strip()]
         result = grade(oracle_recs, ours_recs, args.oracle, work)
         for line in result.report(verbose=args.verbose):
             print(line, flush=True)
+        run([sys.executable, str(HERE / "gen_scripts.py"), "--seed", str(seed), "--count", str(args.op_scripts),
+             "--out", str(work / "op-scripts"), "--files", str(corpus)])
         scripts = sorted(str(p) for p in (corpus / "scripts").glob("*.json"))
+        scripts += sorted(str(p) for p in (work / "op-scripts").glob("*_ops.json"))
         scripts += sorted(str(p) for p in (args.oracle / "examples").glob("run_*.json"))
-        run_result = grade_scripts(scripts, args.oracle, work, args.jobs)
+        run_result, written = grade_scripts(scripts, args.oracle, work, args.jobs)
         for line in run_result.report(verbose=args.verbose, what="scripts"):
             print(line, flush=True)
-        return 0 if result.ok and run_result.ok else 1
+        read_back = grade_written(written, args.oracle, work, args.jobs)
+        for line in read_back.report(verbose=args.verbose, what="files written by us, read back by omp"):
+            print(line, flush=True)
+        return 0 if result.ok and run_result.ok and read_back.ok else 1
 
 
-def grade_scripts(scripts: list[str], oracle_dir: Path, work: Path, jobs: int) -> Result:
-    """Run every script through omp and through our SessionManager, then grade the pairs."""
+def grade_scripts(scripts: list[str], oracle_dir: Path, work: Path, jobs: int) -> tuple[Result, Path]:
+    """Run every script through omp and through our SessionManager, then grade the pairs.
+    Also returns the directory holding every session file our runs wrote."""
     listing = work / "scripts.txt"
     listing.write_text("\n".join(scripts) + "\n")
+    written = work / "written"
+    written.mkdir(exist_ok=True)
     oracle_out, ours_out = work / "oracle.run.jsonl", work / "ours.run.jsonl"
-    run([str(oracle_dir / "omp-oracle"), "run", "--jobs", str(jobs), "--list", str(listing)], oracle_out)
-    run([sys.executable, str(HERE / "adapter.py"), "run", "--list", str(listing)], ours_out)
-    oracle_recs = [json.loads(x) for x in oracle_out.read_text().splitlines() if x.strip()]
-    ours_recs = [json.loads(x) for x in ours_out.read_text().splitlines() if x.strip()]
-    return grade(oracle_recs, ours_recs, oracle_dir, work / "runs")
+    run([str(oracle_dir / "omp-oracle"), "run", "--jobs", str(jobs), "--timeout", "60", "--list", str(listing)],
+        oracle_out)
+    run([sys.executable, str(HERE / "adapter.py"), "run", "--keep-files", str(written), "--list", str(listing)],
+        ours_out)
+    oracle_recs = [json.loads(x) for x in oracle_out.read_text().split("\n") if x.strip()]
+    ours_recs = [json.loads(x) for x in ours_out.read_text().split("\n") if x.strip()]
+    return grade(oracle_recs, ours_recs, oracle_dir, work / "runs", damaged_sources(scripts)), written
+
+
+READ_BACK_FIELDS = ("header", "entries", "leaf_id", "branch", "context")
+
+
+def grade_written(written: Path, oracle_dir: Path, work: Path, jobs: int) -> Result:
+    """Cross-reading: every file our SessionManager wrote, loaded by omp and by our reader, gives
+    the same header, entries, leaf, branch and context."""
+    files = sorted(str(p) for p in written.glob("*.jsonl"))
+    listing = work / "written.txt"
+    listing.write_text("\n".join(files) + "\n")
+    oracle_out, ours_out = work / "oracle.written.jsonl", work / "ours.written.jsonl"
+    run([str(oracle_dir / "omp-oracle"), "load", "--jobs", str(jobs), "--list", str(listing)], oracle_out)
+    run([sys.executable, str(HERE / "adapter.py"), "load", "--list", str(listing)], ours_out)
+    oracle_recs = [json.loads(x) for x in oracle_out.read_text().split("\n") if x.strip()]
+    ours_recs = [json.loads(x) for x in ours_out.read_text().split("\n") if x.strip()]
+    work = work / "read-back"
+    work.mkdir(parents=True, exist_ok=True)
+    a, b = work / "oracle.jsonl", work / "ours.jsonl"
+    a.write_text("".join(json.dumps({k: r.get(k) for k in ("file", *READ_BACK_FIELDS)}) + "\n" for r in oracle_recs))
+    b.write_text("".join(json.dumps({k: r.get(k) for k in ("file", *READ_BACK_FIELDS)}) + "\n" for r in ours_recs))
+    passed, failed, text = compare(oracle_dir, a, b, ())
+    return Result({"strict": (passed, failed, text)}, [], len(files))
 
 
 @dataclass
@@ -239,13 +377,14 @@ class Result:
 
 
 def grade(oracle_recs: list[dict[str, Any]], ours_recs: list[dict[str, Any]], oracle_dir: Path,
-          work: Path) -> Result:
+          work: Path, damaged: set[str] | None = None) -> Result:
     """Group the record pairs by scenario and compare each group with compare.py."""
     work.mkdir(parents=True, exist_ok=True)
     runs = bool(oracle_recs) and oracle_recs[0].get("kind") == "run"
     if runs:
         oracle_recs = [mask_timestamps(r) for r in oracle_recs]
-        ours_recs = [mask_timestamps(r) for r in ours_recs]
+        by_file = {Path(r["file"]).name: r for r in oracle_recs}
+        ours_recs = [align_entry_ids(by_file.get(Path(r["file"]).name), mask_timestamps(r)) for r in ours_recs]
     ours_by_name = {Path(r["file"]).name: r for r in ours_recs}
     groups: dict[str, list[tuple[dict[str, Any], dict[str, Any]]]] = {"strict": []}
     unexpected: list[str] = []
@@ -255,7 +394,14 @@ def grade(oracle_recs: list[dict[str, Any]], ours_recs: list[dict[str, Any]], or
         if mine is None:
             unexpected.append(f"{name}: no record from the adapter")
             continue
-        scenario = run_scenario_of(rec, mine) if runs else scenario_of(rec, mine)
+        scenario = run_scenario_of(rec, mine, damaged or set()) if runs else scenario_of(rec, mine)
+        if runs and scenario is not None:
+            # an ignored field must not feed compare.py's id alignment either
+            for field in scenario.ignore:
+                if "." not in field and "*" not in field:
+                    rec, mine = dict(rec), dict(mine)
+                    rec.pop(field, None)
+                    mine.pop(field, None)
         if scenario is not None and not runs and is_valid_kind(name):
             unexpected.append(f"{name}: a valid file falls under {scenario.name}")
             scenario = None

@@ -29,7 +29,7 @@ from adapter import (
     tree_view,
 )
 
-from omp_session import codec
+from omp_session import codec, ids
 from omp_session.blobs import BlobStore
 from omp_session.codec import UNDEFINED
 from omp_session.manager import SessionManager
@@ -209,6 +209,10 @@ def _call(sm: SessionManager, op: dict[str, Any]) -> Any:
         return tree_view(sm)
     if name == "buildSessionContext":
         return sm.build_session_context(**_context_options(a("options", UNDEFINED)))
+    if name == "call" and a("method") == "appendModelUsage":
+        usage, owner = ([*list(a("args") or []), UNDEFINED, UNDEFINED])[:2]
+        owner = owner if isinstance(owner, dict) else {}
+        return sm.append_model_usage(usage, session_id=owner.get("sessionId"), parent_id=owner.get("parentId"))
     if name == "call":
         method = getattr(sm, snake(str(a("method", ""))), None)
         if not callable(method):
@@ -228,7 +232,23 @@ def new_run_record(file: str) -> dict[str, Any]:
     return rec
 
 
-def do_run(file: str, tmp_root: Path) -> dict[str, Any]:
+CLOCK_BASE_MS = 1_767_225_600_000  # 2026-01-01T00:00:00.000Z, where the oracle's clock starts
+
+
+def install_clock() -> None:
+    """The oracle's deterministic clock for omp, for us: it starts at 2026-01-01T00:00:00.000Z
+    and advances 1 ms per reading, reset for every script. Our readings are not omp's (the
+    timestamps themselves are masked), but new entries then sort against the entries of a
+    loaded file, and against each other, as omp's do."""
+    clock = iter(range(CLOCK_BASE_MS, CLOCK_BASE_MS + 10**9))
+    ids.now_ms = lambda: next(clock)
+    ids._last_session_ms = 0
+
+
+def do_run(file: str, tmp_root: Path, keep_files: Path | None = None) -> dict[str, Any]:
+    """Run one script; with ``keep_files``, copy every session file it wrote there as
+    ``<script name>.<k>.jsonl`` (for reading them back with omp)."""
+    install_clock()
     rec = new_run_record(file)
     script_path = Path(file).resolve()
     try:
@@ -312,6 +332,10 @@ def do_run(file: str, tmp_root: Path) -> dict[str, Any]:
         except Exception as e:
             rec["view_errors"]["close"] = err_text(e)
     rec["files"] = [_file_record(f, subs) for f in seen]
+    if keep_files is not None:
+        for k, f in enumerate(seen):
+            if os.path.isfile(f):
+                shutil.copyfile(f, keep_files / f"{script_path.stem}.{k}.jsonl")
     rec["session_dir_files"] = list_dir(session_dir)
     collect_views(sm, rec, ("tree",))
     return scrub(rec, subs)

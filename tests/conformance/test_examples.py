@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -55,6 +56,36 @@ def test_example_matches_omp(name: str, tmp_path: Path) -> None:
     assert (scenario.name if scenario else None) == EXPECTED_SCENARIO.get(name)
     result = run_conformance.grade([expected], [mine], ORACLE, tmp_path)
     assert result.ok, "\n".join(result.report(verbose=True))
+
+
+RUN_EXAMPLES = sorted(p.name for p in DATA.glob("run_*.json") if not p.name.endswith(".oracle.json"))
+EXPECTED_RUN_SCENARIO = {
+    "run_invalid_utf8_rewrite.json": "omp-loses-writes",
+    "run_truncated_mid_utf8.json": "omp-loses-writes",
+}
+
+
+@pytest.mark.parametrize("name", RUN_EXAMPLES)
+def test_run_example_matches_omp(name: str, tmp_path: Path) -> None:
+    from script_runner import do_run
+
+    expected = json.loads((DATA / name.replace(".json", ".oracle.json")).read_text())
+    # a temp root as long as the oracle's, so that files holding a path have its byte size
+    tmp = adapter.make_temp_dir(os.path.realpath(tempfile.gettempdir()), "omp-adapter")
+    try:
+        os.environ["PI_CODING_AGENT_DIR"] = str(tmp / "home" / ".omp" / "agent")
+        mine = json.loads(json.dumps(do_run(str(DATA / name), tmp)))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    mine["file"] = name
+    scenario = run_conformance.run_scenario_of(expected, mine)
+    assert (scenario.name if scenario else None) == EXPECTED_RUN_SCENARIO.get(name)
+    result = run_conformance.grade([expected], [mine], ORACLE, tmp_path / "grade")
+    assert result.ok, "\n".join(result.report(verbose=True))
+
+
+def test_run_examples_are_recorded() -> None:
+    assert len(RUN_EXAMPLES) == 3
 
 
 def test_documented_scenarios_are_in_the_docs() -> None:

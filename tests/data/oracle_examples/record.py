@@ -3,8 +3,9 @@
 
     python tests/data/oracle_examples/record.py [--oracle DIR]
 
-Writes one `<example>.oracle.json` per `../shared/oracle/examples/*.jsonl` next to this script
-and copies the input beside it, so the golden tests run without the oracle.
+Writes one `<example>.oracle.json` per `../shared/oracle/examples/*.jsonl` (omp's `load` record)
+and per `run_*.json` script (omp's `run` record) next to this script and copies the inputs beside
+it, so the golden tests run without the oracle.
 """
 
 from __future__ import annotations
@@ -35,7 +36,19 @@ def main() -> None:
         name = Path(rec["file"]).name
         rec["file"] = name
         (HERE / (name.removesuffix(".jsonl") + ".oracle.json")).write_text(json.dumps(rec, indent=1) + "\n")
-    print(f"recorded {len(inputs)} examples")
+    scripts = sorted((args.oracle / "examples").glob("run_*.json"))
+    for src in scripts:
+        shutil.copyfile(src, HERE / src.name)
+    out = subprocess.run([str(args.oracle / "omp-oracle"), "run", *[str(HERE / p.name) for p in scripts]],
+                         check=True, capture_output=True, text=True).stdout
+    for line in out.split("\n"):
+        if not line.strip():
+            continue
+        rec = json.loads(line)
+        name = Path(rec["file"]).name
+        rec["file"] = name
+        (HERE / (name.removesuffix(".json") + ".oracle.json")).write_text(json.dumps(rec, indent=1) + "\n")
+    print(f"recorded {len(inputs)} examples and {len(scripts)} scripts")
 
 
 if __name__ == "__main__":
