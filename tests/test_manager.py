@@ -381,3 +381,24 @@ def test_the_title_slot_builder_and_writer_agree(tmp_path: Path) -> None:
 
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__]))
+
+
+def test_appending_to_a_big_session_with_compact_columns(tmp_path: Path) -> None:
+    path = tmp_path / "big.jsonl"
+    rows = ['{"type":"session","version":3,"id":"s","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/"}']
+    parent = "null"
+    for k in range(5000):
+        rows.append(f'{{"type":"message","id":"e{k:07d}","parentId":{parent},"timestamp":"2026-01-01T00:00:00.000Z",'
+                    f'"message":{{"role":"user","content":"m{k}","timestamp":{k}}}}}')
+        parent = f'"e{k:07d}"'
+    path.write_text("\n".join(rows) + "\n")
+    sm = SessionManager.open(path, blob_store=MemoryBlobStore())
+    new_id = sm.append_message(USER)
+    sm.branch("e0002500")
+    side = sm.append_message(USER)
+    assert [e["id"] for e in sm.get_branch()][-2:] == ["e0002500", side]
+    assert len(sm.build_session_context()["messages"]) == 2502
+    assert sm.get_entry(new_id)["parentId"] == "e0004999"
+    sm.close()
+    again = omp_session.open(path)
+    assert len(again) == 5002 and again.get_leaf_id() == side

@@ -294,6 +294,7 @@ def main(argv: list[str]) -> int:
         scripts = sorted(str(p) for p in (corpus / "scripts").glob("*.json"))
         scripts += sorted(str(p) for p in (work / "op-scripts").glob("*_ops.json"))
         scripts += sorted(str(p) for p in (args.oracle / "examples").glob("run_*.json"))
+        scripts += sorted(str(p) for p in (HERE / "scripts").glob("*.json"))  # hand-written: paths, ...
         run_result, written = grade_scripts(scripts, args.oracle, work, args.jobs)
         for line in run_result.report(verbose=args.verbose, what="scripts"):
             print(line, flush=True)

@@ -221,6 +221,25 @@ def _call(sm: SessionManager, op: dict[str, Any]) -> Any:
     raise ScriptError(f"unknown op {name}")
 
 
+def _static(method: str, args: list[Any], blobs: BlobStore) -> Any:
+    """``{"op": "static"}``: a static SessionManager method; a returned manager becomes current."""
+    if method == "getDefaultSessionDir":
+        return SessionManager.get_default_session_dir(*args)
+    if method in ("list", "listAll"):
+        infos = SessionManager.list(*args) if method == "list" else SessionManager.list_all()
+        return [info.to_dict() for info in infos]
+    if method == "create":
+        return SessionManager.create(*args, blob_store=blobs)
+    if method == "inMemory":
+        return SessionManager.in_memory(*args, blob_store=blobs)
+    if method == "continueRecent":
+        return SessionManager.continue_recent(*args, blob_store=blobs)
+    if method == "open":
+        path, session_dir = ([*args, None, None])[:2]
+        return SessionManager.open(path, session_dir, blob_store=blobs)
+    raise ScriptError(f"static: no SessionManager static {method}")
+
+
 def new_run_record(file: str) -> dict[str, Any]:
     rec: dict[str, Any] = {"oracle": 1, "kind": "run", "file": file, "error": None, "error_stage": None,
                            "view_errors": {}, "steps": [], "refs": {}}
@@ -304,6 +323,11 @@ def do_run(file: str, tmp_root: Path, keep_files: Path | None = None) -> dict[st
                 sm.close()
                 sm = SessionManager.open(current, session_dir, initial_cwd=cwd, blob_store=blobs)
                 result: Any = current
+            elif op["op"] == "static":
+                result = _static(str(args.get("method")), list(args.get("args") or []), blobs)
+                if isinstance(result, SessionManager):
+                    sm = result
+                    result = sm.get_session_file()
             elif op["op"] == "snapshot":
                 snap: dict[str, Any] = {"view_errors": {}}
                 collect_views(sm, snap)
