@@ -33,7 +33,6 @@ _CHUNK = 4 * 1024 * 1024
 _IN_MEMORY = 8 * 1024 * 1024  # smaller files are read whole: one read beats many preads
 _WINDOW = 64 * 1024
 _BLOB_MARK = b"blob:sha256:"
-_COPILOT_MARK = b"github-copilot"  # assistant replay metadata omp strips on open (S4.8)
 _NOT_DECODED: Any = object()
 _NO_ID: Any = object()  # "the record before the first of a chunk": never the same object as a parentId
 _JS_TRIM = " \t\n\v\f\r\u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a" \
@@ -77,6 +76,40 @@ def _head_of(message: Any) -> Any:
         return _HEADS.setdefault(key, key)
     except TypeError:  # an unhashable role/provider/model: keep it unshared
         return key
+
+
+def _is_shared(head: Any) -> bool:
+    try:
+        return _HEADS.get(head) is head
+    except TypeError:
+        return False
+
+
+def _is_copilot(head: Any) -> bool:
+    return isinstance(head, MessageHead) and head.role == "assistant" and head.provider == "github-copilot"
+
+
+def copilot_records(j: Journal) -> list[int]:
+    """Records whose message is a GitHub Copilot assistant's, in file order: the only ones whose
+    replay metadata omp strips on open (S4.8). Shared heads are few, so the column is searched
+    per matching head at C speed rather than walked record by record."""
+    heads = j.heads
+    if j.loose_heads:
+        return [i for i, h in enumerate(heads) if _is_copilot(h)]
+    found: set[int] = set()
+    for head in [h for h in list(_HEADS.values()) if _is_copilot(h)]:
+        i = _find(heads, head, 0)
+        while i >= 0:
+            found.add(i)
+            i = _find(heads, head, i + 1)
+    return sorted(found)
+
+
+def _find(items: list[Any], item: Any, start: int) -> int:
+    try:
+        return items.index(item, start)
+    except ValueError:
+        return -1
 
 
 def head_of_fields(role: Any, provider: Any, model: Any) -> Any:
@@ -169,7 +202,8 @@ class Journal:
     values: dict[int, Any] = field(default_factory=dict)
     malformed: list[MalformedSpan] = field(default_factory=list)
     blob_offsets: list[int] = field(default_factory=list)
-    copilot_offsets: list[int] = field(default_factory=list)
+    # a message head could not be shared (an unhashable role/provider/model)
+    loose_heads: bool = False
     invalid_utf8: bool = False
     source_size: int = 0
     streaming: bool = False
@@ -324,11 +358,6 @@ def _scan_body(j: Journal, pos: int, end: int | None = None) -> int:
             while at >= 0:
                 j.blob_offsets.append(pos + at)
                 at = chunk.find(_BLOB_MARK, at + 1, limit)
-        if _COPILOT_MARK in chunk:
-            at = chunk.find(_COPILOT_MARK, 0, limit)
-            while at >= 0:
-                j.copilot_offsets.append(pos + at)
-                at = chunk.find(_COPILOT_MARK, at + 1, limit)
         if limit < len(chunk):
             chunk = chunk[:limit]
         if _clean_chunk(j, chunk, pos) or _fast_chunk(j, chunk, pos):
@@ -396,6 +425,7 @@ def _add_envelopes(j: Journal, envs: list[_Envelope]) -> None:
         j.heads.extend([None if m is UNDEFINED else heads(m, m) for m in messages])
     except TypeError:  # an unhashable role/provider/model
         j.heads.extend([_head_of(e.message) for e in envs])
+        j.loose_heads = True
 
 
 def _fast_chunk(j: Journal, chunk: bytes, base: int) -> bool:
@@ -437,7 +467,10 @@ def _add(j: Journal, start: int, end: int, value: Any) -> None:
     j.ids.append(i)
     j.parents.append(p)
     j.linear.append(0)
-    j.heads.append(_head_of(value.get("message")) if isinstance(value, dict) and "message" in value else None)
+    head = _head_of(value.get("message")) if isinstance(value, dict) and "message" in value else None
+    j.heads.append(head)
+    if head is not None and not j.loose_heads and not _is_shared(head):
+        j.loose_heads = True
     j.values[len(j.starts) - 1] = value
 
 

@@ -52,13 +52,13 @@ def _payload(part: reader.Journal) -> bytes:
         codes.append(code)
     return pickle.dumps((part.starts, part.ends, part.types, part.ids, part.parents, part.linear, table, codes,
                          part.values, [(m.start, m.end) for m in part.malformed], part.blob_offsets,
-                         part.copilot_offsets),
+                         part.loose_heads),
                         protocol=pickle.HIGHEST_PROTOCOL)
 
 
 def _merge(j: reader.Journal, payload: bytes) -> None:
     (starts, ends, types, ids, parents, linear, table, codes, values, malformed, blobs,
-     copilot) = pickle.loads(payload)
+     loose) = pickle.loads(payload)
     heads = [None if t is None else reader.head_of_fields(*t) for t in table]
     first = len(j.starts)
     j.starts.extend(starts)
@@ -72,7 +72,7 @@ def _merge(j: reader.Journal, payload: bytes) -> None:
         j.values[first + i] = value
     j.malformed.extend(reader.MalformedSpan(a, b) for a, b in malformed)
     j.blob_offsets.extend(blobs)
-    j.copilot_offsets.extend(copilot)
+    j.loose_heads = j.loose_heads or loose
 
 
 def _read_all(fd: int) -> bytes:

@@ -16,7 +16,7 @@ from .codec import UNDEFINED
 from .compact import compact_ids
 from .diagnostics import Diagnostic, Severity
 from .migrate import migrate, needs_migration
-from .reader import Journal, MalformedSpan, scan_file
+from .reader import Journal, MalformedSpan, copilot_records, scan_file
 from .title import TitleSlot
 from .tree import (
     Tree,
@@ -262,12 +262,9 @@ class Session:
         """What omp does to GitHub Copilot assistant messages on open (S4.8): the native replay
         payload and thinking signatures belong to a dead connection, so they are dropped."""
         j = self.journal
-        done: set[int] = set()
-        for offset in j.copilot_offsets:
-            i = j.record_at(offset)
-            if i is None or i == 0 or i in done:
+        for i in copilot_records(j):
+            if i == 0:
                 continue
-            done.add(i)
             entry = j.value(i)
             if not isinstance(entry, dict) or entry.get("type") != "message":
                 continue
