@@ -33,6 +33,7 @@ _CHUNK = 4 * 1024 * 1024
 _IN_MEMORY = 8 * 1024 * 1024  # smaller files are read whole: one read beats many preads
 _WINDOW = 64 * 1024
 _BLOB_MARK = b"blob:sha256:"
+_PREADV: Any = getattr(os, "preadv", None)
 _NOT_DECODED: Any = object()
 _NO_ID: Any = object()  # "the record before the first of a chunk": never the same object as a parentId
 _JS_TRIM = " \t\n\v\f\r\u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a" \
@@ -147,6 +148,15 @@ class _Source:
             return self._data[start:end]
         assert self._handle is not None
         return os.pread(self._handle.fileno(), end - start, start)
+
+    @property
+    def can_read_into(self) -> bool:
+        return self._data is None and _PREADV is not None
+
+    def read_into(self, buf: bytearray, start: int, length: int) -> int:
+        """Read ``length`` bytes at ``start`` into the front of ``buf``; returns how many were read."""
+        assert self._handle is not None and _PREADV is not None
+        return int(_PREADV(self._handle.fileno(), [memoryview(buf)[:length]], start))
 
     def find(self, sub: bytes, start: int, end: int | None = None) -> int:
         """Offset of ``sub`` in [start, end), reading a window at a time."""
@@ -344,57 +354,64 @@ def _scan_body(j: Journal, pos: int, end: int | None = None) -> int:
     """
     src, n = j.source, j.size
     stop = n if end is None else end
+    # One buffer for every chunk of a file: no fresh pages to fault in and zero per chunk.
+    buf = bytearray(min(_CHUNK, stop - pos)) if src.can_read_into and pos < stop else None
     while pos < stop:
-        chunk = src.read(pos, min(pos + _CHUNK, stop))
-        limit = len(chunk)
-        if pos + len(chunk) < stop:
-            cut = chunk.rfind(b"\n")
-            while cut < 0 and pos + len(chunk) < stop:  # a line longer than a chunk
-                chunk += src.read(pos + len(chunk), min(pos + 2 * len(chunk), stop))
-                cut = chunk.rfind(b"\n")
-            limit = len(chunk) if cut < 0 else cut + 1
-        if _BLOB_MARK in chunk:
-            at = chunk.find(_BLOB_MARK, 0, limit)
-            while at >= 0:
-                j.blob_offsets.append(pos + at)
-                at = chunk.find(_BLOB_MARK, at + 1, limit)
-        if limit < len(chunk):
-            chunk = chunk[:limit]
-        if _clean_chunk(j, chunk, pos) or _fast_chunk(j, chunk, pos):
+        want = min(_CHUNK, stop - pos)
+        chunk: bytes | bytearray
+        if buf is not None and want <= len(buf):
+            chunk, size = buf, src.read_into(buf, pos, want)
+        else:
+            chunk = src.read(pos, pos + want)
+            size = len(chunk)
+        limit = size
+        if pos + size < stop:
+            cut = chunk.rfind(b"\n", 0, size)
+            if cut < 0:  # a line longer than a chunk
+                chunk = bytes(chunk[:size])
+                while cut < 0 and pos + len(chunk) < stop:
+                    chunk += src.read(pos + len(chunk), min(pos + 2 * len(chunk), stop))
+                    cut = chunk.rfind(b"\n")
+                size = len(chunk)
+            limit = size if cut < 0 else cut + 1
+        at = chunk.find(_BLOB_MARK, 0, limit)
+        while at >= 0:
+            j.blob_offsets.append(pos + at)
+            at = chunk.find(_BLOB_MARK, at + 1, limit)
+        if _clean_chunk(j, chunk, limit, pos) or _fast_chunk(j, chunk, limit, pos):
             pos += limit
         else:
-            pos = _slow_chunk(j, chunk, pos)
+            pos = _slow_chunk(j, bytes(chunk[:limit]), pos)
     return pos
 
 
-def _clean_chunk(j: Journal, chunk: bytes, base: int) -> bool:
-    """The common case: every line is exactly ``{...}`` + LF (checked line by line with memchr).
+def _clean_chunk(j: Journal, chunk: bytes | bytearray, limit: int, base: int) -> bool:
+    """The common case: every line of ``chunk[:limit]`` is exactly ``{...}`` + LF (checked line
+    by line with memchr).
 
     Then a value cannot span lines, so as many values as lines means one value per line.
     """
-    if not chunk or chunk[-1] != 10:
+    if not limit or chunk[limit - 1] != 10:
         return False
     starts: list[int] = []
     ends: list[int] = []
     add_start, add_end = starts.append, ends.append
     find = chunk.find
     p = 0
-    while True:
-        e = find(b"\n", p)
-        if e < 0:
-            break
+    while p < limit:
+        e = find(b"\n", p, limit)
         if chunk[p] != 123 or chunk[e - 1] != 125 or e == p:
             return False
         add_start(base + p)
         add_end(base + e)
         p = e + 1
-    return _take(j, chunk, starts, ends)
+    return _take(j, chunk, limit, starts, ends)
 
 
-def _take(j: Journal, chunk: bytes, starts: list[int], ends: list[int]) -> bool:
-    """Validate the chunk in one msgspec call and keep its records if there is one per line."""
+def _take(j: Journal, chunk: bytes | bytearray, limit: int, starts: list[int], ends: list[int]) -> bool:
+    """Validate ``chunk[:limit]`` in one msgspec call and keep its records if there is one per line."""
     try:
-        envs = _DECODER.decode_lines(chunk)
+        envs = _DECODER.decode_lines(chunk if limit == len(chunk) else memoryview(chunk)[:limit])
     except (msgspec.DecodeError, msgspec.ValidationError):
         return False
     if len(envs) != len(starts):
@@ -428,8 +445,8 @@ def _add_envelopes(j: Journal, envs: list[_Envelope]) -> None:
         j.loose_heads = True
 
 
-def _fast_chunk(j: Journal, chunk: bytes, base: int) -> bool:
-    """Take a chunk whose every non-blank line is one object, validated in one msgspec call.
+def _fast_chunk(j: Journal, chunk: bytes | bytearray, limit: int, base: int) -> bool:
+    """Take ``chunk[:limit]`` when its every non-blank line is one object, validated in one msgspec call.
 
     A line that starts with ``{`` and ends with ``}`` cannot be part of a value spanning lines;
     with that, "as many values as lines" means exactly one value per line, as omp reads it.
@@ -438,9 +455,9 @@ def _fast_chunk(j: Journal, chunk: bytes, base: int) -> bool:
     line_starts: list[int] = []
     line_ends: list[int] = []
     add_start, add_end = line_starts.append, line_ends.append
-    p, m = 0, len(chunk)
+    p, m = 0, limit
     while p < m:
-        e = find(b"\n", p)
+        e = find(b"\n", p, m)
         if e < 0:
             e = m
         if chunk[e - 1] == 125 and chunk[p] == 123 and e > p:  # the usual line: {...}
@@ -456,7 +473,7 @@ def _fast_chunk(j: Journal, chunk: bytes, base: int) -> bool:
                 add_start(base + p)
                 add_end(base + q)
         p = e + 1
-    return not line_starts or _take(j, chunk, line_starts, line_ends)
+    return not line_starts or _take(j, chunk, limit, line_starts, line_ends)
 
 
 def _add(j: Journal, start: int, end: int, value: Any) -> None:
