@@ -29,7 +29,7 @@ __all__ = ["STREAMING_THRESHOLD", "Journal", "MalformedSpan", "MessageHead", "sc
 
 STREAMING_THRESHOLD = 8 * 1024 * 1024
 _BOM = b"\xef\xbb\xbf"
-_CHUNK = 4 * 1024 * 1024
+_CHUNK = 1024 * 1024  # small enough that the buffer stays in cache while msgspec reads it
 _IN_MEMORY = 8 * 1024 * 1024  # smaller files are read whole: one read beats many preads
 _WINDOW = 64 * 1024
 _BLOB_MARK = b"blob:sha256:"
@@ -90,6 +90,11 @@ def _is_copilot(head: Any) -> bool:
     return isinstance(head, MessageHead) and head.role == "assistant" and head.provider == "github-copilot"
 
 
+def shared_heads() -> list[Any]:
+    """Every shared message head: when a journal has no loose heads, each of its heads is one of these or None."""
+    return list(_HEADS.values())
+
+
 def copilot_records(j: Journal) -> list[int]:
     """Records whose message is a GitHub Copilot assistant's, in file order: the only ones whose
     replay metadata omp strips on open (S4.8). Shared heads are few, so the column is searched
@@ -98,7 +103,7 @@ def copilot_records(j: Journal) -> list[int]:
     if j.loose_heads:
         return [i for i, h in enumerate(heads) if _is_copilot(h)]
     found: set[int] = set()
-    for head in [h for h in list(_HEADS.values()) if _is_copilot(h)]:
+    for head in [h for h in shared_heads() if _is_copilot(h)]:
         i = _find(heads, head, 0)
         while i >= 0:
             found.add(i)

@@ -6,7 +6,7 @@ import operator
 import os
 import re
 from array import array
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from itertools import islice, repeat
 from typing import Any, overload
 
@@ -16,7 +16,7 @@ from .codec import UNDEFINED
 from .compact import compact_ids
 from .diagnostics import Diagnostic, Severity
 from .migrate import migrate, needs_migration
-from .reader import Journal, MalformedSpan, copilot_records, scan_file
+from .reader import Journal, MalformedSpan, copilot_records, scan_file, shared_heads
 from .title import TitleSlot
 from .tree import (
     Tree,
@@ -56,15 +56,20 @@ for _h, _kind in ((_H_NONE, KIND_OTHER), (_H_PLAIN, KIND_MESSAGE), (_H_ASSISTANT
     _KIND_TABLE[_T_ODD + _h] = KIND_ODD
 
 
-def entry_kinds(types: Sequence[Any], heads: Sequence[Any]) -> bytearray:
+def entry_kinds(types: Sequence[Any], heads: Sequence[Any], shared: Iterable[Any] | None = None) -> bytearray:
     """Classify entries from their envelope (``heads`` is indexed by record: entry k is k + 1).
 
     Built from C-level maps over the few distinct types and message heads: this runs on every
-    large-session context and must not cost a Python step per entry.
+    large-session context and must not cost a Python step per entry. ``shared``, when given,
+    holds every head object of ``heads`` other than None (the reader's shared heads).
     """
     n = len(types)
     # heads are shared objects: key them by identity (hashing a struct per entry costs more)
-    distinct = dict(zip(map(id, heads), heads, strict=True))
+    if shared is None:
+        distinct = dict(zip(map(id, heads), heads, strict=True))
+    else:
+        distinct = {id(head): head for head in shared}
+        distinct[id(None)] = None
     head_codes: dict[int, int] = {}
     for ident, head in distinct.items():
         role = None if head is None else head.role
@@ -76,7 +81,7 @@ def entry_kinds(types: Sequence[Any], heads: Sequence[Any]) -> bytearray:
             raise TypeError("a non-string type")
         type_codes = bytearray(map({"message": _T_MESSAGE}.get, types, repeat(_T_TYPED, n)))
         head_bytes = bytearray(map(head_codes.__getitem__, map(id, islice(heads, 1, None))))
-    except TypeError:  # unhashable heads or types, or odd types: one step per entry then
+    except (TypeError, KeyError):  # unhashable heads or types, odd types, unshared heads: one step per entry
         return bytearray(_kind_of(t, heads[k + 1]) for k, t in enumerate(types))
     return bytearray(map(operator.add, type_codes, head_bytes)).translate(_KIND_TABLE)
 
@@ -529,7 +534,8 @@ class Session:
     def kinds(self) -> bytearray:
         """One byte per entry, for scans that must not decode: see ``KIND_*``."""
         if self._kinds is None:
-            self._kinds = entry_kinds(self._types, self.journal.heads)
+            j = self.journal
+            self._kinds = entry_kinds(self._types, j.heads, None if j.loose_heads else shared_heads())
         return self._kinds
 
     @property
