@@ -29,11 +29,11 @@ __all__ = ["STREAMING_THRESHOLD", "Journal", "MalformedSpan", "MessageHead", "sc
 
 STREAMING_THRESHOLD = 8 * 1024 * 1024
 _BOM = b"\xef\xbb\xbf"
-_CHUNK = 4 * 1024 * 1024
+_CHUNK = 1024 * 1024  # small enough that the buffer stays in cache while msgspec reads it
 _IN_MEMORY = 8 * 1024 * 1024  # smaller files are read whole: one read beats many preads
 _WINDOW = 64 * 1024
 _BLOB_MARK = b"blob:sha256:"
-_COPILOT_MARK = b"github-copilot"  # assistant replay metadata omp strips on open (S4.8)
+_PREADV: Any = getattr(os, "preadv", None)
 _NOT_DECODED: Any = object()
 _NO_ID: Any = object()  # "the record before the first of a chunk": never the same object as a parentId
 _JS_TRIM = " \t\n\v\f\r\u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a" \
@@ -80,8 +80,51 @@ def _head_of(message: Any) -> Any:
 
 
 def head_of_message(message: Any) -> Any:
-    """The shared (role, provider, model) head of a message object, or None."""
+    """The (role, provider, model) head of a message object (shared when hashable), or None."""
     return _head_of(message)
+
+
+def is_shared_head(head: Any) -> bool:
+    return _is_shared(head)
+
+
+def _is_shared(head: Any) -> bool:
+    try:
+        return _HEADS.get(head) is head
+    except TypeError:
+        return False
+
+
+def _is_copilot(head: Any) -> bool:
+    return isinstance(head, MessageHead) and head.role == "assistant" and head.provider == "github-copilot"
+
+
+def shared_heads() -> list[Any]:
+    """Every shared message head: when a journal has no loose heads, each of its heads is one of these or None."""
+    return list(_HEADS.values())
+
+
+def copilot_records(j: Journal) -> list[int]:
+    """Records whose message is a GitHub Copilot assistant's, in file order: the only ones whose
+    replay metadata omp strips on open (S4.8). Shared heads are few, so the column is searched
+    per matching head at C speed rather than walked record by record."""
+    heads = j.heads
+    if j.loose_heads:
+        return [i for i, h in enumerate(heads) if _is_copilot(h)]
+    found: set[int] = set()
+    for head in [h for h in shared_heads() if _is_copilot(h)]:
+        i = _find(heads, head, 0)
+        while i >= 0:
+            found.add(i)
+            i = _find(heads, head, i + 1)
+    return sorted(found)
+
+
+def _find(items: list[Any], item: Any, start: int) -> int:
+    try:
+        return items.index(item, start)
+    except ValueError:
+        return -1
 
 
 def head_of_fields(role: Any, provider: Any, model: Any) -> Any:
@@ -119,6 +162,15 @@ class _Source:
             return self._data[start:end]
         assert self._handle is not None
         return os.pread(self._handle.fileno(), end - start, start)
+
+    @property
+    def can_read_into(self) -> bool:
+        return self._data is None and _PREADV is not None
+
+    def read_into(self, buf: bytearray, start: int, length: int) -> int:
+        """Read ``length`` bytes at ``start`` into the front of ``buf``; returns how many were read."""
+        assert self._handle is not None and _PREADV is not None
+        return int(_PREADV(self._handle.fileno(), [memoryview(buf)[:length]], start))
 
     def find(self, sub: bytes, start: int, end: int | None = None) -> int:
         """Offset of ``sub`` in [start, end), reading a window at a time."""
@@ -174,7 +226,8 @@ class Journal:
     values: dict[int, Any] = field(default_factory=dict)
     malformed: list[MalformedSpan] = field(default_factory=list)
     blob_offsets: list[int] = field(default_factory=list)
-    copilot_offsets: list[int] = field(default_factory=list)
+    # a message head could not be shared (an unhashable role/provider/model)
+    loose_heads: bool = False
     invalid_utf8: bool = False
     source_size: int = 0
     streaming: bool = False
@@ -315,62 +368,64 @@ def _scan_body(j: Journal, pos: int, end: int | None = None) -> int:
     """
     src, n = j.source, j.size
     stop = n if end is None else end
+    # One buffer for every chunk of a file: no fresh pages to fault in and zero per chunk.
+    buf = bytearray(min(_CHUNK, stop - pos)) if src.can_read_into and pos < stop else None
     while pos < stop:
-        chunk = src.read(pos, min(pos + _CHUNK, stop))
-        limit = len(chunk)
-        if pos + len(chunk) < stop:
-            cut = chunk.rfind(b"\n")
-            while cut < 0 and pos + len(chunk) < stop:  # a line longer than a chunk
-                chunk += src.read(pos + len(chunk), min(pos + 2 * len(chunk), stop))
-                cut = chunk.rfind(b"\n")
-            limit = len(chunk) if cut < 0 else cut + 1
-        if _BLOB_MARK in chunk:
-            at = chunk.find(_BLOB_MARK, 0, limit)
-            while at >= 0:
-                j.blob_offsets.append(pos + at)
-                at = chunk.find(_BLOB_MARK, at + 1, limit)
-        if _COPILOT_MARK in chunk:
-            at = chunk.find(_COPILOT_MARK, 0, limit)
-            while at >= 0:
-                j.copilot_offsets.append(pos + at)
-                at = chunk.find(_COPILOT_MARK, at + 1, limit)
-        if limit < len(chunk):
-            chunk = chunk[:limit]
-        if _clean_chunk(j, chunk, pos) or _fast_chunk(j, chunk, pos):
+        want = min(_CHUNK, stop - pos)
+        chunk: bytes | bytearray
+        if buf is not None and want <= len(buf):
+            chunk, size = buf, src.read_into(buf, pos, want)
+        else:
+            chunk = src.read(pos, pos + want)
+            size = len(chunk)
+        limit = size
+        if pos + size < stop:
+            cut = chunk.rfind(b"\n", 0, size)
+            if cut < 0:  # a line longer than a chunk
+                chunk = bytes(chunk[:size])
+                while cut < 0 and pos + len(chunk) < stop:
+                    chunk += src.read(pos + len(chunk), min(pos + 2 * len(chunk), stop))
+                    cut = chunk.rfind(b"\n")
+                size = len(chunk)
+            limit = size if cut < 0 else cut + 1
+        at = chunk.find(_BLOB_MARK, 0, limit)
+        while at >= 0:
+            j.blob_offsets.append(pos + at)
+            at = chunk.find(_BLOB_MARK, at + 1, limit)
+        if _clean_chunk(j, chunk, limit, pos) or _fast_chunk(j, chunk, limit, pos):
             pos += limit
         else:
-            pos = _slow_chunk(j, chunk, pos)
+            pos = _slow_chunk(j, bytes(chunk[:limit]), pos)
     return pos
 
 
-def _clean_chunk(j: Journal, chunk: bytes, base: int) -> bool:
-    """The common case: every line is exactly ``{...}`` + LF (checked line by line with memchr).
+def _clean_chunk(j: Journal, chunk: bytes | bytearray, limit: int, base: int) -> bool:
+    """The common case: every line of ``chunk[:limit]`` is exactly ``{...}`` + LF (checked line
+    by line with memchr).
 
     Then a value cannot span lines, so as many values as lines means one value per line.
     """
-    if not chunk or chunk[-1] != 10:
+    if not limit or chunk[limit - 1] != 10:
         return False
     starts: list[int] = []
     ends: list[int] = []
     add_start, add_end = starts.append, ends.append
     find = chunk.find
     p = 0
-    while True:
-        e = find(b"\n", p)
-        if e < 0:
-            break
+    while p < limit:
+        e = find(b"\n", p, limit)
         if chunk[p] != 123 or chunk[e - 1] != 125 or e == p:
             return False
         add_start(base + p)
         add_end(base + e)
         p = e + 1
-    return _take(j, chunk, starts, ends)
+    return _take(j, chunk, limit, starts, ends)
 
 
-def _take(j: Journal, chunk: bytes, starts: list[int], ends: list[int]) -> bool:
-    """Validate the chunk in one msgspec call and keep its records if there is one per line."""
+def _take(j: Journal, chunk: bytes | bytearray, limit: int, starts: list[int], ends: list[int]) -> bool:
+    """Validate ``chunk[:limit]`` in one msgspec call and keep its records if there is one per line."""
     try:
-        envs = _DECODER.decode_lines(chunk)
+        envs = _DECODER.decode_lines(chunk if limit == len(chunk) else memoryview(chunk)[:limit])
     except (msgspec.DecodeError, msgspec.ValidationError):
         return False
     if len(envs) != len(starts):
@@ -401,10 +456,11 @@ def _add_envelopes(j: Journal, envs: list[_Envelope]) -> None:
         j.heads.extend([None if m is UNDEFINED else heads(m, m) for m in messages])
     except TypeError:  # an unhashable role/provider/model
         j.heads.extend([_head_of(e.message) for e in envs])
+        j.loose_heads = True
 
 
-def _fast_chunk(j: Journal, chunk: bytes, base: int) -> bool:
-    """Take a chunk whose every non-blank line is one object, validated in one msgspec call.
+def _fast_chunk(j: Journal, chunk: bytes | bytearray, limit: int, base: int) -> bool:
+    """Take ``chunk[:limit]`` when its every non-blank line is one object, validated in one msgspec call.
 
     A line that starts with ``{`` and ends with ``}`` cannot be part of a value spanning lines;
     with that, "as many values as lines" means exactly one value per line, as omp reads it.
@@ -413,9 +469,9 @@ def _fast_chunk(j: Journal, chunk: bytes, base: int) -> bool:
     line_starts: list[int] = []
     line_ends: list[int] = []
     add_start, add_end = line_starts.append, line_ends.append
-    p, m = 0, len(chunk)
+    p, m = 0, limit
     while p < m:
-        e = find(b"\n", p)
+        e = find(b"\n", p, m)
         if e < 0:
             e = m
         if chunk[e - 1] == 125 and chunk[p] == 123 and e > p:  # the usual line: {...}
@@ -431,7 +487,7 @@ def _fast_chunk(j: Journal, chunk: bytes, base: int) -> bool:
                 add_start(base + p)
                 add_end(base + q)
         p = e + 1
-    return not line_starts or _take(j, chunk, line_starts, line_ends)
+    return not line_starts or _take(j, chunk, limit, line_starts, line_ends)
 
 
 def _add(j: Journal, start: int, end: int, value: Any) -> None:
@@ -442,7 +498,10 @@ def _add(j: Journal, start: int, end: int, value: Any) -> None:
     j.ids.append(i)
     j.parents.append(p)
     j.linear.append(0)
-    j.heads.append(_head_of(value.get("message")) if isinstance(value, dict) and "message" in value else None)
+    head = _head_of(value.get("message")) if isinstance(value, dict) and "message" in value else None
+    j.heads.append(head)
+    if head is not None and not j.loose_heads and not _is_shared(head):
+        j.loose_heads = True
     j.values[len(j.starts) - 1] = value
 
 

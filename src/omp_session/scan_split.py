@@ -16,7 +16,7 @@ import os
 import pickle
 import sys
 import threading
-from typing import Any
+from array import array
 
 from . import reader
 
@@ -40,25 +40,21 @@ def _midpoint(j: reader.Journal, body_start: int) -> int | None:
 
 
 def _payload(part: reader.Journal) -> bytes:
-    heads: dict[int, int] = {}
-    table: list[Any] = []
-    codes = []
-    for head in part.heads:
-        key = id(head)
-        code = heads.get(key)
-        if code is None:
-            code = heads[key] = len(table)
-            table.append(None if head is None else (head.role, head.provider, head.model))
-        codes.append(code)
+    # heads are shared objects: send each distinct one once, and per record its number
+    # (C-level maps: the child's packing is on the critical path)
+    distinct = dict(zip(map(id, part.heads), part.heads, strict=True))
+    code_of = {ident: k for k, ident in enumerate(distinct)}
+    table = [None if head is None else (head.role, head.provider, head.model) for head in distinct.values()]
+    codes = array("i", map(code_of.__getitem__, map(id, part.heads)))
     return pickle.dumps((part.starts, part.ends, part.types, part.ids, part.parents, part.linear, table, codes,
                          part.values, [(m.start, m.end) for m in part.malformed], part.blob_offsets,
-                         part.copilot_offsets),
+                         part.loose_heads),
                         protocol=pickle.HIGHEST_PROTOCOL)
 
 
 def _merge(j: reader.Journal, payload: bytes) -> None:
     (starts, ends, types, ids, parents, linear, table, codes, values, malformed, blobs,
-     copilot) = pickle.loads(payload)
+     loose) = pickle.loads(payload)
     heads = [None if t is None else reader.head_of_fields(*t) for t in table]
     first = len(j.starts)
     j.starts.extend(starts)
@@ -67,12 +63,12 @@ def _merge(j: reader.Journal, payload: bytes) -> None:
     j.ids.extend(ids)
     j.parents.extend(parents)
     j.linear.extend(linear)
-    j.heads.extend([heads[c] for c in codes])
+    j.heads.extend(map(heads.__getitem__, codes))
     for i, value in values.items():
         j.values[first + i] = value
     j.malformed.extend(reader.MalformedSpan(a, b) for a, b in malformed)
     j.blob_offsets.extend(blobs)
-    j.copilot_offsets.extend(copilot)
+    j.loose_heads = j.loose_heads or loose
 
 
 def _read_all(fd: int) -> bytes:

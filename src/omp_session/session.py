@@ -6,7 +6,7 @@ import operator
 import os
 import re
 from array import array
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from itertools import islice, repeat
 from typing import Any, overload
 
@@ -17,7 +17,16 @@ from .codec import UNDEFINED
 from .compact import compact_ids
 from .diagnostics import Diagnostic, Severity
 from .migrate import migrate, needs_migration
-from .reader import Journal, MalformedSpan, head_of_message, scan_bytes, scan_file
+from .reader import (
+    Journal,
+    MalformedSpan,
+    copilot_records,
+    head_of_message,
+    is_shared_head,
+    scan_bytes,
+    scan_file,
+    shared_heads,
+)
 from .title import TitleSlot
 from .tree import (
     Tree,
@@ -57,15 +66,20 @@ for _h, _kind in ((_H_NONE, KIND_OTHER), (_H_PLAIN, KIND_MESSAGE), (_H_ASSISTANT
     _KIND_TABLE[_T_ODD + _h] = KIND_ODD
 
 
-def entry_kinds(types: Sequence[Any], heads: Sequence[Any]) -> bytearray:
+def entry_kinds(types: Sequence[Any], heads: Sequence[Any], shared: Iterable[Any] | None = None) -> bytearray:
     """Classify entries from their envelope (``heads`` is indexed by record: entry k is k + 1).
 
     Built from C-level maps over the few distinct types and message heads: this runs on every
-    large-session context and must not cost a Python step per entry.
+    large-session context and must not cost a Python step per entry. ``shared``, when given,
+    holds every head object of ``heads`` other than None (the reader's shared heads).
     """
     n = len(types)
     # heads are shared objects: key them by identity (hashing a struct per entry costs more)
-    distinct = dict(zip(map(id, heads), heads, strict=True))
+    if shared is None:
+        distinct = dict(zip(map(id, heads), heads, strict=True))
+    else:
+        distinct = {id(head): head for head in shared}
+        distinct[id(None)] = None
     head_codes: dict[int, int] = {}
     for ident, head in distinct.items():
         role = None if head is None else head.role
@@ -77,7 +91,7 @@ def entry_kinds(types: Sequence[Any], heads: Sequence[Any]) -> bytearray:
             raise TypeError("a non-string type")
         type_codes = bytearray(map({"message": _T_MESSAGE}.get, types, repeat(_T_TYPED, n)))
         head_bytes = bytearray(map(head_codes.__getitem__, map(id, islice(heads, 1, None))))
-    except TypeError:  # unhashable heads or types, or odd types: one step per entry then
+    except (TypeError, KeyError):  # unhashable heads or types, odd types, unshared heads: one step per entry
         return bytearray(_kind_of(t, heads[k + 1]) for k, t in enumerate(types))
     return bytearray(map(operator.add, type_codes, head_bytes)).translate(_KIND_TABLE)
 
@@ -263,12 +277,9 @@ class Session:
         """What omp does to GitHub Copilot assistant messages on open (S4.8): the native replay
         payload and thinking signatures belong to a dead connection, so they are dropped."""
         j = self.journal
-        done: set[int] = set()
-        for offset in j.copilot_offsets:
-            i = j.record_at(offset)
-            if i is None or i == 0 or i in done:
+        for i in copilot_records(j):
+            if i == 0:
                 continue
-            done.add(i)
             entry = j.value(i)
             if not isinstance(entry, dict) or entry.get("type") != "message":
                 continue
@@ -382,6 +393,8 @@ class Session:
         kind = entry.get("type", UNDEFINED) if isinstance(entry, dict) else UNDEFINED
         head = head_of_message(entry.get("message")) if isinstance(entry, dict) and "message" in entry else None
         j.heads.append(head)
+        if head is not None and not is_shared_head(head):
+            j.loose_heads = True
         j.values[k + 1] = entry
         assert isinstance(self._ids, list) and isinstance(self._parents, list)
         if self._unique_strings and not (type(entry_id) is str and entry_id and entry_id not in self.index):
@@ -590,7 +603,8 @@ class Session:
     def kinds(self) -> bytearray:
         """One byte per entry, for scans that must not decode: see ``KIND_*``."""
         if self._kinds is None:
-            self._kinds = entry_kinds(self._types, self.journal.heads)
+            j = self.journal
+            self._kinds = entry_kinds(self._types, j.heads, None if j.loose_heads else shared_heads())
         return self._kinds
 
     @property
