@@ -27,8 +27,11 @@ LEVELS = ["off", "minimal", "low", "medium", "high", "xhigh"]
 
 
 class Script:
-    def __init__(self, rng: random.Random) -> None:
+    def __init__(self, rng: random.Random, *, tree_views: bool = True) -> None:
         self.rng = rng
+        # omp's getTree() never returns on some files with duplicate ids; a snapshot or getTree
+        # there would cost the whole script (the final tree view is handled on its own)
+        self.tree_views = tree_views
         self.ops: list[dict[str, Any]] = []
         self.refs: list[str] = []
         # explicit timestamps (message times, custom message entries, replicated entries) lie
@@ -213,11 +216,12 @@ class Script:
             self.add({"op": "rewriteEntries"}, named=False)
         elif kind == "reopen":
             self.add({"op": "reopen"}, named=False)
-        elif kind == "snapshot":
+        elif kind == "snapshot" and self.tree_views:
             self.add({"op": "snapshot"}, named=False)
         else:
             getter = rng.choice(["getLeafId", "getEntry", "getChildren", "getLabel", "getBranch", "getHeader",
-                                 "getEntries", "getSessionName", "getSessionFile", "getTree", "buildSessionContext"])
+                                 "getEntries", "getSessionName", "getSessionFile", "buildSessionContext",
+                                 *(["getTree"] if self.tree_views else [])])
             op = {"op": getter}
             if getter in ("getEntry", "getLabel"):
                 op["id"] = self.ref()
@@ -245,10 +249,12 @@ def recorded_cwd(path: Path) -> str | None:
 
 
 def make_script(rng: random.Random, source: Path | None) -> dict[str, Any]:
-    s = Script(rng)
-    script: dict[str, Any] = {"cwd": rng.choice(["/home/dev/project", "{TMP}/work"])}
     r = rng.random()
-    if source is not None and r < 0.3:
+    resumed = source is not None and r < 0.3
+    s = Script(rng, tree_views=not (resumed and source is not None and
+                                    ("dup_ids" in source.name or "cycle" in source.name)))
+    script: dict[str, Any] = {"cwd": rng.choice(["/home/dev/project", "{TMP}/work"])}
+    if resumed and source is not None:
         # The recorded cwd, so that new files stay in the script's session dir. Elsewhere omp
         # puts them in the default bucket of its home, which the oracle shares between the
         # scripts of one worker while its clock and ids restart for each: names would collide.
