@@ -402,3 +402,12 @@ def test_appending_to_a_big_session_with_compact_columns(tmp_path: Path) -> None
     sm.close()
     again = omp_session.open(path)
     assert len(again) == 5002 and again.get_leaf_id() == side
+
+
+def test_a_deleted_file_is_written_again_whole(tmp_path: Path) -> None:
+    path = saved(tmp_path)
+    sm = SessionManager.open(path, blob_store=MemoryBlobStore())
+    path.unlink()
+    sm.append_message(USER)
+    s = omp_session.open(path)
+    assert s.header is not None and len(s.entries) == 3

@@ -36,7 +36,7 @@ from .entries import (
 )
 from .errors import EditError, EntryNotFoundError, FormatError, PersistenceError, SessionError
 from .ids import iso_timestamp, new_session_id, new_session_timestamp
-from .paths import blobs_dir, default_session_dir
+from .paths import blobs_dir, default_session_dir, session_dir_override
 from .persist import persist_transform
 from .reader import scan_bytes
 from .session import Session
@@ -93,7 +93,7 @@ class SessionManager:
                storage: SessionStorage | None = None, blob_store: Any = None) -> SessionManager:
         """A new session for ``cwd``; its file is written once it has an assistant message (S8.1)."""
         cwd = _check_cwd(cwd)
-        directory = os.fspath(session_dir) if session_dir is not None else default_session_dir(cwd)
+        directory = _session_dir_for(cwd, session_dir)
         store = storage if storage is not None else FileStorage()
         if store.persistent:
             _check_writable_dir(directory)
@@ -149,7 +149,7 @@ class SessionManager:
         from .listing import find_most_recent_session
 
         cwd = _check_cwd(cwd)
-        directory = os.fspath(session_dir) if session_dir is not None else default_session_dir(cwd)
+        directory = _session_dir_for(cwd, session_dir)
         store = storage if storage is not None else FileStorage()
         recent = find_most_recent_session(directory)
         if recent is not None:
@@ -165,7 +165,7 @@ class SessionManager:
                   blob_store: Any = None) -> SessionManager:
         """A new session in ``cwd``'s bucket holding every entry of ``source`` (S2.3)."""
         cwd = _check_cwd(cwd)
-        directory = os.fspath(session_dir) if session_dir is not None else default_session_dir(cwd)
+        directory = _session_dir_for(cwd, session_dir)
         store = storage if storage is not None else FileStorage()
         manager = cls(cwd, directory, persist=True, storage=store, blob_store=_blobs(blob_store))
         src = os.path.abspath(os.fspath(source))
@@ -376,6 +376,11 @@ class SessionManager:
         line = self._line(entry)
         try:
             added = self._storage.append(self._session_file, line)
+        except FileNotFoundError:
+            # the file was deleted under us: write it again, whole, rather than a headerless line
+            self._expected_size = None
+            self._rewrite()
+            return
         except SessionError as e:
             self._latch(e)
             raise
@@ -571,6 +576,9 @@ class SessionManager:
         try:
             self._expected_size = (self._expected_size or 0) + self._storage.append(path, self._line(entry))
             written = self._storage.write_title_slot(path, self._title_slot())
+        except FileNotFoundError:
+            self._expected_size = None  # deleted under us: written again, whole, below
+            written = False
         except SessionError:
             written = False
         if not written:  # omp falls back to a whole-file rewrite too
@@ -798,6 +806,14 @@ def _load(storage: SessionStorage, path: str, blob_store: Any) -> Session | None
     except FileNotFoundError:
         return None
     return Session(scan_bytes(data), path, blob_store)
+
+
+def _session_dir_for(cwd: str, session_dir: str | os.PathLike[str] | None) -> str:
+    """The directory new sessions of ``cwd`` go to: the one given, else
+    ``$PI_CODING_AGENT_SESSION_DIR`` (as omp's command line does), else the project's bucket."""
+    if session_dir is not None:
+        return os.fspath(session_dir)
+    return session_dir_override() or default_session_dir(cwd)
 
 
 def _enterable(directory: str) -> bool:

@@ -8,11 +8,11 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-__all__ = ["agent_dir", "blobs_dir", "default_session_dir", "project_dir_name", "sessions_dir"]
+__all__ = ["agent_dir", "blobs_dir", "default_session_dir", "project_dir_name", "session_dir_override",
+           "sessions_dir"]
 
 _PROFILE = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}\Z")
-_WINDOWS_DEVICES = {"con", "prn", "aux", "nul", *(f"com{i}" for i in range(1, 10)),
-                    *(f"lpt{i}" for i in range(1, 10))}
+_WINDOWS_DEVICE = re.compile(r"(?:CON|PRN|AUX|NUL|COM[0-9]|LPT[0-9])(?:\..*)?\Z", re.IGNORECASE)
 
 
 def _env(env: Mapping[str, str] | None) -> Mapping[str, str]:
@@ -24,11 +24,13 @@ def _home(env: Mapping[str, str]) -> Path:
 
 
 def _profile(env: Mapping[str, str]) -> str | None:
-    name = env.get("OMP_PROFILE") or env.get("PI_PROFILE") or ""
+    """The named profile: ``OMP_PROFILE`` when set at all (empty = default), else ``PI_PROFILE``.
+    An invalid name means the default profile, as when omp's modules load."""
+    raw = env["OMP_PROFILE"] if "OMP_PROFILE" in env else env.get("PI_PROFILE", "")
+    name = raw.strip()
     if not name or name == "default":
         return None
-    if not _PROFILE.match(name) or name in (".", "..") or name.endswith(".") or \
-            name.split(".")[0] in _WINDOWS_DEVICES:
+    if name in (".", "..") or name.endswith(".") or not _PROFILE.match(name) or _WINDOWS_DEVICE.match(name):
         return None
     return name
 
@@ -49,8 +51,9 @@ def agent_dir(env: Mapping[str, str] | None = None) -> Path:
 
 
 def _xdg_data_dir(env: Mapping[str, str]) -> Path | None:
-    """The flattened XDG location, used only when it already exists (S9.1)."""
-    if sys.platform not in ("linux", "darwin") or env.get("PI_CODING_AGENT_DIR"):
+    """The flattened XDG location, used only when it already exists and the agent dir is the
+    default one (S9.1)."""
+    if sys.platform not in ("linux", "darwin") or agent_dir(env) != _config_root(env) / "agent":
         return None
     xdg = env.get("XDG_DATA_HOME")
     if not xdg:
@@ -62,12 +65,17 @@ def _xdg_data_dir(env: Mapping[str, str]) -> Path | None:
 
 
 def sessions_dir(env: Mapping[str, str] | None = None) -> Path:
+    """The root holding one directory per project (``<agent dir>/sessions``, or XDG's)."""
     env = _env(env)
-    override = env.get("PI_CODING_AGENT_SESSION_DIR")
-    if override:
-        return Path(os.path.abspath(override))
     xdg = _xdg_data_dir(env)
     return xdg / "sessions" if xdg else agent_dir(env) / "sessions"
+
+
+def session_dir_override(env: Mapping[str, str] | None = None) -> str | None:
+    """``$PI_CODING_AGENT_SESSION_DIR``: omp's command line puts sessions directly in this
+    directory instead of the project's bucket (its ``--session-dir`` default)."""
+    value = _env(env).get("PI_CODING_AGENT_SESSION_DIR")
+    return os.path.abspath(value) if value else None
 
 
 def blobs_dir(env: Mapping[str, str] | None = None) -> Path:

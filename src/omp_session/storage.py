@@ -49,8 +49,9 @@ class SessionStorage(Protocol):
         """The whole file (FileNotFoundError when missing)."""
 
     def append(self, path: str, line: bytes) -> int:
-        """Append one LF-terminated line; returns the bytes added (one more when a missing final
-        LF had to be written first)."""
+        """Append one LF-terminated line to an existing file; returns the bytes added (one more
+        when a missing final LF had to be written first). FileNotFoundError when the file is
+        gone (the caller then writes it whole)."""
 
     def replace(self, path: str, body: bytes, expected_size: int | None) -> None:
         """Atomically replace ``path`` by ``body`` if its size is still ``expected_size``
@@ -87,7 +88,7 @@ class FileStorage:
         try:
             os.makedirs(directory, exist_ok=True)
             with publish_lock(path):
-                fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+                fd = os.open(path, os.O_RDWR | os.O_APPEND)
                 try:
                     before = os.fstat(fd).st_size
                     if before and os.pread(fd, 1, before - 1) != b"\n":
@@ -99,7 +100,7 @@ class FileStorage:
                         raise
                 finally:
                     os.close(fd)
-        except WriteConflictError:
+        except (WriteConflictError, FileNotFoundError):
             raise
         except OSError as e:
             raise PersistenceError(path, "appending an entry", e) from e
@@ -198,7 +199,9 @@ class MemoryStorage:
             raise FileNotFoundError(path) from None
 
     def append(self, path: str, line: bytes) -> int:
-        data = self.files.setdefault(path, bytearray())
+        data = self.files.get(path)
+        if data is None:
+            raise FileNotFoundError(path)
         if data and not data.endswith(b"\n"):
             line = b"\n" + line
         data += line
