@@ -399,6 +399,8 @@ def test_appending_to_a_big_session_with_compact_columns(tmp_path: Path) -> None
     assert [e["id"] for e in sm.get_branch()][-2:] == ["e0002500", side]
     assert len(sm.build_session_context()["messages"]) == 2502
     assert sm.get_entry(new_id)["parentId"] == "e0004999"
+    nodes = list(sm.get_tree().walk())
+    assert len(nodes) == 5002 and len(sm.get_children("e0002500")) == 2 and "e0004999" in sm.session
     sm.close()
     again = omp_session.open(path)
     assert len(again) == 5002 and again.get_leaf_id() == side

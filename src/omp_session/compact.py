@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any, overload
 
-__all__ = ["FixedWidthIds", "ParentIds", "compact_ids"]
+__all__ = ["FixedWidthIds", "Grown", "ParentIds", "compact_ids"]
 
 
 class FixedWidthIds(Sequence[str]):
@@ -92,6 +92,60 @@ class ParentIds(Sequence[Any]):
             k += len(self)
         p = self._parents[k]
         return self._ids[p] if p >= 0 else self._others[k]
+
+
+class Grown(Sequence[Any]):
+    """A column that entries were appended to: the loaded column, unchanged, plus a list.
+
+    Appending to a session must not unpack its compact columns (that would cost a Python object
+    per loaded entry on the first append)."""
+
+    __slots__ = ("_base", "_n", "tail")
+
+    def __init__(self, base: Sequence[Any]) -> None:
+        self._base = base
+        self._n = len(base)
+        self.tail: list[Any] = []
+
+    def append(self, value: Any) -> None:
+        self.tail.append(value)
+
+    def __len__(self) -> int:
+        return self._n + len(self.tail)
+
+    @overload
+    def __getitem__(self, k: int) -> Any: ...
+    @overload
+    def __getitem__(self, k: slice) -> list[Any]: ...
+    def __getitem__(self, k: int | slice) -> Any:
+        if isinstance(k, slice):
+            return [self[i] for i in range(*k.indices(len(self)))]
+        if k < 0:
+            k += len(self)
+        if k < self._n:
+            return self._base[k]
+        return self.tail[k - self._n]
+
+    def __iter__(self) -> Iterator[Any]:
+        yield from self._base
+        yield from self.tail
+
+    def index(self, value: Any, start: int = 0, stop: int | None = None) -> int:
+        stop = len(self) if stop is None else stop
+        if start < self._n:
+            try:
+                return self._base.index(value, start, min(stop, self._n))
+            except ValueError:
+                pass
+        at = self.tail.index(value, max(start - self._n, 0), max(stop - self._n, 0))
+        return self._n + at
+
+    def __contains__(self, value: object) -> bool:
+        try:
+            self.index(value)
+        except ValueError:
+            return False
+        return True
 
 
 def compact_ids(ids: Sequence[Any], parents: Sequence[Any], parent_index: Sequence[int],

@@ -387,7 +387,7 @@ class SessionManager:
         self._expected_size = (self._expected_size or 0) + added
 
     def _record(self, entry: dict[str, Any]) -> str:
-        self.session.append_entry(entry)
+        self.session.append_entry(entry, new_id=True)  # every id _record sees came from generate_id
         if _is_assistant(entry):
             self._has_assistant = True
         self._persist_entry(entry)
@@ -395,7 +395,7 @@ class SessionManager:
 
     def _fresh(self) -> tuple[str, Any, str]:
         """(id, parentId, timestamp) of the next entry: a new id, the leaf, now."""
-        return generate_id(self.session.index), self.session.raw_leaf, iso_timestamp()
+        return generate_id(self.session), self.session.raw_leaf, iso_timestamp()
 
     def _has(self, entry_id: Any) -> bool:
         return self.session.index_of(entry_id) is not None
@@ -419,7 +419,7 @@ class SessionManager:
         if parent_id is not None:
             self._require(parent_id)
         leaf = self.session.raw_leaf
-        entry = record(("type", "message"), ("id", generate_id(self.session.index)), ("parentId", parent_id),
+        entry = record(("type", "message"), ("id", generate_id(self.session)), ("parentId", parent_id),
                        ("timestamp", iso_timestamp()), ("message", message))
         try:
             return self._record(entry)
@@ -432,7 +432,7 @@ class SessionManager:
         if session_id != self.get_session_id() or (parent_id is not None and not self._has(parent_id)):
             return None
         leaf = self.session.raw_leaf
-        entry = record(("type", "model_usage"), ("id", generate_id(self.session.index)), ("parentId", parent_id),
+        entry = record(("type", "model_usage"), ("id", generate_id(self.session)), ("parentId", parent_id),
                        ("timestamp", iso_timestamp()), *usage.items())
         try:
             return self._record(entry)
@@ -524,7 +524,7 @@ class SessionManager:
             self._require(entry_id)
         self.session.set_leaf(entry_id)
         return self._record(record(
-            ("type", "branch_summary"), ("id", generate_id(self.session.index)), ("parentId", entry_id),
+            ("type", "branch_summary"), ("id", generate_id(self.session)), ("parentId", entry_id),
             ("timestamp", iso_timestamp()), ("fromId", "root" if entry_id is None else entry_id),
             ("summary", summary), ("details", details), ("fromExtension", from_extension)))
 
@@ -553,7 +553,7 @@ class SessionManager:
         entry = record(("type", "title_change"), ("id", entry_id), ("parentId", parent), ("timestamp", timestamp),
                        ("title", title), ("source", source), ("previousTitle", previous or UNDEFINED),
                        ("trigger", trigger or UNDEFINED))
-        self.session.append_entry(entry)
+        self.session.append_entry(entry, new_id=True)
         self._persist_title_change(entry)
         return True
 

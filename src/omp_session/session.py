@@ -14,7 +14,7 @@ from . import codec
 from . import context as _context
 from .blobs import BLOB_PREFIX, parse_blob_ref, resolve_blob_refs
 from .codec import UNDEFINED
-from .compact import compact_ids
+from .compact import Grown, compact_ids
 from .diagnostics import Diagnostic, Severity
 from .migrate import migrate, needs_migration
 from .reader import (
@@ -377,8 +377,10 @@ class Session:
         session.raw_header = header
         return session
 
-    def append_entry(self, entry: Any) -> int:
+    def append_entry(self, entry: Any, *, new_id: bool = False) -> int:
         """Add ``entry`` after the last one, as omp's index inserts it; the leaf moves to it.
+        ``new_id``: the caller checked that no entry has its id (a fresh id), so it is not
+        looked up again.
 
         Only the id index is kept up to date here (the writer checks every new id against
         it); views derived from the whole journal are rebuilt on their next use.
@@ -396,8 +398,9 @@ class Session:
         if head is not None and not is_shared_head(head):
             j.loose_heads = True
         j.values[k + 1] = entry
-        assert isinstance(self._ids, list) and isinstance(self._parents, list)
-        if self._unique_strings and not (type(entry_id) is str and entry_id and entry_id not in self.index):
+        assert isinstance(self._ids, list | Grown) and isinstance(self._parents, list | Grown)
+        if self._unique_strings and not (type(entry_id) is str and entry_id and
+                                         (new_id or self.index_of(entry_id) is None)):
             self._unique_strings = False
         j.linear.append(1 if k and type(parent) is str and self._ids[k - 1] == parent else 0)
         self._ids.append(entry_id)
@@ -420,11 +423,15 @@ class Session:
         self._leaf = entry_id
 
     def _expand(self) -> None:
-        """Back to plain lists from the compact columns, which cannot grow."""
-        if not isinstance(self._ids, list):
-            self._ids = list(self._ids)
-        if not isinstance(self._parents, list):
-            self._parents = list(self._parents)
+        """Compact columns cannot grow: appended entries go to a list after them."""
+        if not isinstance(self._ids, list | Grown):
+            self._ids = Grown(self._ids)
+        if not isinstance(self._parents, list | Grown):
+            self._parents = Grown(self._parents)
+
+    def __contains__(self, entry_id: object) -> bool:
+        """Whether an entry has this id."""
+        return self.index_of(entry_id) is not None
 
     # ----- SessionManager read API ---------------------------------------------------------
 
