@@ -11,9 +11,10 @@ SAMPLE = Path(__file__).resolve().parents[1] / "src" / "omp_session" / "samples"
 
 def test_all_is_pinned() -> None:
     assert sorted(omp_session.__all__) == sorted([
-        "UNDEFINED", "BlobError", "DamagedSessionError", "Diagnostic", "EditError", "FormatError", "Session",
-        "SessionError", "SessionFileError", "SessionManager", "Severity", "Tree", "TreeNode",
-        "UnsupportedVersionError", "WriteConflictError", "__version__", "open",
+        "UNDEFINED", "BlobError", "DamagedSessionError", "Diagnostic", "EditError", "EntryNotFoundError",
+        "FormatError", "LockError", "PersistenceError", "Session", "SessionError", "SessionFileError",
+        "SessionManager", "Severity", "Tree", "TreeNode", "UnsupportedVersionError", "WriteConflictError",
+        "__version__", "open", "validate",
     ])
     for name in omp_session.__all__:
         assert hasattr(omp_session, name), name
@@ -21,7 +22,8 @@ def test_all_is_pinned() -> None:
 
 def test_error_tree() -> None:
     for name in ("FormatError", "UnsupportedVersionError", "DamagedSessionError", "WriteConflictError",
-                 "EditError", "BlobError", "SessionFileError"):
+                 "EditError", "BlobError", "SessionFileError", "EntryNotFoundError", "LockError",
+                 "PersistenceError"):
         assert issubclass(getattr(omp_session, name), omp_session.SessionError)
     assert issubclass(omp_session.FormatError, ValueError)
 

@@ -6,6 +6,7 @@
     session.build_session_context(), session.get_tree(), session.diagnostics
 
 ``open`` reads and never writes. ``SessionManager.open`` opens for writing, like omp.
+``validate(path)`` lists every problem of a file (docs/diagnostics.md).
 """
 
 from __future__ import annotations
@@ -19,7 +20,10 @@ from .errors import (
     BlobError,
     DamagedSessionError,
     EditError,
+    EntryNotFoundError,
     FormatError,
+    LockError,
+    PersistenceError,
     SessionError,
     SessionFileError,
     UnsupportedVersionError,
@@ -28,6 +32,7 @@ from .errors import (
 from .manager import SessionManager
 from .session import Session, read_session
 from .tree import Tree, TreeNode
+from .validate import validate
 
 __version__ = "0.1.0"
 
@@ -37,7 +42,10 @@ __all__ = [
     "DamagedSessionError",
     "Diagnostic",
     "EditError",
+    "EntryNotFoundError",
     "FormatError",
+    "LockError",
+    "PersistenceError",
     "Session",
     "SessionError",
     "SessionFileError",
@@ -49,6 +57,7 @@ __all__ = [
     "WriteConflictError",
     "__version__",
     "open",
+    "validate",
 ]
 
 

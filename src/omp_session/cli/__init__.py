@@ -15,6 +15,7 @@ from .. import open as open_session
 from ..errors import SessionError
 from ..session import Session
 from . import render
+from .validate_cmd import validate as validate_command
 
 __all__ = ["cli", "main"]
 
@@ -98,6 +99,9 @@ def demo() -> None:
             render.tree(s, False)
             click.echo()
             render.context(s, False, transcript=False)
+
+
+cli.add_command(validate_command)
 
 
 def main() -> None:

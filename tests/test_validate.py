@@ -1,0 +1,221 @@
+"""omp_session.validate and ``omp-session validate`` (issue 4, spec S14).
+
+Inputs live in tests/data/validate/ (written by make.py); oracle.json there records what the
+real omp 18.2.3 does with each of them (record.py regenerates it), so no oracle is needed here.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from omp_session.cli.validate_cmd import validate as validate_cmd
+from omp_session.diagnostics import Severity
+from omp_session.validate import validate
+
+DATA = Path(__file__).parent / "data" / "validate"
+BLOBS = DATA / "blobs"
+ORACLE = json.loads((DATA / "oracle.json").read_text())
+
+# file -> (code, severity, line) that must be reported
+EXPECTED = {
+    "2026-01-01T00-00-00-000Z_other-id.jsonl": ("filename-id-mismatch", "info", 1),
+    "assistant_error_string.jsonl": ("assistant-content-invalid", "error", 3),
+    "assistant_no_content.jsonl": ("assistant-content-invalid", "error", 3),
+    "assistant_string_content.jsonl": ("assistant-content-invalid", "warning", 3),
+    "bom_malformed.jsonl": ("omp-stops-saving", "error", 1),
+    "branch_summary_from.jsonl": ("branch-summary-from", "warning", 3),
+    "compaction_missing.jsonl": ("compaction-ref-missing", "warning", 3),
+    "compaction_off_path.jsonl": ("compaction-ref-off-path", "warning", 4),
+    "crlf.jsonl": ("crlf", "info", 2),
+    "custom_message.jsonl": ("custom-message-invalid", "warning", 3),
+    "dup_cycle.jsonl": ("tree-cycle", "error", None),
+    "duplicate_record.jsonl": ("duplicate-record", "warning", 4),
+    "empty.jsonl": ("not-a-session", "error", None),
+    "envelope.jsonl": ("entry-timestamp-invalid", "warning", 3),
+    "extra_header.jsonl": ("extra-header", "warning", 3),
+    "glued.jsonl": ("glued-records", "warning", 2),
+    "header_not_first.jsonl": ("header-not-first", "error", 2),
+    "invalid_utf8.jsonl": ("invalid-utf8", "warning", 3),
+    "label_missing.jsonl": ("label-target-missing", "warning", 3),
+    "leaf_label.jsonl": ("leaf-not-message", "info", 4),
+    "leaf_model_usage.jsonl": ("leaf-not-message", "info", 4),
+    "leaf_non_object.jsonl": ("leaf-not-message", "info", 4),
+    "malformed.jsonl": ("malformed-record", "warning", 3),
+    "message_without_message.jsonl": ("omp-cannot-open", "error", 3),
+    "model_change_legacy.jsonl": ("model-change-legacy", "warning", 3),
+    "multiline.jsonl": ("multiline-record", "info", 3),
+    "no_cwd.jsonl": ("header-cwd-missing", "warning", 1),
+    "no_final_newline.jsonl": ("no-final-newline", "warning", 2),
+    "non_object.jsonl": ("non-object-record", "warning", 3),
+    "not_png.jsonl": ("not-a-session", "error", None),
+    "nul_tail.jsonl": ("nul-fill", "warning", 3),
+    "null_record.jsonl": ("omp-cannot-open", "error", 3),
+    "numeric_cwd.jsonl": ("omp-cannot-open", "error", 1),
+    "parent_cycle.jsonl": ("parent-cycle", "warning", 3),
+    "parent_empty.jsonl": ("entry-parent-invalid", "warning", 3),
+    "parent_missing.jsonl": ("parent-missing", "warning", 3),
+    "parent_session.jsonl": ("parent-session", "info", 1),
+    "role_missing.jsonl": ("message-role-invalid", "warning", 3),
+    "self_parent.jsonl": ("self-parent", "warning", 3),
+    "text.jsonl": ("not-a-session", "error", None),
+    "title_bad_source.jsonl": ("title-slot-invalid", "error", 1),
+    "title_long.jsonl": ("title-slot-long", "warning", 1),
+    "title_mismatch.jsonl": ("title-mismatch", "info", 2),
+    "title_pad.jsonl": ("title-slot-pad", "warning", 1),
+    "title_short.jsonl": ("title-slot-short", "error", 1),
+    "tool_dangling.jsonl": ("tool-call-dangling", "warning", 3),
+    "tool_orphan.jsonl": ("tool-result-orphan", "warning", 3),
+    "trailing_garbage.jsonl": ("trailing-garbage", "warning", 2),
+    "truncated.jsonl": ("truncated-record", "warning", 3),
+    "truncated_content.jsonl": ("content-truncated", "info", 2),
+    "truncated_mid_utf8.jsonl": ("omp-stops-saving", "error", 1),
+    "ttsr_mixed.jsonl": ("ttsr-rules-invalid", "warning", 3),
+    "ttsr_number.jsonl": ("ttsr-rules-invalid", "error", 3),
+    "usage_no_cost.jsonl": ("usage-cost-invalid", "error", 3),
+    "version_future.jsonl": ("version-future", "info", 1),
+    "version_string.jsonl": ("version-invalid", "warning", 1),
+    "version_v1.jsonl": ("version-legacy", "warning", 1),
+    "version_v2.jsonl": ("version-legacy", "info", 1),
+}
+EXTRA = {  # a second finding some inputs must also give
+    "blobs.jsonl": [("blob-missing", "warning", 4), ("blob-hash-mismatch", "warning", 5),
+                    ("blob-malformed-ref", "warning", 6)],
+    "envelope.jsonl": [("entry-type-invalid", "warning", 3), ("entry-id-invalid", "warning", 3)],
+    "dup_cycle.jsonl": [("duplicate-id", "warning", 4)],
+    "bom_malformed.jsonl": [("bom", "warning", 1), ("malformed-record", "warning", 3)],
+    "truncated_mid_utf8.jsonl": [("truncated-record", "warning", 3), ("invalid-utf8", "warning", 3)],
+}
+
+
+def found(name: str) -> list[tuple[str, str, int | None]]:
+    return [(d.code, d.severity.value, d.line) for d in validate(DATA / name, blobs_dir=BLOBS)]
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_each_check(name: str) -> None:
+    got = found(name)
+    assert EXPECTED[name] in got, got
+    for extra in EXTRA.get(name, []):
+        assert extra in got, got
+
+
+def test_clean_file_has_no_findings() -> None:
+    assert validate(DATA / "clean.jsonl", blobs_dir=BLOBS) == []
+
+
+def test_location_fields() -> None:
+    [d] = validate(DATA / "parent_missing.jsonl", blobs_dir=BLOBS)
+    text = (DATA / "parent_missing.jsonl").read_bytes()
+    assert d.offset == text.index(b'{"type":"message","id":"cccccccc"')
+    assert d.entry_id == "cccccccc" and d.path == str(DATA / "parent_missing.jsonl")
+
+
+@pytest.mark.parametrize("name", sorted(ORACLE))
+def test_errors_agree_with_omp(name: str) -> None:
+    """A file gets an error exactly when the real omp throws, hangs or loses writes on it, or
+    (title-slot-short) when omp's next title update destroys it (spec S1.2.8, not a load effect)."""
+    omp = ORACLE[name]
+    omp_fails = bool(omp["open_error"] or omp["view_errors"] or omp["tree_hangs"] or omp["rewrite_fails"])
+    errors = {c for c, s, _ in found(name) if s == "error"}
+    if name == "empty.jsonl":  # omp writes a new session into an empty file; we call it not a session
+        assert errors == {"not-a-session"} and not omp_fails
+        return
+    assert bool(errors - {"title-slot-short"}) == omp_fails, (omp, errors)
+    if omp["tree_hangs"]:
+        assert "tree-cycle" in errors
+    if omp["rewrite_fails"]:
+        assert "omp-stops-saving" in errors
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.binary(max_size=600))
+def test_never_raises_on_random_bytes(tmp_path: Path, data: bytes) -> None:
+    p = tmp_path / "x.jsonl"
+    p.write_bytes(data)
+    for d in validate(p, blobs_dir=BLOBS):
+        assert isinstance(d.severity, Severity)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.sampled_from([*sorted(EXPECTED), "clean.jsonl", "blobs.jsonl"]), st.data())
+def test_never_raises_on_damaged_files(tmp_path: Path, name: str, data: st.DataObject) -> None:
+    raw = bytearray((DATA / name).read_bytes())
+    for _ in range(data.draw(st.integers(1, 4))):
+        op = data.draw(st.sampled_from(["cut", "flip", "insert", "dup"]))
+        at = data.draw(st.integers(0, len(raw)))
+        if op == "cut":
+            del raw[at:]
+        elif op == "flip" and at < len(raw):
+            raw[at] = data.draw(st.integers(0, 255))
+        elif op == "insert":
+            raw[at:at] = data.draw(st.sampled_from([b"\n", b"\x00", b"{", b"\xef\xbb\xbf", b"null\n", b"\r"]))
+        elif op == "dup" and raw:
+            raw += raw[raw.rfind(b"\n", 0, len(raw) - 1) + 1:]
+    p = tmp_path / name
+    p.write_bytes(bytes(raw))
+    validate(p, blobs_dir=BLOBS)
+
+
+def test_large_file_streams(tmp_path: Path) -> None:
+    """Above 8 MiB the reader streams; the checks still find problems deep in the file."""
+    lines = [(DATA / "clean.jsonl").read_bytes()]
+    body = b"".join(b'{"type":"custom","customType":"x","id":"%08x","parentId":"%08x","timestamp":'
+                    b'"2026-01-01T00:00:00.000Z","data":"%s"}\n' % (k + 1, k, b"y" * 200) for k in range(45000))
+    p = tmp_path / "big.jsonl"
+    p.write_bytes(lines[0] + b'{"type":"custom","customType":"x","id":"00000000","parentId":"bbbbbbbb",'
+                  b'"timestamp":"2026-01-01T00:00:00.000Z"}\n' + body + b'{"type":"custom","id":"zz","parentId":'
+                  b'"nowhere","timestamp":"2026-01-01T00:00:00.000Z","data":"\xff"}\n')
+    codes = {d.code for d in validate(p, blobs_dir=BLOBS)}
+    assert {"parent-missing", "invalid-utf8"} <= codes
+
+
+def run(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(validate_cmd, list(args))
+    return result.exit_code, result.output
+
+
+def test_cli_exit_codes() -> None:
+    assert run(str(DATA / "clean.jsonl"))[0] == 0
+    assert run(str(DATA / "parent_missing.jsonl"))[0] == 0  # warnings only
+    assert run("--strict", str(DATA / "parent_missing.jsonl"))[0] == 1
+    assert run(str(DATA / "null_record.jsonl"))[0] == 1
+    assert run(str(DATA / "does-not-exist.jsonl"))[0] == 2
+    assert run("--bogus")[0] == 2
+
+
+def test_cli_human_output_shows_line() -> None:
+    code, out = run(str(DATA / "null_record.jsonl"))
+    assert code == 1 and "omp-cannot-open" in out and "line 3" in out and "null" in out
+
+
+def test_cli_json() -> None:
+    code, out = run("--json", str(DATA / "blobs.jsonl"))
+    records = [json.loads(line) for line in out.splitlines()]
+    assert code == 0 and {r["code"] for r in records} >= {"blob-missing", "blob-malformed-ref"}
+    for r in records:
+        assert list(r) == ["path", "code", "severity", "message", "line", "offset", "entry_id"]
+
+
+def test_cli_directory_with_non_session(tmp_path: Path) -> None:
+    (tmp_path / "a.jsonl").write_bytes((DATA / "clean.jsonl").read_bytes())
+    (tmp_path / "b.jsonl").write_bytes((DATA / "not_png.jsonl").read_bytes())
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "c.jsonl").write_bytes((DATA / "null_record.jsonl").read_bytes())
+    before = sorted(p.name for p in tmp_path.rglob("*"))
+    code, out = run("--json", str(tmp_path))
+    paths = {json.loads(line)["path"] for line in out.splitlines()}
+    assert code == 1 and paths == {str(tmp_path / "b.jsonl")}
+    code, out = run("--json", "--recursive", str(tmp_path))
+    assert {json.loads(line)["code"] for line in out.splitlines()} == {"not-a-session", "omp-cannot-open"}
+    assert sorted(p.name for p in tmp_path.rglob("*")) == before  # never writes
+
+
+def test_cli_default_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PI_CODING_AGENT_DIR", str(tmp_path / "agent"))
+    assert run()[0] == 2  # no session root yet
