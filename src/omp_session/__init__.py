@@ -6,7 +6,8 @@
     session.build_session_context(), session.get_tree(), session.diagnostics
 
 ``open`` reads and never writes. ``SessionManager.open`` opens for writing, like omp.
-``validate(path)`` lists every problem of a file (docs/diagnostics.md).
+``validate(path)`` lists every problem of a file (docs/diagnostics.md);
+``plan = plan_repair(path); apply_repair(plan, out=...)`` saves a damaged one (docs/repair.md).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from .errors import (
     WriteConflictError,
 )
 from .manager import SessionManager
+from .repair import NotASessionError, RepairConflictError, RepairError, RepairPlan, apply_repair, plan_repair
 from .session import Session, read_session
 from .tree import Tree, TreeNode
 from .validate import validate
@@ -45,7 +47,11 @@ __all__ = [
     "EntryNotFoundError",
     "FormatError",
     "LockError",
+    "NotASessionError",
     "PersistenceError",
+    "RepairConflictError",
+    "RepairError",
+    "RepairPlan",
     "Session",
     "SessionError",
     "SessionFileError",
@@ -56,7 +62,9 @@ __all__ = [
     "UnsupportedVersionError",
     "WriteConflictError",
     "__version__",
+    "apply_repair",
     "open",
+    "plan_repair",
     "validate",
 ]
 

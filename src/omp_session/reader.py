@@ -538,6 +538,24 @@ def _slow_chunk(j: Journal, chunk: bytes, base: int) -> int:
     return base + m
 
 
+def _byte_offset(block: bytes, text: str, k: int) -> int:
+    """Where text offset ``k`` of ``block.decode("utf-8", "replace")`` starts in ``block``.
+
+    Re-encoding the text is exact only without invalid bytes: each invalid byte became one
+    U+FFFD, three bytes long. Then the shortest prefix of ``block`` decoding to ``text[:k]`` is
+    searched for (decoded lengths grow with the prefix)."""
+    if "\ufffd" not in text[:k]:
+        return len(text[:k].encode("utf-8", "surrogatepass"))
+    lo, hi = 0, len(block)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if len(block[:mid].decode("utf-8", "replace")) < k:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
 def _parse_exact(j: Journal, p: int) -> int:
     """One step of omp's skip-on-error loop at line start ``p`` (S1.4.3); returns the next start."""
     src, n = j.source, j.size
@@ -577,7 +595,7 @@ def _parse_exact(j: Journal, p: int) -> int:
         e = n if e_rel < 0 else p + e_rel
         if rest.rstrip(" \t\r"):
             # trailing garbage: the value is kept, the rest of its line is one malformed record
-            tail_start = e - len(rest.encode("utf-8", "surrogatepass"))
+            tail_start = p + _byte_offset(block, text, end)
             _add(j, p, tail_start, value)
             if rest.strip(_JS_TRIM):
                 j.malformed.append(MalformedSpan(tail_start, e))

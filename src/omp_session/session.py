@@ -340,6 +340,9 @@ class Session:
                            offset=j.start(i))
         headless = [m.start() for m in _OTHER.finditer(self.kinds)]
         for k in [k for k in headless if j.heads[k + 1] is None]:
+            entry = self.entry_at(k)
+            # omp reads entry.message.role on open: only a missing or null message throws
+            if isinstance(entry, dict) and entry.get("message") is None:
                 self._diag("omp-cannot-open", Severity.ERROR, "a message entry without a message object: "
                            "omp cannot open this file", offset=j.start(k + 1), entry_id=self._ids[k])
         if not self._unique_strings and len(self.index) < self._count and self.header is not None:

@@ -251,11 +251,16 @@ class _Checker:
                 if kind == "toolCall":
                     self.out.calls[call_key(_get(block, "id"))] = i - 1
         if usage is not UNDEFINED and usage is not None:
-            cost = usage.get("cost") if type(usage) is dict else UNDEFINED
+            cost = usage.get("cost", UNDEFINED) if type(usage) is dict else UNDEFINED
             total = cost.get("total") if type(cost) is dict else UNDEFINED
-            if not _is_number(total):
-                self.add(i, "usage-cost-invalid", Severity.ERROR, "an assistant usage without a numeric "
-                         "cost.total: omp throws opening the file")
+            if cost is UNDEFINED or cost is None:
+                # omp sums usage.cost.total while indexing the entries: reading a field of a
+                # missing cost throws
+                self.add(i, "usage-cost-invalid", Severity.ERROR, "an assistant usage without a cost "
+                         "object: omp throws opening the file")
+            elif not _is_number(total):
+                self.add(i, "usage-cost-invalid", Severity.WARNING, "an assistant usage whose cost.total "
+                         "is not a number: omp's cost totals become NaN or a string")
 
     def _branch_summary(self, i: int, e: _Entry) -> None:
         if e.fromId == e.parentId and isinstance(e.fromId, str):

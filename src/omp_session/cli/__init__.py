@@ -15,6 +15,7 @@ from .. import open as open_session
 from ..errors import SessionError
 from ..session import Session
 from . import render
+from .repair_cmd import repair as repair_command
 from .validate_cmd import validate as validate_command
 
 __all__ = ["cli", "main"]
@@ -102,6 +103,7 @@ def demo() -> None:
 
 
 cli.add_command(validate_command)
+cli.add_command(repair_command)
 
 
 def main() -> None:
