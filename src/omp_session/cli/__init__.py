@@ -13,9 +13,13 @@ import click
 
 from .. import open as open_session
 from ..errors import SessionError
+from ..resolve import resolve_session
 from ..session import Session
 from . import render
+from .cat_cmd import cat as cat_command
+from .list_cmd import list_command
 from .repair_cmd import repair as repair_command
+from .tail_cmd import tail as tail_command
 from .validate_cmd import validate as validate_command
 
 __all__ = ["cli", "main"]
@@ -28,7 +32,16 @@ def json_option(fn: F) -> F:
 
 
 def session_argument(fn: F) -> F:
-    return click.argument("path", type=click.Path(dir_okay=True, path_type=Path))(fn)
+    """SESSION: a path, a session id or a unique prefix of one, or ``latest`` (resolve.py)."""
+    return click.argument("path", metavar="SESSION", callback=_resolve)(fn)
+
+
+def _resolve(ctx: click.Context, param: click.Parameter, value: str) -> Path:
+    try:
+        return Path(resolve_session(value))
+    except SessionError as e:
+        click.echo(f"omp-session: {e}", err=True)
+        sys.exit(1)
 
 
 def handle_errors(fn: F) -> F:
@@ -102,6 +115,9 @@ def demo() -> None:
             render.context(s, False, transcript=False)
 
 
+cli.add_command(list_command)
+cli.add_command(cat_command)
+cli.add_command(tail_command)
 cli.add_command(validate_command)
 cli.add_command(repair_command)
 

@@ -1,0 +1,113 @@
+"""list, cat and SESSION resolution (ids, prefixes, latest), and docs/cli.md covering every command."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from omp_session.blobs import MemoryBlobStore
+from omp_session.cli import cli
+from omp_session.manager import SessionManager
+from omp_session.resolve import AmbiguousSessionError, SessionNotFoundError, resolve_session
+
+ROOT = Path(__file__).resolve().parents[1]
+ASSISTANT = {"role": "assistant", "content": [{"type": "text", "text": "done"}], "provider": "p", "model": "m",
+             "usage": {"input": 1, "output": 1, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 2,
+                       "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}},
+             "stopReason": "stop", "timestamp": 2}
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("PI_CODING_AGENT_DIR", str(tmp_path / "agent"))
+    monkeypatch.delenv("PI_CODING_AGENT_SESSION_DIR", raising=False)
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    return work
+
+
+def make(cwd: Path, text: str, title: str | None = None) -> SessionManager:
+    sm = SessionManager.create(str(cwd), blob_store=MemoryBlobStore())
+    sm.append_message({"role": "user", "content": text, "timestamp": 1})
+    sm.append_message(ASSISTANT)
+    if title:
+        sm.set_session_name(title, "user")
+    sm.close()
+    return sm
+
+
+def run(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(cli, list(args))
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_resolve_by_path_id_prefix_and_latest(project: Path) -> None:
+    first = make(project, "one")
+    time.sleep(0.01)
+    second = make(project, "two")
+    os.utime(first.get_session_file() or "", (1, 1))  # the other one is the most recent
+    assert resolve_session(second.get_session_id()) == second.get_session_file()
+    assert resolve_session(second.get_session_id()[:30].upper()) == second.get_session_file()
+    assert resolve_session("latest") == second.get_session_file()
+    assert resolve_session(first.get_session_file() or "") == first.get_session_file()
+    with pytest.raises(SessionNotFoundError):
+        resolve_session("ffffffff-nothing")
+    with pytest.raises(AmbiguousSessionError) as err:
+        resolve_session("20")  # both file names start with the year
+    assert len(err.value.candidates) == 2
+
+
+def test_list_shows_this_projects_sessions_with_stable_fields(project: Path, tmp_path: Path) -> None:
+    a = make(project, "fix the importer", title="Importer")
+    b = make(project, "write docs")
+    other = tmp_path / "other"
+    other.mkdir()
+    make(other, "elsewhere")
+    sub_dir = Path((a.get_session_file() or "")[: -len(".jsonl")])
+    sub_dir.mkdir()
+    sub = SessionManager.open(sub_dir / "agent-1.jsonl", blob_store=MemoryBlobStore(), initial_cwd=str(project))
+    sub.append_message({"role": "user", "content": "subtask", "timestamp": 1})
+    sub.close()
+    code, out, _ = run("list", "--jsonl")
+    rows = [json.loads(line) for line in out.splitlines()]
+    assert code == 0 and {r["path"] for r in rows if r["subagent_of"] is None} == {a.get_session_file(),
+                                                                                b.get_session_file()}
+    assert set(rows[0]) == {"path", "id", "title", "cwd", "created", "modified", "messages", "size", "status",
+                            "first_message", "parent_session", "subagent_of"}
+    subs = [r for r in rows if r["subagent_of"]]
+    assert len(subs) == 1 and subs[0]["subagent_of"] == a.get_session_file()
+    assert next(r for r in rows if r["path"] == a.get_session_file())["title"] == "Importer"
+    code, out, _ = run("list", "--all", "--json", "--no-subagents")
+    assert code == 0 and len(json.loads(out)) == 3
+    code, out, _ = run("list", "--jsonl", "--grep", "IMPORT*", "--no-subagents")
+    assert [json.loads(x)["path"] for x in out.splitlines()] == [a.get_session_file()]
+    code, out, _ = run("list", "--jsonl", "--limit", "1", "--no-subagents")
+    assert len(out.splitlines()) == 1
+    code, out, _ = run("list", "--since", "not a date")
+    assert code == 2
+    code, out, _ = run("list")
+    assert code == 0 and "Importer" in out
+
+
+def test_cat_prints_records_as_stored(project: Path) -> None:
+    sm = make(project, "hello")
+    path = sm.get_session_file() or ""
+    code, out, _ = run("cat", path, "--all")
+    data = Path(path).read_text().splitlines()
+    assert code == 0 and out.splitlines() == data[1:]  # the title slot is not a record
+    code, out, _ = run("cat", sm.get_session_id(), "--type", "message")
+    assert [json.loads(x)["type"] for x in out.splitlines()] == ["message", "message"]
+    code, _, err = run("cat", "no-such-session")
+    assert code == 1 and "no session matches" in err
+
+
+def test_every_command_is_in_docs_cli() -> None:
+    text = (ROOT / "docs" / "cli.md").read_text()
+    for name in cli.commands:
+        assert f"omp-session {name}" in text, name
