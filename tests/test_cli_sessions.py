@@ -111,3 +111,34 @@ def test_every_command_is_in_docs_cli() -> None:
     text = (ROOT / "docs" / "cli.md").read_text()
     for name in cli.commands:
         assert f"omp-session {name}" in text, name
+
+
+SAMPLE = ROOT / "src" / "omp_session" / "samples" / "sample.jsonl"
+
+
+def test_show_reports_branches_models_and_cost() -> None:
+    code, out, _ = run("show", str(SAMPLE), "--json")
+    info = json.loads(out)
+    assert code == 0 and info["branches"] == 2 and info["leaf_id"] in info["branch_tips"]
+    assert info["entry_types"]["message"] == 8 and info["models"] == ["anthropic/claude-sonnet-4-5"]
+    assert info["usage"]["all"]["cost"] > info["usage"]["branch"]["cost"] > 0
+    assert info["labels"] == {"52592a2f": "diagnosis"} and info["diagnostics_summary"]["error"] == 0
+
+
+def test_tree_depth_and_only_messages() -> None:
+    _, out, _ = run("tree", str(SAMPLE), "--json")
+    everything = json.loads(out)
+    _, out, _ = run("tree", str(SAMPLE), "--json", "--only-messages")
+    messages = json.loads(out)
+    assert {r["type"] for r in messages} <= {"message", "compaction", "branch_summary", "custom_message"}
+    assert len(messages) < len(everything) and messages[0]["depth"] == 0
+    _, out, _ = run("tree", str(SAMPLE), "--json", "--depth", "2")
+    assert max(r["depth"] for r in json.loads(out)) == 1
+
+
+def test_context_at_another_leaf() -> None:
+    _, out, _ = run("context", str(SAMPLE), "--json")
+    _, other, _ = run("context", str(SAMPLE), "--json", "--leaf", "a1b45091")
+    assert json.loads(out)["messages"] != json.loads(other)["messages"]
+    code, _, err = run("context", str(SAMPLE), "--leaf", "nope")
+    assert code == 1 and "no entry nope" in err

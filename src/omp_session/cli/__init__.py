@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 import click
 
 from .. import open as open_session
-from ..errors import SessionError
+from ..errors import EntryNotFoundError, SessionError
 from ..resolve import resolve_session
 from ..session import Session
 from . import render
@@ -72,7 +72,13 @@ def cli() -> None:
 @json_option
 @handle_errors
 def show(path: Path, as_json: bool) -> None:
-    """Show a session's header, size, leaf and any problems found while reading it."""
+    """Show a session: header, title, size, entry counts, leaf and branches, labels, models,
+    tokens and cost (current branch and all), and the problems found while reading it.
+
+    \b
+    Example:
+      omp-session show latest --json
+    """
     with open_session(path) as s:
         render.show(s, as_json)
 
@@ -80,11 +86,20 @@ def show(path: Path, as_json: bool) -> None:
 @cli.command()
 @session_argument
 @json_option
+@click.option("--depth", type=click.IntRange(min=1), help="Show only this many levels.")
+@click.option("--only-messages", is_flag=True, help="Only messages, summaries and compactions.")
 @handle_errors
-def tree(path: Path, as_json: bool) -> None:
-    """Show the entry tree; the branch the session resumes on is marked with *."""
+def tree(path: Path, as_json: bool, depth: int | None, only_messages: bool) -> None:
+    """Show the entry tree; the branch the session resumes on is marked with * and highlighted.
+
+    Children are in omp's order (by timestamp); compactions and branch summaries are marked.
+
+    \b
+    Example:
+      omp-session tree latest --only-messages --depth 30
+    """
     with open_session(path) as s:
-        render.tree(s, as_json)
+        render.tree(s, as_json, depth=depth, only_messages=only_messages)
 
 
 @cli.command()
@@ -92,10 +107,20 @@ def tree(path: Path, as_json: bool) -> None:
 @json_option
 @click.option("--transcript", is_flag=True, help="The display transcript (full history) instead of the "
               "model's context.")
+@click.option("--leaf", "leaf_id", help="Build the context at this entry instead of the session's leaf.")
 @handle_errors
-def context(path: Path, as_json: bool, transcript: bool) -> None:
-    """Show the messages omp would send to the model when the session resumes."""
+def context(path: Path, as_json: bool, transcript: bool, leaf_id: str | None) -> None:
+    """Show exactly the messages omp would send to the model when the session resumes.
+
+    \b
+    Example:
+      omp-session context latest --leaf 3f813a95 --json
+    """
     with open_session(path) as s:
+        if leaf_id is not None:
+            if s.index_of(leaf_id) is None:
+                raise EntryNotFoundError(f"{path}: no entry {leaf_id}")
+            s.set_leaf(leaf_id)
         render.context(s, as_json, transcript=transcript)
 
 

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
+from collections import Counter
 from typing import Any
 
 from rich.console import Console
@@ -13,8 +15,9 @@ from rich.tree import Tree as RichTree
 
 from .. import codec
 from ..session import Session
+from ..usage import usage_statistics
 
-__all__ = ["context", "show", "summary", "tree"]
+__all__ = ["context", "show", "show_info", "summary", "tree"]
 
 
 def _console() -> Console:
@@ -75,27 +78,86 @@ def summary(entry: Any) -> str:
     return str(kind)
 
 
-def show(s: Session, as_json: bool) -> None:
+def _models_used(s: Session) -> list[str]:
+    """provider/model of every assistant message, in order of first use (from the envelopes)."""
+    seen: dict[str, None] = {}
+    for k in [m.start() for m in re.finditer(rb"\x01", s.kinds)]:
+        head = s.journal.heads[k + 1]
+        if head is not None and isinstance(head.model, str):
+            seen.setdefault(f"{head.provider}/{head.model}" if isinstance(head.provider, str) else head.model)
+    return list(seen)
+
+
+def _tips(s: Session) -> list[int]:
+    """Entries no other entry continues from: the tips of the branches."""
+    parents = set(s.parent_index)
+    return [k for k in range(len(s)) if k not in parents]
+
+
+def show_info(s: Session) -> dict[str, Any]:
+    """Everything ``show`` prints, as stable JSON fields."""
     header = s.header or {}
-    info = {
+    types = Counter(t if isinstance(t, str) else "(no type)" for t in s.types)
+    tips = _tips(s)
+    leaf = s.get_leaf_id()
+    branch = s.get_branch()
+    severities = Counter(d.severity.value for d in s.diagnostics)
+    return {
         "path": s.path,
         "id": header.get("id"),
         "title": s.get_session_name(),
+        "title_source": header.get("titleSource"),
         "cwd": header.get("cwd"),
         "created": header.get("timestamp"),
         "version": header.get("version"),
         "migrated": s.migrated,
+        "size": s.journal.size,
+        "parent_session": header.get("parentSession"),
         "entries": len(s),
+        "entry_types": dict(sorted(types.items())),
         "malformed_records": len(s.malformed),
-        "leaf_id": s.get_leaf_id(),
+        "leaf_id": leaf,
+        "branch_length": len(branch),
+        "branches": len(tips),
+        "branch_tips": [s.ids[k] for k in tips[:50]],
+        "labels": {str(k): v for k, v in s.labels().items()},
+        "models": _models_used(s),
+        "usage": {"branch": usage_statistics(branch), "all": s.get_usage_statistics()},
+        "diagnostics_summary": {k: severities.get(k, 0) for k in ("error", "warning", "info")},
         "diagnostics": [d.to_json() for d in s.diagnostics],
     }
+
+
+def _money(usage: dict[str, Any]) -> str:
+    cost = usage.get("cost")
+    total = cost if isinstance(cost, int | float) else None
+    tokens = usage.get("input", 0), usage.get("output", 0)
+    return (f"${total:.4f}" if total is not None else "-") + f" · {tokens[0]} in / {tokens[1]} out"
+
+
+def show(s: Session, as_json: bool) -> None:
+    info = show_info(s)
     if as_json:
         _emit_json(info)
         return
     table = Table(show_header=False, box=None)
-    for key in ("path", "id", "title", "cwd", "created", "version", "entries", "malformed_records", "leaf_id"):
-        table.add_row(key, escape(str(info[key])))
+    rows: list[tuple[str, Any]] = [
+        ("path", info["path"]), ("id", info["id"]),
+        ("title", f"{info['title']} ({info['title_source']})" if info["title"] else None),
+        ("cwd", info["cwd"]), ("created", info["created"]), ("version", info["version"]),
+        ("size", f"{info['size']:,} bytes"), ("parent session", info["parent_session"]),
+        ("entries", f"{info['entries']} (" + ", ".join(f"{k} {v}" for k, v in info["entry_types"].items()) + ")"),
+        ("malformed records", info["malformed_records"]),
+        ("leaf", f"{info['leaf_id']} (branch of {info['branch_length']} entries)"),
+        ("branches", f"{info['branches']} tips: " + ", ".join(str(t) for t in info["branch_tips"][:8])),
+        ("labels", ", ".join(f"{k}={v}" for k, v in info["labels"].items()) or None),
+        ("models", ", ".join(info["models"]) or None),
+        ("cost (branch)", _money(info["usage"]["branch"])), ("cost (all)", _money(info["usage"]["all"])),
+        ("problems", ", ".join(f"{v} {k}" for k, v in info["diagnostics_summary"].items() if v) or "none"),
+    ]
+    for key, value in rows:
+        if value is not None:
+            table.add_row(key, escape(str(value)))
     console = _console()
     console.print(table)
     for d in s.diagnostics:
@@ -103,32 +165,58 @@ def show(s: Session, as_json: bool) -> None:
                       f"[red]{escape(str(d))}[/red]")
 
 
-def tree(s: Session, as_json: bool) -> None:
+def _is_message(entry: Any) -> bool:
+    return isinstance(entry, dict) and entry.get("type") in ("message", "custom_message", "branch_summary",
+                                                              "compaction")
+
+
+def tree(s: Session, as_json: bool, *, depth: int | None = None, only_messages: bool = False) -> None:
+    """The entry tree; ``depth`` cuts it, ``only_messages`` hides other entries (their children
+    hang from the nearest shown ancestor)."""
     t = s.get_tree()
     on_branch = set(s.branch_indices())
+    rows: list[tuple[int, int]] = []  # (entry, shown depth)
+    shown_at: list[int] = []  # shown depth of the nearest shown ancestor per tree depth
+    for node, d in t.walk():
+        del shown_at[d:]
+        parent_shown = shown_at[-1] if shown_at else -1
+        visible = not only_messages or _is_message(s.entry_at(node))
+        level = parent_shown + 1 if visible else parent_shown
+        shown_at.append(level)
+        if visible and (depth is None or level < depth):
+            rows.append((node, level))
     if as_json:
-        rows = []
-        for node, depth in t.walk():
+        out = []
+        for node, level in rows:
+            entry = s.entry_at(node)
             label = s.get_label(s.ids[node])
-            row: dict[str, Any] = {"id": s.ids[node], "depth": depth, "line": s.line_of_entry(node),
-                                   "on_branch": node in on_branch, "summary": summary(s.entry_at(node))}
+            row: dict[str, Any] = {"id": s.ids[node], "depth": level, "line": s.line_of_entry(node),
+                                   "type": entry.get("type") if isinstance(entry, dict) else None,
+                                   "on_branch": node in on_branch, "summary": summary(entry)}
             if label is not None:
                 row["label"] = label
-            rows.append(row)
-        _emit_json(rows)
+            out.append(row)
+        _emit_json(out)
         return
     root = RichTree(f"[bold]{escape(str(s.get_session_name() or (s.header or {}).get('id', s.path)))}[/bold]")
-    parents: dict[int, Any] = {}
     stack: list[Any] = [root]
-    for node, depth in t.walk():
-        del stack[depth + 1:]
+    for node, level in rows:
+        del stack[level + 1:]
+        entry = s.entry_at(node)
         label = s.get_label(s.ids[node])
-        mark = "*" if node in on_branch else " "
-        text = f"{mark} [dim]{escape(str(s.ids[node]))}[/dim] {escape(summary(s.entry_at(node)))}"
+        kind = entry.get("type") if isinstance(entry, dict) else None
+        text = escape(summary(entry))
+        if kind in ("compaction", "branch_summary"):
+            text = f"[magenta]{text}[/magenta]"
+        if node in on_branch:
+            text = f"[bold green]*[/bold green] [dim]{escape(str(s.ids[node]))}[/dim] [bold]{text}[/bold]"
+        else:
+            text = f"  [dim]{escape(str(s.ids[node]))} {text}[/dim]"
         if label is not None:
             text += f" [cyan]{escape(f'[{label}]')}[/cyan]"
-        branch = stack[depth].add(text)
-        parents[node] = branch
+        while len(stack) <= level:
+            stack.append(stack[-1])
+        branch = stack[level].add(text)
         stack.append(branch)
     _console().print(root)
 
