@@ -27,3 +27,13 @@ def make_corpus(tmp_path_factory: pytest.TempPathFactory) -> Callable[[int, int]
         return made[seed, count]
 
     return make
+
+
+@pytest.fixture(autouse=True)
+def _private_dirs(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No test writes under the real home: omp's agent dir and our cache live in temp dirs (a
+    test may point them elsewhere itself)."""
+    base = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(base / "cache"))
+    if "PI_CODING_AGENT_DIR" not in os.environ:
+        monkeypatch.setenv("PI_CODING_AGENT_DIR", str(base / "agent"))

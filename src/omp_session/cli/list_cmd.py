@@ -11,12 +11,15 @@ from pathlib import Path
 from typing import Any
 
 import click
+import orjson
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from .. import listing as _listing
 from ..jsdate import date_parse, to_iso
-from ..listing import SessionInfo, list_all_sessions, list_sessions, scan_session_info
+from ..list_stats import ListCache, SessionStats, is_archived
+from ..listing import SessionInfo
 from ..paths import project_dir_name, sessions_dir
 
 __all__ = ["list_command"]
@@ -36,7 +39,18 @@ def _parse_when(text: str | None) -> int | None:
     return int(ms)
 
 
-def _subagents(info: SessionInfo) -> list[SessionInfo]:
+def _session_files(directory: str) -> list[str]:
+    """omp's ``*.jsonl`` of a bucket, plus archived ``*.jsonl.gz`` sessions (omp itself skips those)."""
+    names = _listing._visible(directory, False)
+    return [_listing._join(directory, n) for n in names if n.endswith((".jsonl", ".jsonl.gz"))]
+
+
+def _scan(files: list[str], cache: ListCache) -> list[SessionInfo]:
+    found = (cache.info(f) for f in files)
+    return _listing._sorted(info for info in found if info is not None)
+
+
+def _subagents(info: SessionInfo, cache: ListCache) -> list[SessionInfo]:
     """Subagent sessions live in the parent's artifacts directory as ``<agentId>.jsonl`` (S9.5)."""
     folder = info.path[: -len(".jsonl")] if info.path.endswith(".jsonl") else None
     if folder is None or not os.path.isdir(folder):
@@ -44,7 +58,7 @@ def _subagents(info: SessionInfo) -> list[SessionInfo]:
     found = []
     for name in sorted(os.listdir(folder)):
         if name.endswith(".jsonl") and not name.startswith(("__advisor", ".")):
-            sub = scan_session_info(os.path.join(folder, name))
+            sub = cache.info(os.path.join(folder, name))
             if sub is not None:
                 found.append(sub)
     return found
@@ -55,10 +69,53 @@ def _row(info: SessionInfo, parent: str | None) -> dict[str, Any]:
     def iso(ms: int | None) -> str | None:
         return None if ms is None else to_iso(ms)
 
-    return {"path": info.path, "id": info.id, "title": info.title, "cwd": info.cwd, "created": iso(info.created),
-            "modified": iso(info.modified), "messages": info.message_count, "size": info.size,
-            "status": info.status, "first_message": info.first_message, "parent_session": info.parent_session_path,
-            "subagent_of": parent}
+    row = {"path": info.path, "id": info.id, "title": info.title, "cwd": info.cwd, "created": iso(info.created),
+           "modified": iso(info.modified), "messages": info.message_count, "size": info.size,
+           "status": info.status, "first_message": info.first_message, "parent_session": info.parent_session_path,
+           "subagent_of": parent}
+    if is_archived(info.path):
+        row["archived"] = True  # only on archives, so the fields of a plain listing stay as they were
+    return row
+
+
+def _add_stats(row: dict[str, Any], stats: SessionStats | None) -> None:
+    if stats is None:  # unreadable or damaged beyond reading: the row stays, marked by nulls
+        row.update(entries=None, branches=None, models=None, cost=None, tokens=None)
+        return
+    row.update(entries=stats.entries, messages=stats.messages, branches=stats.branches, models=stats.models,
+               cost=stats.cost, tokens=stats.tokens)
+
+
+PROGRESS_FROM = 20  # files to read before a progress bar is worth drawing
+
+
+def _fill_stats(rows: list[dict[str, Any]], cache: ListCache) -> None:
+    stale: list[int] = []
+    stats_of: dict[int, os.stat_result | None] = {}
+    for i, r in enumerate(rows):
+        try:
+            st: os.stat_result | None = os.stat(r["path"])
+        except OSError:
+            st = None
+        stats_of[i] = st
+        if st is not None and not cache.is_fresh(r["path"], st):
+            stale.append(i)
+    if len(stale) >= PROGRESS_FROM and sys.stderr.isatty():
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+        stale_set = set(stale)
+        with Progress(TextColumn("reading sessions"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                      console=Console(stderr=True), transient=True) as progress:
+            task = progress.add_task("stats", total=len(stale))
+            for i, r in enumerate(rows):
+                st = stats_of[i]
+                _add_stats(r, None if st is None else cache.stats(r["path"], st))
+                if i in stale_set:
+                    progress.advance(task)
+        return
+    for i, r in enumerate(rows):
+        st = stats_of[i]
+        _add_stats(r, None if st is None else cache.stats(r["path"], st))
 
 
 @click.command("list")
@@ -71,32 +128,44 @@ def _row(info: SessionInfo, parent: str | None) -> dict[str, Any]:
 @click.option("--grep", "pattern", help="Only sessions whose title or first message matches (case-insensitive; "
               "* and ? are wildcards).")
 @click.option("--limit", type=click.IntRange(min=1), help="At most this many sessions.")
-@click.option("--sort", type=click.Choice(["modified", "created", "size", "messages", "title"]), default="modified",
+@click.option("--sort", type=click.Choice(["modified", "created", "size", "messages", "title", "entries", "cost"]),
+              default="modified",
               show_default=True, help="Order (newest / largest first).")
 @click.option("--reverse", is_flag=True, help="Reverse the order.")
 @click.option("--no-subagents", is_flag=True, help="Hide subagent sessions (shown under their parent).")
+@click.option("--stats", "with_stats", is_flag=True, help="Add entries, branches, models, cost and tokens, "
+              "read from the whole file (cached per file; a grown file is read from where it was).")
+@click.option("--no-cache", is_flag=True, help="Neither read nor write the listing cache "
+              "($XDG_CACHE_HOME/omp-session/list-stats.json).")
 @click.option("--json", "as_json", is_flag=True, help="One JSON array.")
 @click.option("--jsonl", "as_jsonl", is_flag=True, help="One JSON object per line.")
 def list_command(all_projects: bool, cwd: str | None, root: str | None, since: str | None, until: str | None,
                  pattern: str | None, limit: int | None, sort: str, reverse: bool, no_subagents: bool,
-                 as_json: bool, as_jsonl: bool) -> None:
+                 with_stats: bool, no_cache: bool, as_json: bool, as_jsonl: bool) -> None:
     """List sessions, newest first: when, title, cwd, messages, size, status.
 
     Reads only the head (4 KB) and tail (32 KB) of each file, as omp's own listing does, and
-    never changes anything.
+    never changes a session. What it read is cached per (path, size, mtime), so a second run
+    reads only files that changed. --stats reads whole files (once; then only appended bytes).
+    Archived sessions (*.jsonl.gz) are listed too.
 
     \b
     Examples:
       omp-session list                      # this project
       omp-session list --all --since 7d --grep 'fix*'
       omp-session list --all --jsonl | jq -r .path
+      omp-session list --all --stats --sort cost
     """
     base = Path(root) if root else sessions_dir()
+    cache = ListCache(enabled=not no_cache)
     if all_projects:
-        infos = list_all_sessions(base, pins=())
+        root_dir = os.fspath(base)
+        files = [f for bucket in _listing._visible(root_dir, True)
+                 for f in _session_files(_listing._join(root_dir, bucket))]
     else:
         bucket = base / project_dir_name(cwd or os.getcwd())
-        infos = list_sessions(bucket, pins=(), recover_backups=False) if bucket.is_dir() else []
+        files = _session_files(os.fspath(bucket)) if bucket.is_dir() else []
+    infos = _scan(files, cache)
     low, high = _parse_when(since), _parse_when(until)
     rows: list[dict[str, Any]] = []
     for info in infos:
@@ -108,12 +177,17 @@ def list_command(all_projects: bool, cwd: str | None, root: str | None, since: s
                 continue
         rows.append(_row(info, None))
         if not no_subagents:
-            rows.extend(_row(sub, info.path) for sub in _subagents(info))
-    key = {"modified": "modified", "created": "created", "size": "size", "messages": "messages", "title": "title"}[sort]
+            rows.extend(_row(sub, info.path) for sub in _subagents(info, cache))
+    if with_stats:
+        _fill_stats(rows, cache)
+    cache.save()
+    if sort in ("entries", "cost") and not with_stats:
+        raise click.UsageError(f"--sort {sort} needs --stats")
+    key = sort
     if sort != "modified" or reverse:
         # subagents stay under their parent: sort the parents, then re-attach
         parents = [r for r in rows if r["subagent_of"] is None]
-        parents.sort(key=lambda r: (r[key] is None, r[key] or ""), reverse=sort != "title")
+        parents.sort(key=lambda r: _sort_key(r[key], sort == "title"), reverse=sort != "title")
         if reverse:
             parents.reverse()
         children: dict[str, list[dict[str, Any]]] = {}
@@ -124,27 +198,62 @@ def list_command(all_projects: bool, cwd: str | None, root: str | None, since: s
     if limit is not None:
         rows = rows[:limit]
     if as_json:
-        click.echo(json.dumps(rows, ensure_ascii=False, indent=1))
+        click.echo(_dumps(rows, indent=True))
         return
     if as_jsonl:
-        for r in rows:
-            click.echo(json.dumps(r, ensure_ascii=False))
+        click.echo("\n".join(_dumps(r) for r in rows) if rows else "", nl=bool(rows))
         return
     console = Console(highlight=False, soft_wrap=False)
     if not rows:
         console.print(f"no sessions under {escape(str(base))}" + ("" if all_projects else " for this project"))
         return
     table = Table(box=None, header_style="bold")
-    for name in ("modified", "title", "messages", "size", "status", "id"):
-        table.add_column(name, no_wrap=name != "title", overflow="ellipsis")
+    columns = ["modified", "title", "messages", "size", "status", "id"]
+    if with_stats:
+        columns[3:3] = ["entries", "branches", "model", "cost"]
+    for name in columns:
+        table.add_column(name, no_wrap=True, overflow="ellipsis", min_width=16 if name in ("title", "modified") else None,
+                         justify="right" if name in ("messages", "entries", "branches", "cost") else "left")
     for r in rows:
         title = r["title"] or r["first_message"]
         prefix = "  ↳ " if r["subagent_of"] else ""
-        table.add_row((r["modified"] or "")[:16].replace("T", " "), escape(prefix + title[:80]), str(r["messages"]),
-                      _size(r["size"]), r["status"] or "", r["id"][:13])
+        cells = [(r["modified"] or "")[:16].replace("T", " "), escape(prefix + title[:80] + (" [gz]" if r.get("archived")
+                 else "")), _count(r["messages"]), _size(r["size"]), r["status"] or "", r["id"][:13]]
+        if with_stats:
+            models = r["models"] or []
+            cells[3:3] = [_count(r["entries"]), _count(r["branches"]), escape(models[-1] if models else ""),
+                          _money(r["cost"])]
+        table.add_row(*cells)
     console.print(table)
     if sys.stdout.isatty():
         console.print(f"[dim]{len(rows)} session(s)[/dim]")
+
+
+def _dumps(value: Any, indent: bool = False) -> str:
+    # orjson: the stdlib encoder falls back to pure Python when indenting, the bulk of a warm listing
+    try:
+        return orjson.dumps(value, option=orjson.OPT_INDENT_2 if indent else 0).decode()
+    except (orjson.JSONEncodeError, TypeError):  # an integer beyond 64 bits in a damaged usage
+        return json.dumps(value, ensure_ascii=False, indent=1 if indent else None)
+
+
+def _sort_key(value: Any, text: bool) -> tuple[bool, Any]:
+    # a JS-string total (from a damaged usage) sorts as 0 so numbers and strings never meet
+    if value is None:
+        return (True, "" if text else 0)
+    if text:
+        return (False, value)
+    return (False, value if isinstance(value, int | float) else 0)
+
+
+def _count(value: Any) -> str:
+    return "?" if value is None else str(value)
+
+
+def _money(value: Any) -> str:
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return f"${value:.2f}"
+    return "?" if value is None else str(value)
 
 
 def _size(n: int) -> str:
