@@ -85,6 +85,8 @@ class SessionManager:
         self._failure: BaseException | None = None
         # the header's cwd could not be entered: new files go to the bucket of the cwd we use
         self._fallback_dir = False
+        # workspace directories beyond cwd (multi-root): carried into forks and branched sessions
+        self._additional_dirs: builtins.list[Any] = []
 
     # ----- constructors (S10.1) ------------------------------------------------------------------
 
@@ -190,6 +192,10 @@ class SessionManager:
         assert header is not None
         header["title"] = sh.get("title", UNDEFINED)
         header["titleSource"] = sh.get("titleSource", UNDEFINED)
+        inherited = sh.get("additionalDirectories")
+        resolved_cwd = os.path.abspath(cwd)
+        manager._additional_dirs = [d for d in inherited if d != resolved_cwd] if isinstance(inherited, list) else []
+        header["additionalDirectories"] = list(manager._additional_dirs) if manager._additional_dirs else UNDEFINED
         manager._session_name = _or_none(header.get("title"))
         manager._title_source = _or_none(header.get("titleSource"))
         manager._title_updated_at = iso_timestamp()
@@ -229,7 +235,8 @@ class SessionManager:
             self._fallback_dir = False
 
     def _reset_to_new_session(self, *, parent_session: Any = UNDEFINED, provider_prompt_cache_key: Any = UNDEFINED,
-                              forced_file: str | None = None) -> str | None:
+                              forced_file: str | None = None,
+                              additional_directories: Sequence[str] = ()) -> str | None:
         self._failure = None
         self._reconcile_session_dir()
         self._expected_size = None
@@ -240,6 +247,9 @@ class SessionManager:
         timestamp = new_session_timestamp()
         header = {"type": "session", "version": _CURRENT_VERSION, "id": session_id, "timestamp": timestamp,
                   "cwd": self._cwd, "parentSession": parent_session, "providerPromptCacheKey": provider_prompt_cache_key}
+        self._additional_dirs = _workspace_dirs(self._cwd, additional_directories)
+        if self._additional_dirs:
+            header["additionalDirectories"] = list(self._additional_dirs)
         self._title_updated_at = timestamp
         self._replace_entries(header, [])
         self._file_is_current = False
@@ -293,6 +303,8 @@ class SessionManager:
                 self._fallback_dir = True
         self._session_name = header.get("title") if isinstance(header.get("title"), str) else None
         self._title_source = header.get("titleSource") if isinstance(header.get("titleSource"), str) else None
+        extra = header.get("additionalDirectories")
+        self._additional_dirs = list(extra) if isinstance(extra, list) else []
         slot = session.title_slot
         self._title_updated_at = slot.updated_at if slot is not None else _str_or(header.get("timestamp"), "")
         j = session.journal
@@ -599,12 +611,13 @@ class SessionManager:
         """Rewrite the whole file from memory (after editing entries in place)."""
         self._rewrite()
 
-    def new_session(self, *, parent_session: str | None = None,
-                    provider_prompt_cache_key: str | None = None) -> str | None:
+    def new_session(self, *, parent_session: str | None = None, provider_prompt_cache_key: str | None = None,
+                    additional_directories: Sequence[str] = ()) -> str | None:
         """Start a new, empty session (new id and file) and write its header at once."""
         self._reset_to_new_session(
             parent_session=UNDEFINED if parent_session is None else parent_session,
-            provider_prompt_cache_key=UNDEFINED if provider_prompt_cache_key is None else provider_prompt_cache_key)
+            provider_prompt_cache_key=UNDEFINED if provider_prompt_cache_key is None else provider_prompt_cache_key,
+            additional_directories=additional_directories)
         self.ensure_on_disk()
         return self._session_file
 
@@ -623,7 +636,9 @@ class SessionManager:
         header = {"type": "session", "version": _CURRENT_VERSION, "id": session_id,
                   "title": _coalesce(old.get("title", UNDEFINED), self._session_name),
                   "titleSource": _coalesce(old.get("titleSource", UNDEFINED), self._title_source),
-                  "timestamp": timestamp, "cwd": self._cwd, "parentSession": parent_id,
+                  "timestamp": timestamp, "cwd": self._cwd,
+                  "additionalDirectories": list(self._additional_dirs) if self._additional_dirs else UNDEFINED,
+                  "parentSession": parent_id,
                   "providerPromptCacheKey": _coalesce(old.get("providerPromptCacheKey", UNDEFINED), parent_id)}
         self._failure = None
         self._session_file = os.path.join(self._session_dir, f"{file_safe_timestamp(timestamp)}_{session_id}.jsonl")
@@ -658,7 +673,8 @@ class SessionManager:
         header = {"type": "session", "version": _CURRENT_VERSION, "id": session_id, "timestamp": timestamp,
                   "cwd": self._cwd, "title": _or_undefined(self._session_name),
                   "titleSource": _or_undefined(self._title_source),
-                  "parentSession": self._session_file if self._persist and self._session_file else UNDEFINED}
+                  "parentSession": self._session_file if self._persist and self._session_file else UNDEFINED,
+                  "additionalDirectories": list(self._additional_dirs) if self._additional_dirs else UNDEFINED}
         labels: builtins.list[dict[str, Any]] = []
         parent = keep[-1].get("id") if keep and isinstance(keep[-1], dict) else None
         for target, label in carried:
@@ -814,6 +830,18 @@ def _session_dir_for(cwd: str, session_dir: str | os.PathLike[str] | None) -> st
     if session_dir is not None:
         return os.fspath(session_dir)
     return session_dir_override() or default_session_dir(cwd)
+
+
+def _workspace_dirs(cwd: str, directories: Sequence[Any]) -> builtins.list[str]:
+    """Extra workspace directories: absolute, without duplicates, without the cwd itself."""
+    base = os.path.abspath(cwd)
+    out: builtins.list[str] = []
+    for d in directories:
+        if isinstance(d, str) and d:
+            full = os.path.normpath(os.path.join(base, d))
+            if full != base and full not in out:
+                out.append(full)
+    return out
 
 
 def _enterable(directory: str) -> bool:

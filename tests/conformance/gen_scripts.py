@@ -207,7 +207,9 @@ class Script:
             self.add({"op": "fork"}, named=False)
         elif kind == "new":
             op = {"op": "newSession"}
-            self.maybe(op, "options", {"parentSession": "parent-x"}, 0.3)
+            self.maybe(op, "options", rng.choice([{"parentSession": "parent-x"},
+                                                  {"additionalDirectories": ["/srv/shared", "/srv/shared", "lib"]}]),
+                       0.4)
             self.add(op, named=False)
             self.refs.clear()
         elif kind == "flush":

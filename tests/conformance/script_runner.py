@@ -176,7 +176,8 @@ def _call(sm: SessionManager, op: dict[str, Any]) -> Any:
         options = a("options", UNDEFINED)
         opts = options if isinstance(options, dict) else {}
         return sm.new_session(parent_session=opts.get("parentSession"),
-                              provider_prompt_cache_key=opts.get("providerPromptCacheKey"))
+                              provider_prompt_cache_key=opts.get("providerPromptCacheKey"),
+                              additional_directories=opts.get("additionalDirectories") or ())
     if name == "flush":
         return sm.flush(rewrite=False)
     if name == "flushSync":
