@@ -6,6 +6,7 @@ import fnmatch
 import json
 import os
 import sys
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -39,10 +40,23 @@ def _parse_when(text: str | None) -> int | None:
     return int(ms)
 
 
-def _session_files(directory: str) -> list[str]:
-    """omp's ``*.jsonl`` of a bucket, plus archived ``*.jsonl.gz`` sessions (omp itself skips those)."""
-    names = _listing._visible(directory, False)
-    return [_listing._join(directory, n) for n in names if n.endswith((".jsonl", ".jsonl.gz"))]
+def _session_files(directory: str, folders: set[str] | None = None) -> list[str]:
+    """omp's ``*.jsonl`` of a bucket, plus archived ``*.jsonl.gz`` sessions (omp itself skips those).
+    ``folders`` collects the bucket's subdirectories (where subagent sessions live) from the same
+    directory scan, so no session costs a stat of its own to find them."""
+    names: list[str] = []
+    try:
+        with os.scandir(directory) as it:
+            for e in it:
+                if e.name.startswith("."):
+                    continue
+                if e.is_file(follow_symlinks=False) and e.name.endswith((".jsonl", ".jsonl.gz")):
+                    names.append(e.name)
+                elif folders is not None and e.is_dir(follow_symlinks=False):
+                    folders.add(_listing._join(directory, e.name))
+    except OSError:
+        return []
+    return [_listing._join(directory, n) for n in names]
 
 
 def _scan(files: list[str], cache: ListCache) -> list[SessionInfo]:
@@ -50,10 +64,10 @@ def _scan(files: list[str], cache: ListCache) -> list[SessionInfo]:
     return _listing._sorted(info for info in found if info is not None)
 
 
-def _subagents(info: SessionInfo, cache: ListCache) -> list[SessionInfo]:
+def _subagents(info: SessionInfo, cache: ListCache, folders: set[str]) -> list[SessionInfo]:
     """Subagent sessions live in the parent's artifacts directory as ``<agentId>.jsonl`` (S9.5)."""
     folder = info.path[: -len(".jsonl")] if info.path.endswith(".jsonl") else None
-    if folder is None or not os.path.isdir(folder):
+    if folder is None or folder not in folders:
         return []
     found = []
     for name in sorted(os.listdir(folder)):
@@ -64,13 +78,22 @@ def _subagents(info: SessionInfo, cache: ListCache) -> list[SessionInfo]:
     return found
 
 
+def _iso(ms: int | None) -> str | None:
+    """``Date.prototype.toISOString``; a direct format for years 1970–9999 (the common case, and
+    the bulk of a cached listing), omp_session.jsdate's full version otherwise."""
+    if ms is None:
+        return None
+    if 0 <= ms < 253_402_300_800_000:
+        t = time.gmtime(ms // 1000)
+        return (f"{t.tm_year:04d}-{t.tm_mon:02d}-{t.tm_mday:02d}T{t.tm_hour:02d}:{t.tm_min:02d}:"
+                f"{t.tm_sec:02d}.{ms % 1000:03d}Z")
+    return to_iso(ms)
+
+
 def _row(info: SessionInfo, parent: str | None) -> dict[str, Any]:
     """The stable fields of docs/cli.md."""
-    def iso(ms: int | None) -> str | None:
-        return None if ms is None else to_iso(ms)
-
-    row = {"path": info.path, "id": info.id, "title": info.title, "cwd": info.cwd, "created": iso(info.created),
-           "modified": iso(info.modified), "messages": info.message_count, "size": info.size,
+    row = {"path": info.path, "id": info.id, "title": info.title, "cwd": info.cwd, "created": _iso(info.created),
+           "modified": _iso(info.modified), "messages": info.message_count, "size": info.size,
            "status": info.status, "first_message": info.first_message, "parent_session": info.parent_session_path,
            "subagent_of": parent}
     if is_archived(info.path):
@@ -158,13 +181,14 @@ def list_command(all_projects: bool, cwd: str | None, root: str | None, since: s
     """
     base = Path(root) if root else sessions_dir()
     cache = ListCache(enabled=not no_cache)
+    folders: set[str] = set()
     if all_projects:
         root_dir = os.fspath(base)
         files = [f for bucket in _listing._visible(root_dir, True)
-                 for f in _session_files(_listing._join(root_dir, bucket))]
+                 for f in _session_files(_listing._join(root_dir, bucket), folders)]
     else:
         bucket = base / project_dir_name(cwd or os.getcwd())
-        files = _session_files(os.fspath(bucket)) if bucket.is_dir() else []
+        files = _session_files(os.fspath(bucket), folders) if bucket.is_dir() else []
     infos = _scan(files, cache)
     low, high = _parse_when(since), _parse_when(until)
     rows: list[dict[str, Any]] = []
@@ -177,7 +201,7 @@ def list_command(all_projects: bool, cwd: str | None, root: str | None, since: s
                 continue
         rows.append(_row(info, None))
         if not no_subagents:
-            rows.extend(_row(sub, info.path) for sub in _subagents(info, cache))
+            rows.extend(_row(sub, info.path) for sub in _subagents(info, cache, folders))
     if with_stats:
         _fill_stats(rows, cache)
     cache.save()
