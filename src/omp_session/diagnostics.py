@@ -6,7 +6,19 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-__all__ = ["Diagnostic", "Severity"]
+__all__ = ["Diagnostic", "Severity", "format_location"]
+
+
+def format_location(path: str | None, line: int | None, offset: int | None, entry_id: str | None) -> str:
+    """``path, line N, byte N, entry ID`` with the parts that are known."""
+    parts = [path] if path else []
+    if line is not None:
+        parts.append(f"line {line}")
+    if offset is not None:
+        parts.append(f"byte {offset}")
+    if entry_id is not None:
+        parts.append(f"entry {entry_id}")
+    return ", ".join(parts)
 
 
 class Severity(StrEnum):
@@ -28,16 +40,7 @@ class Diagnostic:
     path: str | None = None
 
     def location(self) -> str:
-        parts = []
-        if self.path:
-            parts.append(self.path)
-        if self.line is not None:
-            parts.append(f"line {self.line}")
-        if self.offset is not None:
-            parts.append(f"byte {self.offset}")
-        if self.entry_id is not None:
-            parts.append(f"entry {self.entry_id}")
-        return ", ".join(parts)
+        return format_location(self.path, self.line, self.offset, self.entry_id)
 
     def __str__(self) -> str:
         where = self.location()

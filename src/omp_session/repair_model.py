@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import codec
+from .diagnostics import format_location
 from .errors import SessionError
 
 __all__ = ["Fix", "NotASessionError", "Quarantined", "RepairConflictError", "RepairError", "RepairPlan",
@@ -45,14 +46,7 @@ class Fix:
     changes: bool = True
 
     def location(self) -> str:
-        parts = []
-        if self.line is not None:
-            parts.append(f"line {self.line}")
-        if self.offset is not None:
-            parts.append(f"byte {self.offset}")
-        if self.entry_id is not None:
-            parts.append(f"entry {self.entry_id}")
-        return ", ".join(parts)
+        return format_location(None, self.line, self.offset, self.entry_id)
 
     def __str__(self) -> str:
         where = self.location()
