@@ -11,11 +11,11 @@ SAMPLE = Path(__file__).resolve().parents[1] / "src" / "omp_session" / "samples"
 
 def test_all_is_pinned() -> None:
     assert sorted(omp_session.__all__) == sorted([
-        "UNDEFINED", "BlobError", "DamagedSessionError", "Diagnostic", "EditError", "EntryNotFoundError",
+        "UNDEFINED", "BlobError", "DamagedSessionError", "Diagnostic", "EditError", "EntryNotFoundError", "ExportError",
         "FormatError", "LockError", "NotASessionError", "PersistenceError", "RepairConflictError", "RepairError",
-        "RepairPlan", "Session", "SessionError", "SessionFileError", "SessionManager", "Severity", "Tree",
-        "TreeNode", "UnsupportedVersionError", "WriteConflictError", "__version__", "apply_repair", "open",
-        "plan_repair", "validate",
+        "RedactResult", "RedactRules", "RepairPlan", "Session", "SessionError", "SessionFileError", "SessionManager", "Severity", "Tree",
+        "TreeNode", "UnsupportedVersionError", "WriteConflictError", "__version__", "apply_repair", "export", "open",
+        "plan_repair", "redact", "validate", "write_redacted",
     ])
     for name in omp_session.__all__:
         assert hasattr(omp_session, name), name

@@ -7,7 +7,9 @@
 
 ``open`` reads and never writes. ``SessionManager.open`` opens for writing, like omp.
 ``validate(path)`` lists every problem of a file (docs/diagnostics.md);
-``plan = plan_repair(path); apply_repair(plan, out=...)`` saves a damaged one (docs/repair.md).
+``plan = plan_repair(path); apply_repair(plan, out=...)`` saves a damaged one (docs/repair.md);
+``export(session, "md"|"json")`` renders one (docs/export.md); ``write_redacted(redact(session,
+RedactRules(...)), out)`` shares one safely (docs/redact.md).
 """
 
 from __future__ import annotations
@@ -30,7 +32,9 @@ from .errors import (
     UnsupportedVersionError,
     WriteConflictError,
 )
+from .export import ExportError, export
 from .manager import SessionManager
+from .redact import RedactResult, RedactRules, redact, write_redacted
 from .repair import NotASessionError, RepairConflictError, RepairError, RepairPlan, apply_repair, plan_repair
 from .session import Session, read_session
 from .tree import Tree, TreeNode
@@ -45,10 +49,13 @@ __all__ = [
     "Diagnostic",
     "EditError",
     "EntryNotFoundError",
+    "ExportError",
     "FormatError",
     "LockError",
     "NotASessionError",
     "PersistenceError",
+    "RedactResult",
+    "RedactRules",
     "RepairConflictError",
     "RepairError",
     "RepairPlan",
@@ -63,9 +70,12 @@ __all__ = [
     "WriteConflictError",
     "__version__",
     "apply_repair",
+    "export",
     "open",
     "plan_repair",
+    "redact",
     "validate",
+    "write_redacted",
 ]
 
 

@@ -17,7 +17,9 @@ from ..resolve import resolve_session
 from ..session import Session
 from . import render
 from .cat_cmd import cat as cat_command
+from .export_cmd import export as export_command
 from .list_cmd import list_command
+from .redact_cmd import redact as redact_command
 from .repair_cmd import repair as repair_command
 from .tail_cmd import tail as tail_command
 from .validate_cmd import validate as validate_command
@@ -145,6 +147,8 @@ cli.add_command(cat_command)
 cli.add_command(tail_command)
 cli.add_command(validate_command)
 cli.add_command(repair_command)
+cli.add_command(export_command)
+cli.add_command(redact_command)
 
 
 def main() -> None:

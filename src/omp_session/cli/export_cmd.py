@@ -1,0 +1,93 @@
+"""``omp-session export``: a session as Markdown or JSON, on stdout or into a file (atomically)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+import click
+
+from .. import open as open_session
+from ..errors import SessionError
+from ..export import export as export_session
+from ..resolve import resolve_session
+
+__all__ = ["export", "write_atomically"]
+
+
+def _fail(message: str) -> None:
+    click.echo(f"omp-session: {message}", err=True)
+    sys.exit(1)
+
+
+def write_atomically(path: Path, data: bytes, *, force: bool) -> None:
+    """Write ``data`` to ``path`` through a temporary file in the same directory and a rename, so
+    a reader never sees half a file and a failure leaves nothing behind. Refuses an existing
+    ``path`` unless ``force``; raises OSError (or FileExistsError) otherwise."""
+    if path.exists() and not force:
+        raise FileExistsError(f"{path}: already exists (use --force to replace it)")
+    directory = path.parent if str(path.parent) else Path(".")
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+            out.flush()
+            os.fsync(out.fileno())
+        if not force and path.exists():  # appeared while writing: still refuse to replace it
+            raise FileExistsError(f"{path}: already exists (use --force to replace it)")
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+@click.command()
+@click.argument("session", metavar="SESSION")
+@click.option("--format", "-f", "fmt", required=True, type=click.Choice(["md", "json", "html"]),
+              help="md: readable Markdown; json: every record, tree intact (or --lossy); html: not available yet.")
+@click.option("-o", "--output", "output", type=click.Path(dir_okay=False, path_type=Path),
+              help="Write to this file (atomically) instead of stdout.")
+@click.option("--leaf", "leaf_id", help="Export the branch ending at this entry instead of the session's leaf.")
+@click.option("--all-branches", is_flag=True, help="Markdown: add every other branch, saying where it forks.")
+@click.option("--lossy", is_flag=True, help="JSON: a plain transcript of one branch instead of every record.")
+@click.option("--force", is_flag=True, help="Replace OUTPUT if it exists.")
+def export(session: str, fmt: str, output: Path | None, leaf_id: str | None, all_branches: bool, lossy: bool,
+           force: bool) -> None:
+    """Export a session as Markdown or JSON (docs/export.md).
+
+    SESSION is a path, a session id or a unique prefix of one, or ``latest``. Without -o the
+    export goes to stdout; with -o an existing file is refused unless --force, and the file is
+    written through a temporary file and a rename, so nothing partial is ever left.
+
+    \b
+    Examples:
+      omp-session export latest --format md --all-branches -o review.md
+      omp-session export 0197 --format json --lossy | jq '.messages[].role'
+    """
+    if fmt == "html":
+        _fail("the html export is not available yet: use --format md or json")
+    if lossy and fmt != "json":
+        raise click.UsageError("--lossy applies to --format json only")
+    if lossy and all_branches:
+        raise click.UsageError("--lossy exports one branch: drop --all-branches (the faithful json has them all)")
+    if output is not None and output.exists() and not force:
+        _fail(f"{output}: already exists (use --force to replace it)")
+    try:
+        path = resolve_session(session)
+        with open_session(path) as s:
+            text = export_session(s, fmt, leaf=leaf_id, all_branches=all_branches, lossy=lossy)
+    except SessionError as e:
+        _fail(str(e))
+    data = text.encode("utf-8")
+    if output is None:
+        sys.stdout.buffer.write(data)
+        sys.stdout.flush()
+        return
+    try:
+        write_atomically(output, data, force=force)
+    except OSError as e:
+        _fail(str(e) if isinstance(e, FileExistsError) else f"{output}: {e.strerror or e}")
