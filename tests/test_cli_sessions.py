@@ -142,3 +142,30 @@ def test_context_at_another_leaf() -> None:
     assert json.loads(out)["messages"] != json.loads(other)["messages"]
     code, _, err = run("context", str(SAMPLE), "--leaf", "nope")
     assert code == 1 and "no entry nope" in err
+
+
+def test_long_output_is_paged_only_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    from contextlib import contextmanager
+
+    from rich.console import Console
+
+    from omp_session.cli import render
+
+    calls: list[bool] = []
+
+    @contextmanager
+    def fake_pager(self: Console, *args: object, **kwargs: object):  # type: ignore[no-untyped-def]
+        calls.append(True)
+        yield
+
+    monkeypatch.setattr(Console, "pager", fake_pager)
+    run("tree", str(SAMPLE))
+    assert calls == []  # not a terminal: never paged
+    monkeypatch.setattr("sys.stdout.isatty", lambda: True)
+    with render.paged(Console()):
+        pass
+    assert calls == [True]
+    monkeypatch.setenv("OMP_SESSION_PAGER", "0")
+    with render.paged(Console()):
+        pass
+    assert calls == [True]

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from rich.console import Console
@@ -22,6 +25,18 @@ __all__ = ["context", "show", "show_info", "summary", "tree"]
 
 def _console() -> Console:
     return Console(highlight=False, soft_wrap=False)
+
+
+@contextmanager
+def paged(console: Console) -> Iterator[None]:
+    """Page long output on a terminal (``$PAGER``, else ``less -R``), never when piped or when
+    ``OMP_SESSION_PAGER=0``; colours stay, as on the terminal."""
+    if not (sys.stdout.isatty() and os.environ.get("OMP_SESSION_PAGER", "1") != "0"):
+        yield
+        return
+    os.environ.setdefault("LESS", "-FRX")  # quit at once when it fits on one screen; keep colours
+    with console.pager(styles=True):
+        yield
 
 
 def _emit_json(value: Any) -> None:
@@ -159,10 +174,11 @@ def show(s: Session, as_json: bool) -> None:
         if value is not None:
             table.add_row(key, escape(str(value)))
     console = _console()
-    console.print(table)
-    for d in s.diagnostics:
-        console.print(f"[yellow]{escape(str(d))}[/yellow]" if d.severity.value != "error" else
-                      f"[red]{escape(str(d))}[/red]")
+    with paged(console):
+        console.print(table)
+        for d in s.diagnostics:
+            console.print(f"[yellow]{escape(str(d))}[/yellow]" if d.severity.value != "error" else
+                          f"[red]{escape(str(d))}[/red]")
 
 
 def _is_message(entry: Any) -> bool:
@@ -218,7 +234,9 @@ def tree(s: Session, as_json: bool, *, depth: int | None = None, only_messages: 
             stack.append(stack[-1])
         branch = stack[level].add(text)
         stack.append(branch)
-    _console().print(root)
+    console = _console()
+    with paged(console):
+        console.print(root)
 
 
 def context(s: Session, as_json: bool, *, transcript: bool) -> None:
@@ -227,6 +245,11 @@ def context(s: Session, as_json: bool, *, transcript: bool) -> None:
         _emit_json(ctx)
         return
     console = _console()
+    with paged(console):
+        _print_context(console, ctx)
+
+
+def _print_context(console: Console, ctx: dict[str, Any]) -> None:
     models = ", ".join(f"{k}={v}" for k, v in ctx.get("models", {}).items()) or "-"
     console.print(f"[bold]context[/bold]: {len(ctx['messages'])} messages · thinking "
                   f"{ctx.get('thinkingLevel')} · models {models}")
