@@ -186,7 +186,7 @@ class SessionManager:
         sh = source_header or {}
         manager._reset_to_new_session(
             parent_session=sh.get("id", UNDEFINED),
-            provider_prompt_cache_key=sh.get("providerPromptCacheKey") or sh.get("id", UNDEFINED),
+            provider_prompt_cache_key=_coalesce(sh.get("providerPromptCacheKey", UNDEFINED), sh.get("id")),
             forced_file=session_file)
         header = manager.session.header
         assert header is not None

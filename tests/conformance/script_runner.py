@@ -235,6 +235,9 @@ def _static(method: str, args: list[Any], blobs: BlobStore) -> Any:
         return SessionManager.in_memory(*args, blob_store=blobs)
     if method == "continueRecent":
         return SessionManager.continue_recent(*args, blob_store=blobs)
+    if method == "forkFrom":
+        source, cwd, session_dir = ([*args, None, None, None])[:3]
+        return SessionManager.fork_from(source, cwd, session_dir, blob_store=blobs)
     if method == "open":
         path, session_dir = ([*args, None, None])[:2]
         return SessionManager.open(path, session_dir, blob_store=blobs)
