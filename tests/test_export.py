@@ -22,7 +22,6 @@ from omp_session.cli.export_cmd import export as export_command
 from omp_session.errors import EntryNotFoundError, SessionError
 from omp_session.export import (
     ExportError,
-    FormatNotAvailableError,
     UnknownFormatError,
     branch_tips,
     export,
@@ -312,8 +311,9 @@ def test_inline_values_render_literally(value: str) -> None:
 def test_format_errors() -> None:
     with pytest.raises(UnknownFormatError):
         export(str(SAMPLE), "pdf")
-    with pytest.raises(FormatNotAvailableError, match="not available yet"):
-        export(str(SAMPLE), "html")
+    assert export(str(SAMPLE), "html").startswith("<!DOCTYPE html>") or "<html" in export(str(SAMPLE), "html")
+    with pytest.raises(ExportError, match="every branch"):
+        export(str(SAMPLE), "html", all_branches=True)
     with pytest.raises(ExportError):
         export(str(SAMPLE), "md", lossy=True)
     with pytest.raises(ExportError):
@@ -390,7 +390,7 @@ def test_cli_write_failure_is_one_line_and_leaves_no_temp(tmp_path: Path, monkey
 @pytest.mark.parametrize(("args", "code", "message"), [
     (("/nonexistent/x.jsonl", "--format", "md"), 1, "no such file"),
     (("/", "--format", "md"), 1, "directory"),
-    ((str(SAMPLE), "--format", "html"), 1, "not available yet"),
+    ((str(SAMPLE), "--format", "html", "--all-branches"), 2, "--all-branches"),
     ((str(SAMPLE), "--format", "pdf"), 2, "Invalid value"),
     ((str(SAMPLE),), 2, "Missing option"),
     ((str(SAMPLE), "--format", "md", "--lossy"), 2, "--lossy"),

@@ -5,7 +5,7 @@
 
 Formats: ``"md"`` (readable: one branch, or every branch with ``all_branches``), ``"json"``
 (faithful: every record of the file, tree intact) and ``"json"`` with ``lossy=True`` (a plain
-transcript of one branch). ``"html"`` is reserved for the self-contained viewer and raises
+transcript of one branch). ``"html"`` is the self-contained viewer (export_html.py); it used to raise
 :class:`FormatNotAvailableError` until it exists. Exporting never writes and never changes the
 session (not even its leaf); it is built to cope with damaged files.
 """
@@ -34,7 +34,7 @@ __all__ = [
     "lossy_transcript",
 ]
 
-# The formats the API knows; "html" is known but not implemented yet (the viewer is a separate task).
+# The formats the API knows (html: the self-contained viewer, export_html.py).
 FORMATS: Final = ("md", "json", "html")
 _ALIASES: Final = {"markdown": "md"}
 FAITHFUL_FORMAT: Final = "omp-session-export"
@@ -56,7 +56,7 @@ class FormatNotAvailableError(ExportError):
 
 def export(session: Session | str | os.PathLike[str], fmt: str, *, leaf: str | None = None,
            all_branches: bool = False, lossy: bool = False) -> str:
-    """The session as text in format ``fmt`` (``"md"``, ``"json"``; ``"html"`` later).
+    """The session as text in format ``fmt`` (``"md"``, ``"json"`` or ``"html"``).
 
     ``leaf``: export the branch ending at this entry instead of the session's leaf (raises
     :class:`~omp_session.errors.EntryNotFoundError` when no entry has that id).
@@ -67,8 +67,8 @@ def export(session: Session | str | os.PathLike[str], fmt: str, *, leaf: str | N
     name = _ALIASES.get(fmt, fmt) if isinstance(fmt, str) else fmt
     if name not in FORMATS:
         raise UnknownFormatError(f"unknown export format {fmt!r} (choose from md, json, html)")
-    if name == "html":
-        raise FormatNotAvailableError("the html export is not available yet: use --format md or json")
+    if name == "html" and (lossy or all_branches):
+        raise ExportError("the html export always holds every branch: drop lossy/all_branches")
     if lossy and name != "json":
         raise ExportError("lossy applies to the json format only")
     if lossy and all_branches:
@@ -80,6 +80,10 @@ def export(session: Session | str | os.PathLike[str], fmt: str, *, leaf: str | N
             return export(opened, name, leaf=leaf, all_branches=all_branches, lossy=lossy)
     if leaf is not None and session.index_of(leaf) is None:
         raise EntryNotFoundError(f"{session.path or 'session'}: no entry {leaf}")
+    if name == "html":
+        from .export_html import render_html
+
+        return render_html(session, leaf=leaf)
     if name == "md":
         from .export_markdown import markdown
 

@@ -48,7 +48,8 @@ def write_atomically(path: Path, data: bytes, *, force: bool) -> None:
 @click.command()
 @click.argument("session", metavar="SESSION")
 @click.option("--format", "-f", "fmt", required=True, type=click.Choice(["md", "json", "html"]),
-              help="md: readable Markdown; json: every record, tree intact (or --lossy); html: not available yet.")
+              help="md: readable Markdown; json: every record, tree intact (or --lossy); html: a self-contained "
+              "offline viewer of the whole tree (docs/export-html.md).")
 @click.option("-o", "--output", "output", type=click.Path(dir_okay=False, path_type=Path),
               help="Write to this file (atomically) instead of stdout.")
 @click.option("--leaf", "leaf_id", help="Export the branch ending at this entry instead of the session's leaf.")
@@ -57,7 +58,7 @@ def write_atomically(path: Path, data: bytes, *, force: bool) -> None:
 @click.option("--force", is_flag=True, help="Replace OUTPUT if it exists.")
 def export(session: str, fmt: str, output: Path | None, leaf_id: str | None, all_branches: bool, lossy: bool,
            force: bool) -> None:
-    """Export a session as Markdown or JSON (docs/export.md).
+    """Export a session as Markdown, JSON or a self-contained HTML viewer (docs/export.md).
 
     SESSION is a path, a session id or a unique prefix of one, or ``latest``. Without -o the
     export goes to stdout; with -o an existing file is refused unless --force, and the file is
@@ -68,8 +69,8 @@ def export(session: str, fmt: str, output: Path | None, leaf_id: str | None, all
       omp-session export latest --format md --all-branches -o review.md
       omp-session export 0197 --format json --lossy | jq '.messages[].role'
     """
-    if fmt == "html":
-        _fail("the html export is not available yet: use --format md or json")
+    if fmt == "html" and all_branches:
+        raise click.UsageError("--all-branches applies to md: the html viewer holds every branch")
     if lossy and fmt != "json":
         raise click.UsageError("--lossy applies to --format json only")
     if lossy and all_branches:

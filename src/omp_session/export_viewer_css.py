@@ -1,0 +1,61 @@
+"""The HTML viewer's stylesheet, inlined into every export (export_html.py).
+
+Kept as a Python constant rather than a .css package-data file because the package data in
+pyproject.toml lists only py.typed and the samples: a module always ships with the wheel.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+__all__ = ["VIEWER_CSS"]
+
+VIEWER_CSS: Final = """\
+:root { --bg: #fff; --fg: #1d2330; --muted: #6a7284; --line: #dde1e8; --panel: #f5f6f8;
+  --accent: #2f6fde; --path: #e4edff; --sel: #c4d7ff; --user: #eef6ee; --err: #fdecec;
+  --hit: #ffe97a; --cur: #ff9d3a; font-family: system-ui, sans-serif; font-size: 14px; }
+* { box-sizing: border-box; }
+body { margin: 0; color: var(--fg); background: var(--bg); }
+#app { display: grid; grid-template-columns: minmax(220px, 28%) 1fr; height: 100vh; }
+#side { border-right: 1px solid var(--line); background: var(--panel); overflow: auto; }
+#side h1 { font-size: 15px; margin: 10px; word-break: break-word; }
+#side .meta { color: var(--muted); margin: 0 10px 8px; font-size: 12px; word-break: break-all; }
+#tree { font-family: ui-monospace, monospace; font-size: 12px; padding-bottom: 40px; }
+#tree .node { white-space: nowrap; overflow: hidden; text-overflow: ellipsis; cursor: pointer;
+  padding: 1px 6px; border-left: 3px solid transparent; }
+#tree .node:hover { background: #e9ecf2; }
+#tree .node.on-path { background: var(--path); border-left-color: var(--accent); }
+#tree .node.selected { background: var(--sel); font-weight: 600; }
+#tree .node.fork::before { content: "\\25be "; color: var(--accent); }
+#tree .node.tip::after { content: " \\25c6"; color: var(--muted); }
+#tree .kind { color: var(--muted); }
+.label { background: #fff2c2; border: 1px solid #e6cf72; border-radius: 3px; padding: 0 4px;
+  font-size: 11px; margin-left: 4px; }
+#mainwrap { display: flex; flex-direction: column; min-width: 0; height: 100vh; }
+#bar { display: flex; gap: 8px; align-items: center; padding: 8px 12px; border-bottom: 1px solid var(--line);
+  flex-wrap: wrap; }
+#bar input[type=search] { width: 240px; padding: 3px 6px; }
+#bar .status { color: var(--muted); font-size: 12px; }
+#main { overflow: auto; padding: 12px 16px 80px; flex: 1; }
+.entry { border: 1px solid var(--line); border-radius: 6px; margin: 0 0 10px; padding: 8px 10px; }
+.entry.role-user { background: var(--user); }
+.entry.error { background: var(--err); }
+.entry.note { border-style: dashed; color: var(--muted); padding: 4px 10px; }
+.entry.flash { outline: 2px solid var(--accent); }
+.entry .head { font-size: 12px; color: var(--muted); margin-bottom: 4px; display: flex; gap: 8px;
+  flex-wrap: wrap; }
+.entry .head b { color: var(--fg); }
+.entry .usage { font-family: ui-monospace, monospace; }
+.text { white-space: pre-wrap; word-break: break-word; margin: 4px 0; }
+pre { white-space: pre-wrap; word-break: break-word; background: #f7f7f9; border: 1px solid var(--line);
+  border-radius: 4px; padding: 6px; margin: 4px 0; font-size: 12px; }
+details { margin: 4px 0; }
+summary { cursor: pointer; color: var(--accent); }
+.toolcall { border-left: 3px solid var(--accent); padding-left: 8px; margin: 6px 0; }
+.placeholder { display: inline-block; border: 1px dashed var(--muted); color: var(--muted); padding: 6px;
+  margin: 4px 0; }
+img.inline { max-width: 100%; max-height: 480px; border: 1px solid var(--line); display: block; margin: 4px 0; }
+mark.hit { background: var(--hit); }
+mark.hit.current { background: var(--cur); }
+.more { color: var(--muted); text-align: center; padding: 12px; }
+"""
