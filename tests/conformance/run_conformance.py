@@ -107,8 +107,21 @@ RUN_GLUED_APPEND = Scenario(
     "the missing LF first and keep it, so everything after a reload differs",
     ("steps", "refs", "view_errors", "files", "header", "session_name", "entries", "leaf_id", "branch",
      "context", "transcript", "labels", "children", "usage", "tree", "session_file", "session_dir_files"))
-RUN_SCENARIOS = (RUN_REWRITE_FAILS, RUN_REWRITE_FAILS_REOPEN, RUN_GLUED_APPEND, RUN_DAMAGED_SOURCE, RUN_OPEN_THROWS,
-                 RUN_OMP_HANGS)
+_EVERYTHING_BUT_ERRORS = ("steps", "refs", "view_errors", "files", "header", "session_name", "entries", "leaf_id",
+                          "branch", "context", "transcript", "labels", "children", "usage", "tree", "session_file",
+                          "session_dir_files")
+RUN_SLOT_WIDTH = Scenario(
+    "omp-overwrites-header-with-title",
+    "the script resumes a file whose title slot is not 256 bytes wide and renames the session: omp writes "
+    "its 256-byte slot over the first bytes in place, cutting into the header (the file no longer opens); "
+    "we rewrite the file instead. The files differ; in-memory results are compared",
+    ("files",))
+RUN_SLOT_WIDTH_REOPEN = Scenario(
+    "omp-overwrites-header-with-title-and-reopen",
+    "as omp-overwrites-header-with-title, and the script reopens the file: omp reads its damaged file",
+    _EVERYTHING_BUT_ERRORS)
+RUN_SCENARIOS = (RUN_REWRITE_FAILS, RUN_REWRITE_FAILS_REOPEN, RUN_GLUED_APPEND, RUN_SLOT_WIDTH,
+                 RUN_SLOT_WIDTH_REOPEN, RUN_DAMAGED_SOURCE, RUN_OPEN_THROWS, RUN_OMP_HANGS)
 ALL_SCENARIOS = SCENARIOS + RUN_SCENARIOS  # TREE_HANGS applies to run records too
 
 _ISO = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?Z")
@@ -205,6 +218,7 @@ def align_entry_ids(oracle: Any, ours: Any) -> Any:
 
 HANG_PRONE: set[str] = set()  # scripts resuming a file with duplicate ids (filled by damaged_sources)
 NO_FINAL_LF: set[str] = set()  # scripts resuming a file whose last line has no LF (likewise)
+ODD_SLOT: set[str] = set()  # scripts resuming a file whose title slot is not 256 bytes wide (likewise)
 
 
 def damaged_sources(scripts: list[str]) -> set[str]:
@@ -226,6 +240,8 @@ def damaged_sources(scripts: list[str]) -> set[str]:
                 damaged.add(Path(script).name)
             if not j.final_newline:
                 NO_FINAL_LF.add(Path(script).name)
+            if j.slot is not None and j.body_start - (3 if j.bom else 0) != 256:
+                ODD_SLOT.add(Path(script).name)
             ids = [i for i in j.ids[1:] if isinstance(i, str)]
             if len(set(ids)) < len(ids):
                 HANG_PRONE.add(Path(script).name)
@@ -250,6 +266,10 @@ def run_scenario_of(oracle: dict[str, Any], ours: dict[str, Any], damaged: Abstr
         return RUN_OMP_HANGS
     if Path(oracle["file"]).name in NO_FINAL_LF:
         return RUN_GLUED_APPEND
+    ops = [st.get("op") for st in oracle.get("steps") or []]
+    if Path(oracle["file"]).name in ODD_SLOT and "setSessionName" in ops:
+        after = ops[ops.index("setSessionName"):]
+        return RUN_SLOT_WIDTH_REOPEN if "reopen" in after else RUN_SLOT_WIDTH
     if Path(oracle["file"]).name in damaged:
         return RUN_DAMAGED_SOURCE
     tree_error = (oracle.get("view_errors") or {}).get("tree", "")
