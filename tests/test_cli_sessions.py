@@ -169,3 +169,30 @@ def test_long_output_is_paged_only_on_a_terminal(monkeypatch: pytest.MonkeyPatch
     with render.paged(Console()):
         pass
     assert calls == [True]
+
+
+def test_a_repeated_listing_is_reprinted_until_a_file_changes(project: Path) -> None:
+    a = make(project, "first")
+    code, first, _ = run("list", "--jsonl")
+    code2, again, _ = run("list", "--jsonl")
+    assert code == code2 == 0 and first == again
+    sm = SessionManager.open(a.get_session_file() or "", blob_store=MemoryBlobStore())
+    sm.append_message({"role": "user", "content": "more", "timestamp": 3})
+    sm.close()
+    _, changed, _ = run("list", "--jsonl")
+    assert json.loads(changed)["size"] > json.loads(first)["size"]
+    b = make(project, "second")
+    _, grown, _ = run("list", "--jsonl")
+    assert {json.loads(x)["path"] for x in grown.splitlines()} == {a.get_session_file(), b.get_session_file()}
+    Path(b.get_session_file() or "").unlink()
+    _, shrunk, _ = run("list", "--jsonl")
+    assert [json.loads(x)["path"] for x in shrunk.splitlines()] == [a.get_session_file()]
+
+
+def test_list_goes_on_past_files_that_are_not_sessions(project: Path) -> None:
+    a = make(project, "good")
+    bad = Path(a.get_session_file() or "").with_name("broken.jsonl")
+    bad.write_bytes(b"\x89PNG not a session")
+    code, out, err = run("list", "--jsonl")
+    assert code == 0 and [json.loads(x)["path"] for x in out.splitlines()] == [a.get_session_file()]
+    assert "skipped 1 file" in err and "broken.jsonl" in err

@@ -129,7 +129,12 @@ def context(path: Path, as_json: bool, transcript: bool, leaf_id: str | None) ->
 @cli.command()
 @handle_errors
 def demo() -> None:
-    """Show the bundled sample session (written by omp 18.2.3): header, tree and context."""
+    """Show the bundled sample session (written by omp 18.2.3): header, tree and context.
+
+    \b
+    Example:
+      omp-session demo
+    """
     ref = resources.files("omp_session") / "samples" / "sample.jsonl"
     with resources.as_file(ref) as sample:
         click.echo(f"Sample session: {sample}\n")

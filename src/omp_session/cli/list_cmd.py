@@ -19,7 +19,8 @@ from rich.table import Table
 
 from .. import listing as _listing
 from ..jsdate import date_parse, to_iso
-from ..list_stats import ListCache, SessionStats, is_archived
+from ..list_output import OutputCache, file_key
+from ..list_stats import ListCache, SessionStats, cache_dir, is_archived
 from ..listing import SessionInfo
 from ..paths import project_dir_name, sessions_dir
 
@@ -56,12 +57,31 @@ def _session_files(directory: str, folders: set[str] | None = None) -> list[str]
                     folders.add(_listing._join(directory, e.name))
     except OSError:
         return []
-    return [_listing._join(directory, n) for n in names]
+    # what listing._join gives, with one normalisation for the whole directory: the names are
+    # plain file names (no separators, no leading dot)
+    prefix = _listing._join(directory, "x")[:-1]
+    return [prefix + n for n in names]
+
+
+def _file_keys(files: list[str]) -> dict[str, list[int]] | None:
+    keys: dict[str, list[int]] = {}
+    for path in files:
+        try:
+            keys[path] = file_key(os.stat(path))
+        except OSError:
+            return None
+    return keys
 
 
 def _scan(files: list[str], cache: ListCache) -> list[SessionInfo]:
-    found = (cache.info(f) for f in files)
-    return _listing._sorted(info for info in found if info is not None)
+    found = [(f, cache.info(f)) for f in files]
+    skipped = [f for f, info in found if info is None]
+    if skipped:
+        # omp lists these no more than we do, but the user should know they are there
+        shown = ", ".join(skipped[:3]) + (f" and {len(skipped) - 3} more" if len(skipped) > 3 else "")
+        click.echo(f"omp-session: skipped {len(skipped)} file(s) that are not readable sessions: {shown}",
+                   err=True)
+    return _listing._sorted(info for _, info in found if info is not None)
 
 
 def _subagents(info: SessionInfo, cache: ListCache, folders: set[str]) -> list[SessionInfo]:
@@ -180,7 +200,6 @@ def list_command(all_projects: bool, cwd: str | None, root: str | None, since: s
       omp-session list --all --stats --sort cost
     """
     base = Path(root) if root else sessions_dir()
-    cache = ListCache(enabled=not no_cache)
     folders: set[str] = set()
     if all_projects:
         root_dir = os.fspath(base)
@@ -189,6 +208,21 @@ def list_command(all_projects: bool, cwd: str | None, root: str | None, since: s
     else:
         bucket = base / project_dir_name(cwd or os.getcwd())
         files = _session_files(os.fspath(bucket), folders) if bucket.is_dir() else []
+    memo: tuple[OutputCache, dict[str, list[int]]] | None = None
+    if (as_json or as_jsonl) and not with_stats and not no_cache and since is None and until is None \
+            and (no_subagents or not folders):
+        # the output only depends on the options and on the files' state: print it as it was
+        keys = _file_keys(files)
+        if keys is not None:
+            options = repr((all_projects, cwd, os.fspath(base), pattern, limit, sort, reverse, no_subagents,
+                            as_json, as_jsonl))
+            memo = (OutputCache(cache_dir(), options), keys)
+            previous = memo[0].get(keys)
+            if previous is not None:
+                sys.stdout.write(previous)  # as it was written, without click's escape-code pass
+                sys.stdout.flush()
+                return
+    cache = ListCache(enabled=not no_cache)
     infos = _scan(files, cache)
     low, high = _parse_when(since), _parse_when(until)
     rows: list[dict[str, Any]] = []
@@ -221,11 +255,11 @@ def list_command(all_projects: bool, cwd: str | None, root: str | None, since: s
         rows = [x for p in parents for x in (p, *children.get(p["path"], []))]
     if limit is not None:
         rows = rows[:limit]
-    if as_json:
-        click.echo(_dumps(rows, indent=True))
-        return
-    if as_jsonl:
-        click.echo("\n".join(_dumps(r) for r in rows) if rows else "", nl=bool(rows))
+    if as_json or as_jsonl:
+        text = _dumps(rows, indent=True) + "\n" if as_json else "".join(_dumps(r) + "\n" for r in rows)
+        click.echo(text, nl=False)
+        if memo is not None and len(infos) == len(files):  # a skipped file is reported on every run
+            memo[0].put(memo[1], text)
         return
     console = Console(highlight=False, soft_wrap=False)
     if not rows:

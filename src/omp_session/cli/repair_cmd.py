@@ -56,6 +56,12 @@ def repair(path: Path, out: Path | None, in_place: bool, as_json: bool) -> None:
 
     Without -o or --in-place, prints what would be fixed (what, where, why) and writes nothing.
     Unusable records go to a quarantine file next to the output, never silently dropped.
+
+    \b
+    Examples:
+      omp-session repair broken.jsonl                  # the plan only
+      omp-session repair broken.jsonl -o fixed.jsonl
+      omp-session repair broken.jsonl --in-place       # keeps broken.jsonl.bak
     """
     if out is not None and in_place:
         raise click.UsageError("give either -o OUT or --in-place, not both")

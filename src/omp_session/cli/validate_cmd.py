@@ -72,6 +72,11 @@ def validate(paths: tuple[Path, ...], recursive: bool, strict: bool, as_json: bo
 
     PATH is a session file or a directory of them (*.jsonl); without PATH, omp's session root
     (all projects). Exit status 0 when no errors were found, 1 otherwise. Never writes.
+
+    \b
+    Examples:
+      omp-session validate ~/.omp/agent/sessions/-src-app/ --strict
+      omp-session validate --json | jq -r 'select(.severity=="error") | .path'
     """
     if not paths:
         root = sessions_dir()
