@@ -14,11 +14,11 @@ reads no more). ``append_ms`` is the append call alone, inside the process.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -29,15 +29,13 @@ sys.path.insert(0, str(HERE))
 
 from open_context import (  # noqa: E402
     BUN,
-    CHILD_TIMEOUT_S,
     DATA_DIR,
-    MB,
     _memory,
     ensure_data,
-    isolated_env,
-    log,
     parse_size,
     probe_setup,
+    round_robin,
+    run_child,
     warm,
 )
 
@@ -74,26 +72,16 @@ def _child(kind: str, path: str) -> None:
 
 
 def run_one(kind: str, session: Path, blobs: Path | None, scratch: Path) -> dict:
-    home = Path(tempfile.mkdtemp(prefix="home-", dir=scratch))
-    agent = home / ".omp" / "agent"
-    agent.mkdir(parents=True)
-    if blobs is not None and blobs.is_dir():
-        (agent / "blobs").symlink_to(blobs)
     if kind == "omp":
         cmd = [str(BUN), "--no-install", str(HERE / "omp_open_append.ts"), str(session)]
     else:
         cmd = [sys.executable, str(Path(__file__).resolve()), "_child", kind, str(session)]
     size = session.stat().st_size
     try:
-        proc = subprocess.run(cmd, env=isolated_env(home), cwd=home, capture_output=True, text=True,
-                              timeout=CHILD_TIMEOUT_S)
+        return run_child(kind, cmd, session, blobs, scratch)
     finally:
-        shutil.rmtree(home, ignore_errors=True)
         if session.stat().st_size != size:
             os.truncate(session, size)  # every run appends to the same bytes
-    if proc.returncode != 0:
-        raise SystemExit(f"{kind} failed (exit {proc.returncode}) on {session}:\n{proc.stderr.strip()[-3000:]}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
 def summarize(label: str, size: int, runs: dict[str, list[dict]]) -> dict:
@@ -158,12 +146,7 @@ def main(argv: list[str]) -> int:
                 created.append(session.parent)
             n = a.runs or (3 if parse_size(label) >= 2**30 else 5)
             warm(session, blobs)
-            runs: dict[str, list[dict]] = {k: [] for k in kinds}
-            for i in range(n):
-                for kind in kinds[i % len(kinds):] + kinds[: i % len(kinds)]:
-                    r = run_one(kind, session, blobs, scratch)
-                    runs[kind].append(r)
-                    log(f"[{label}] {kind:<5} run {i + 1}/{n}: {r['seconds']:.3f} s, {r['peak_rss'] / MB:.0f} MB")
+            runs = round_robin(label, kinds, n, functools.partial(run_one, session=session, blobs=blobs, scratch=scratch))
             report["sizes"].append(summarize(label, session.stat().st_size, runs))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)

@@ -9,6 +9,7 @@ that machine noise spreads over all of them and the ratios stay comparable.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import shutil
@@ -17,6 +18,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -160,17 +162,14 @@ def isolated_env(home: Path) -> dict[str, str]:
     return env
 
 
-def run_one(kind: str, session: Path, blobs: Path | None, scratch: Path) -> dict:
+def run_child(kind: str, cmd: list[str], session: Path, blobs: Path | None, scratch: Path) -> dict:
+    """Run one timed child in a fresh isolated home (blobs linked in) and return its JSON line."""
     home = Path(tempfile.mkdtemp(prefix="home-", dir=scratch))
     agent = home / ".omp" / "agent"
     agent.mkdir(parents=True)
     # omp resolves blob:sha256 refs from its store on open, as it would for a real user
     if blobs is not None and blobs.is_dir():
         (agent / "blobs").symlink_to(blobs)
-    if kind == "omp":
-        cmd = [str(BUN), "--no-install", str(HERE / "omp_open_context.ts"), str(session)]
-    else:
-        cmd = [sys.executable, str(Path(__file__).resolve()), "_child", kind, str(session)]
     try:
         proc = subprocess.run(
             cmd, env=isolated_env(home), cwd=home, capture_output=True, text=True, timeout=CHILD_TIMEOUT_S
@@ -182,6 +181,25 @@ def run_one(kind: str, session: Path, blobs: Path | None, scratch: Path) -> dict
             f"{kind} failed (exit {proc.returncode}) on {session}:\n{proc.stderr.strip()[-3000:]}"
         )
     return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def round_robin(label: str, kinds: list[str], n: int, run: Callable[[str], dict]) -> dict[str, list[dict]]:
+    """``n`` runs of every contender, the order rotated each round so machine noise spreads."""
+    runs: dict[str, list[dict]] = {k: [] for k in kinds}
+    for i in range(n):
+        for kind in kinds[i % len(kinds) :] + kinds[: i % len(kinds)]:
+            r = run(kind)
+            runs[kind].append(r)
+            log(f"[{label}] {kind:<6} run {i + 1}/{n}: {r['seconds']:.3f} s, {r['peak_rss'] / MB:.0f} MB peak")
+    return runs
+
+
+def run_one(kind: str, session: Path, blobs: Path | None, scratch: Path) -> dict:
+    if kind == "omp":
+        cmd = [str(BUN), "--no-install", str(HERE / "omp_open_context.ts"), str(session)]
+    else:
+        cmd = [sys.executable, str(Path(__file__).resolve()), "_child", kind, str(session)]
+    return run_child(kind, cmd, session, blobs, scratch)
 
 
 def ratio(a: float | None, b: float | None) -> float | None:
@@ -342,13 +360,7 @@ def main(argv: list[str]) -> int:
             store = None if a.no_blob_store else blobs
             n = a.runs or (3 if parse_size(label) >= 2**30 else 5)
             warm(session, blobs)
-            runs: dict[str, list[dict]] = {k: [] for k in kinds}
-            for i in range(n):
-                for kind in kinds[i % len(kinds) :] + kinds[: i % len(kinds)]:  # rotate who goes first
-                    r = run_one(kind, session, store, scratch)
-                    runs[kind].append(r)
-                    peak = r["peak_rss"] / MB
-                    log(f"[{label}] {kind:<6} run {i + 1}/{n}: {r['seconds']:.3f} s, {peak:.0f} MB peak")
+            runs = round_robin(label, kinds, n, functools.partial(run_one, session=session, blobs=store, scratch=scratch))
             summary = summarize(label, session.stat().st_size, runs)
             summary.update(path=str(session), generated_seconds=gen_seconds)
             report["sizes"].append(summary)
