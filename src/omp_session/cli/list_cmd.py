@@ -266,20 +266,22 @@ def list_command(all_projects: bool, cwd: str | None, root: str | None, since: s
         console.print(f"no sessions under {escape(str(base))}" + ("" if all_projects else " for this project"))
         return
     table = Table(box=None, header_style="bold")
-    columns = ["modified", "title", "messages", "size", "status", "id"]
+    columns = ["created", "modified", "title", "cwd", "messages", "size", "status", "id"]
     if with_stats:
-        columns[3:3] = ["entries", "branches", "model", "cost"]
+        columns[5:5] = ["entries", "branches", "model", "cost"]
     for name in columns:
-        table.add_column(name, no_wrap=True, overflow="ellipsis", min_width=16 if name in ("title", "modified") else None,
+        table.add_column(name, no_wrap=True, overflow="ellipsis",
+                         min_width=16 if name in ("title", "modified", "created") else None,
                          justify="right" if name in ("messages", "entries", "branches", "cost") else "left")
     for r in rows:
         title = r["title"] or r["first_message"]
         prefix = "  ↳ " if r["subagent_of"] else ""
-        cells = [(r["modified"] or "")[:16].replace("T", " "), escape(prefix + title[:80] + (" [gz]" if r.get("archived")
-                 else "")), _count(r["messages"]), _size(r["size"]), r["status"] or "", r["id"][:13]]
+        cells = [(r["created"] or "")[:16].replace("T", " "), (r["modified"] or "")[:16].replace("T", " "),
+                 escape(prefix + title[:80] + (" [gz]" if r.get("archived") else "")), escape(_short_cwd(r["cwd"])),
+                 _count(r["messages"]), _size(r["size"]), r["status"] or "", r["id"][:13]]
         if with_stats:
             models = r["models"] or []
-            cells[3:3] = [_count(r["entries"]), _count(r["branches"]), escape(models[-1] if models else ""),
+            cells[5:5] = [_count(r["entries"]), _count(r["branches"]), escape(models[-1] if models else ""),
                           _money(r["cost"])]
         table.add_row(*cells)
     console.print(table)
@@ -302,6 +304,11 @@ def _sort_key(value: Any, text: bool) -> tuple[bool, Any]:
     if text:
         return (False, value)
     return (False, value if isinstance(value, int | float) else 0)
+
+
+def _short_cwd(cwd: str) -> str:
+    home = os.path.expanduser("~")
+    return "~" + cwd[len(home):] if home != "/" and (cwd == home or cwd.startswith(home + "/")) else cwd
 
 
 def _count(value: Any) -> str:
