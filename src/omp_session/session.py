@@ -16,7 +16,8 @@ from .blobs import BLOB_PREFIX, parse_blob_ref, resolve_blob_refs
 from .codec import UNDEFINED
 from .compact import Grown, compact_ids
 from .diagnostics import Diagnostic, Severity
-from .migrate import migrate, needs_migration
+from .jsnum import to_number
+from .migrate import header_version, migrate, needs_migration
 from .reader import (
     Journal,
     MalformedSpan,
@@ -170,6 +171,7 @@ class Session:
         self.diagnostics: list[Diagnostic] = []
         self.title_slot: TitleSlot | None = journal.slot
         self.migrated = False
+        self.ids_made_up = False
         self.sanitized = False  # omp stripped Copilot replay metadata on open: it rewrites the file
         self.raw_header: Any = UNDEFINED
         self.header: dict[str, Any] | None = None
@@ -262,6 +264,7 @@ class Session:
         assert header is not None
         if not needs_migration(header):
             return
+        self.ids_made_up = to_number(header_version(header)) < 2  # v1 files hold no ids
         entries = [self.entry_at(k) for k in range(self._count)]
         j = self.journal
         self.migrated, found = migrate(header, entries, line_of=lambda k: j.line_of(j.start(k + 1)))

@@ -20,12 +20,22 @@ from .codec import UNDEFINED
 from .diagnostics import Severity
 from .jsdate import date_parse
 from .reader import Journal, _decode
+from .validate_fast import (
+    AssistantMessage,
+    BranchSummaryEntry,
+    CompactionEntry,
+    LabelEntry,
+    MessageEntry,
+    ToolCallBlock,
+    ToolResultMessage,
+    decode_clean,
+)
 from .validate_report import Report
 
 __all__ = ["KNOWN_TYPES", "Collected", "call_key", "scan_entries"]
 
 _BLOCK = 1024 * 1024
-_ISO = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z\Z")
+_ISO = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z\Z")
 TRUNCATION_NOTICE = b"\\n\\n[Session persistence truncated large content]"
 KNOWN_TYPES = frozenset({
     "message", "model_change", "thinking_level_change", "service_tier_change", "compaction", "branch_summary",
@@ -120,17 +130,22 @@ def scan_entries(j: Journal, report: Report, ids: Any) -> Collected:
         if TRUNCATION_NOTICE in data:
             checker.truncated(data, first)
         entries: list[Any] | None = None
-        if not any(k in j.values for k in range(i, b + 1)):
+        plain = not (j.values and any(k in j.values for k in range(i, b + 1)))
+        clean = decode_clean(data, b - i + 1) if plain else None
+        if clean is not None:
+            checker.clean(i, clean)
+        elif plain:
             try:
                 entries = _DECODER.decode_lines(data)
             except (msgspec.DecodeError, msgspec.ValidationError):
                 entries = None
             if entries is not None and len(entries) != b - i + 1:
                 entries = None
-        if entries is None:
-            entries = [checker.slow(k) for k in range(i, b + 1)]
-        for offset, entry in enumerate(entries):
-            checker.entry(i + offset, entry)
+        if clean is None:
+            if entries is None:
+                entries = [checker.slow(k) for k in range(i, b + 1)]
+            for offset, entry in enumerate(entries):
+                checker.entry(i + offset, entry)
         if b + 1 < n and j.starts[b + 1] > j.ends[b] + 1 and j.read(j.ends[b], j.ends[b] + 1) == b"\r":
             out.crlf.append(j.ends[b])
         i = b + 1
@@ -148,6 +163,29 @@ class _Checker:
     def slow(self, i: int) -> Any:
         value = self.j.values[i] if i in self.j.values else _decode(self.j.raw(i))
         return _from_value(value) if isinstance(value, dict) else value
+
+    def clean(self, first: int, entries: list[Any]) -> None:
+        """Records ``first``.. that passed the strict types: only collect what the tree checks need."""
+        calls, results, refs = self.out.calls, self.out.results, self.out.refs
+        for k, e in enumerate(entries, first - 1):  # k: the entry's index (record k + 1)
+            t = type(e)
+            if t is MessageEntry:
+                m = e.message
+                if type(m) is ToolResultMessage:
+                    results.append((k, m.toolCallId))
+                elif type(m) is AssistantMessage:
+                    for block in m.content:
+                        if type(block) is ToolCallBlock:
+                            calls[call_key(block.id)] = k
+            elif t is CompactionEntry:
+                refs.append((k, "firstKeptEntryId", e.firstKeptEntryId))
+                if e.providerReplayThroughEntryId is not UNDEFINED:
+                    refs.append((k, "providerReplayThroughEntryId", e.providerReplayThroughEntryId))
+            elif t is LabelEntry:
+                refs.append((k, "targetId", e.targetId))
+            elif t is BranchSummaryEntry:
+                self.current_id = e.id
+                self._branch_summary(k + 1, e)
 
     def truncated(self, data: bytes, base: int) -> None:
         at = data.find(TRUNCATION_NOTICE)
@@ -262,7 +300,7 @@ class _Checker:
                 self.add(i, "usage-cost-invalid", Severity.WARNING, "an assistant usage whose cost.total "
                          "is not a number: omp's cost totals become NaN or a string")
 
-    def _branch_summary(self, i: int, e: _Entry) -> None:
+    def _branch_summary(self, i: int, e: _Entry | BranchSummaryEntry) -> None:
         if e.fromId == e.parentId and isinstance(e.fromId, str):
             return
         if e.fromId == "root" and e.parentId is None:
