@@ -15,7 +15,7 @@ def test_all_is_pinned() -> None:
         "FormatError", "LockError", "NotASessionError", "PersistenceError", "RepairConflictError", "RepairError",
         "RedactResult", "RedactRules", "RepairPlan", "Session", "SessionError", "SessionFileError", "SessionManager", "Severity", "Tree",
         "TreeNode", "UnsupportedVersionError", "WriteConflictError", "__version__", "apply_repair", "export", "open",
-        "plan_repair", "redact", "validate", "write_redacted",
+        "plan_repair", "redact", "stats", "validate", "write_redacted",
     ])
     for name in omp_session.__all__:
         assert hasattr(omp_session, name), name

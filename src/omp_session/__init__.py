@@ -37,6 +37,7 @@ from .manager import SessionManager
 from .redact import RedactResult, RedactRules, redact, write_redacted
 from .repair import NotASessionError, RepairConflictError, RepairError, RepairPlan, apply_repair, plan_repair
 from .session import Session, read_session
+from .stats import stats
 from .tree import Tree, TreeNode
 from .validate import validate
 
@@ -74,6 +75,7 @@ __all__ = [
     "open",
     "plan_repair",
     "redact",
+    "stats",
     "validate",
     "write_redacted",
 ]

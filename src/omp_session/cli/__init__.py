@@ -21,6 +21,7 @@ from .export_cmd import export as export_command
 from .list_cmd import list_command
 from .redact_cmd import redact as redact_command
 from .repair_cmd import repair as repair_command
+from .stats_cmd import stats_command
 from .tail_cmd import tail as tail_command
 from .validate_cmd import validate as validate_command
 
@@ -154,6 +155,7 @@ cli.add_command(validate_command)
 cli.add_command(repair_command)
 cli.add_command(export_command)
 cli.add_command(redact_command)
+cli.add_command(stats_command)
 
 
 def main() -> None:
