@@ -16,11 +16,15 @@ from ..errors import EntryNotFoundError, SessionError
 from ..resolve import resolve_session
 from ..session import Session
 from . import render
+from .blobs_cmd import blobs as blobs_command
 from .cat_cmd import cat as cat_command
 from .export_cmd import export as export_command
 from .list_cmd import list_command
 from .redact_cmd import redact as redact_command
 from .repair_cmd import repair as repair_command
+from .size_cmd import externalize as externalize_command
+from .size_cmd import prune as prune_command
+from .size_cmd import size as size_command
 from .stats_cmd import stats_command
 from .tail_cmd import tail as tail_command
 from .validate_cmd import validate as validate_command
@@ -156,6 +160,10 @@ cli.add_command(repair_command)
 cli.add_command(export_command)
 cli.add_command(redact_command)
 cli.add_command(stats_command)
+cli.add_command(blobs_command)
+cli.add_command(size_command)
+cli.add_command(externalize_command)
+cli.add_command(prune_command)
 
 
 def main() -> None:
