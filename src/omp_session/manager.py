@@ -809,6 +809,9 @@ def _load(storage: SessionStorage, path: str, blob_store: Any) -> Session | None
     if isinstance(storage, FileStorage):
         if not os.path.exists(path):
             return None
+        if path.endswith(".jsonl.gz"):  # appending plain lines would break the archive
+            raise FormatError("an archived session (.jsonl.gz) can be read, not continued; unpack or gunzip "
+                              "it first", path=path)
         from .session import read_session
 
         try:

@@ -31,14 +31,17 @@ class AmbiguousSessionError(SessionError, LookupError):
         self.candidates = candidates
 
 
+_SUFFIXES = (".jsonl", ".jsonl.gz")  # .jsonl.gz: a session archived by omp's gc --archive
+
+
 def _session_id(name: str) -> str:
-    stem = name[: -len(".jsonl")] if name.endswith(".jsonl") else name
+    stem = name.removesuffix(".gz").removesuffix(".jsonl")
     return stem.split("_", 1)[1] if "_" in stem else stem
 
 
 def _matches(directory: Path, prefix: str) -> list[str]:
     try:
-        names = sorted(n for n in os.listdir(directory) if n.endswith(".jsonl") and not n.startswith("."))
+        names = sorted(n for n in os.listdir(directory) if n.endswith(_SUFFIXES) and not n.startswith("."))
     except OSError:
         return []
     p = prefix.lower()
@@ -48,7 +51,7 @@ def _matches(directory: Path, prefix: str) -> list[str]:
 def resolve_session(arg: str, cwd: str | None = None, *, root: str | os.PathLike[str] | None = None) -> str:
     """The session file ``arg`` names. Raises :class:`SessionNotFoundError` or
     :class:`AmbiguousSessionError` (with the candidates) with a one-line message."""
-    if os.path.exists(arg) or os.sep in arg or arg.endswith(".jsonl"):
+    if os.path.exists(arg) or os.sep in arg or arg.endswith(_SUFFIXES):
         if not os.path.exists(arg):
             raise SessionNotFoundError(f"{arg}: no such file")
         return arg

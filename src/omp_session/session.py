@@ -693,5 +693,35 @@ class Session:
 
 
 def read_session(path: str | os.PathLike[str], *, blob_store: Any = None) -> Session:
-    """Read a session file (never writes). Raises OSError subclasses for I/O problems only."""
+    """Read a session file (never writes). Raises OSError subclasses for I/O problems only.
+
+    A session archived by omp's ``gc --archive`` (``*.jsonl.gz``) reads as the plain file it was: it
+    is decompressed, in pieces, into an unlinked temporary file (a damaged archive is a FormatError).
+    """
+    if os.fspath(path).endswith(".jsonl.gz"):
+        return Session(_scan_archived(os.fspath(path)), os.fspath(path), blob_store)
     return Session(scan_file(path), os.fspath(path), blob_store)
+
+
+def _scan_archived(path: str) -> Journal:
+    import gzip
+    import shutil
+    import tempfile
+    import zlib
+
+    from .errors import FormatError
+
+    with tempfile.NamedTemporaryFile(prefix=".omp-session-", suffix=".jsonl", delete=False) as tmp:
+        try:
+            with gzip.open(path, "rb") as src:
+                shutil.copyfileobj(src, tmp, 1 << 20)
+        except (gzip.BadGzipFile, EOFError, zlib.error) as e:
+            os.unlink(tmp.name)
+            raise FormatError(f"not a readable gzip archive ({e})", path=path) from None
+        except BaseException:
+            os.unlink(tmp.name)
+            raise
+    try:
+        return scan_file(tmp.name)  # a large file's handle stays open: the data outlives the name
+    finally:
+        os.unlink(tmp.name)

@@ -20,6 +20,8 @@ from .blobs_cmd import blobs as blobs_command
 from .cat_cmd import cat as cat_command
 from .export_cmd import export as export_command
 from .list_cmd import list_command
+from .pack_cmd import pack as pack_command
+from .pack_cmd import unpack as unpack_command
 from .redact_cmd import redact as redact_command
 from .repair_cmd import repair as repair_command
 from .size_cmd import externalize as externalize_command
@@ -164,6 +166,8 @@ cli.add_command(blobs_command)
 cli.add_command(size_command)
 cli.add_command(externalize_command)
 cli.add_command(prune_command)
+cli.add_command(pack_command)
+cli.add_command(unpack_command)
 
 
 def main() -> None:
