@@ -60,6 +60,8 @@ def plan_repair(path: str | os.PathLike[str], *, blob_store: Any = None) -> Repa
     name = os.fspath(path)
     if os.path.isdir(name):
         raise NotASessionError(f"{name}: is a directory, not a session file")
+    if name.endswith(".jsonl.gz"):
+        raise RepairError(f"{name}: an archived session (.jsonl.gz); gunzip it, then repair the plain file")
     try:
         with open(name, "rb") as f:
             st = os.fstat(f.fileno())

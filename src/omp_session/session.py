@@ -699,11 +699,12 @@ def read_session(path: str | os.PathLike[str], *, blob_store: Any = None) -> Ses
     is decompressed, in pieces, into an unlinked temporary file (a damaged archive is a FormatError).
     """
     if os.fspath(path).endswith(".jsonl.gz"):
-        return Session(_scan_archived(os.fspath(path)), os.fspath(path), blob_store)
+        return Session(scan_archived(os.fspath(path)), os.fspath(path), blob_store)
     return Session(scan_file(path), os.fspath(path), blob_store)
 
 
-def _scan_archived(path: str) -> Journal:
+def scan_archived(path: str) -> Journal:
+    """The journal of a ``.jsonl.gz`` session as the plain file it was (FormatError when damaged)."""
     import gzip
     import shutil
     import tempfile

@@ -16,9 +16,10 @@ from typing import Any
 
 from .blobs import BLOB_PREFIX, BlobStore, parse_blob_ref
 from .diagnostics import Diagnostic, Severity
+from .errors import FormatError
 from .migrate import needs_migration
 from .reader import STREAMING_THRESHOLD, Journal, _decode, scan_file
-from .session import Session
+from .session import Session, scan_archived
 from .title import TITLE_SLOT_BYTES
 from .validate_entries import scan_entries
 from .validate_report import Report
@@ -46,10 +47,23 @@ def validate(path_or_session: str | os.PathLike[str] | Session, *, blobs_dir: st
         path = session.path
     else:
         path = os.path.expanduser(os.fspath(path_or_session))
-        reason = _not_a_session(path)
+        if path.endswith(".jsonl.gz"):  # archived by omp's gc: checked as the plain file it was
+            try:
+                journal = scan_archived(path)
+            except FormatError as e:
+                return [Diagnostic("not-a-session", Severity.ERROR, f"not an omp session file: {str(e).removeprefix(path + ': ')}",
+                                   path=path)]
+            head, size = journal.read(0, _SNIFF), journal.size
+        else:
+            journal = None
+            with open(path, "rb") as f:
+                size = os.fstat(f.fileno()).st_size
+                head = f.read(_SNIFF)
+        reason = _not_a_session(head, size)
         if reason:
             return [Diagnostic("not-a-session", Severity.ERROR, f"not an omp session file: {reason}", path=path)]
-        session = Session(scan_file(path), path, None)  # no blob store: refs are checked here instead
+        # no blob store: refs are checked here instead
+        session = Session(journal if journal is not None else scan_file(path), path, None)
     try:
         return _validate(session, path, blobs_dir)
     finally:
@@ -57,10 +71,7 @@ def validate(path_or_session: str | os.PathLike[str] | Session, *, blobs_dir: st
             session.close()
 
 
-def _not_a_session(path: str) -> str | None:
-    with open(path, "rb") as f:
-        size = os.fstat(f.fileno()).st_size
-        head = f.read(_SNIFF)
+def _not_a_session(head: bytes, size: int) -> str | None:
     if not size:
         return "the file is empty (omp would start a new session in it)"
     text = head.replace(b"\x00", b"")
