@@ -527,3 +527,15 @@ def test_html_cost_chart_keeps_quiet_days_on_the_time_axis(tmp_path: Path) -> No
         ["2026-03-01", "2026-03-02", "2026-03-03", "2026-03-04"]
     assert page.count("<rect") == 2 + 1  # one bar per active day, one project bar
     assert "2026-03-04 openai/gpt-5: $1.00" in page
+
+
+def test_archived_session_counts_like_the_plain_file(tmp_path: Path) -> None:
+    import gzip
+
+    from omp_session.stats import read_file_usage
+
+    plain = Path(__file__).resolve().parents[1] / "src" / "omp_session" / "samples" / "sample.jsonl"
+    archived = tmp_path / plain.with_suffix(".jsonl.gz").name
+    archived.write_bytes(gzip.compress(plain.read_bytes()))
+    a, b = read_file_usage(archived), read_file_usage(plain)
+    assert a.omp_usage == b.omp_usage and a.omp_usage["cost"] > 0
