@@ -303,3 +303,15 @@ def test_every_corpus_file_is_accounted_or_refused(tmp_path: Path, make_corpus: 
         assert plan.bytes_after == (tmp_path / f.name).stat().st_size
         assert r.prune_saves == plan.saved, f.name
     assert accounted > 40 and refused < 10
+
+
+def test_archived_session_is_accounted_like_the_plain_file(tmp_path: Path) -> None:
+    import gzip
+
+    plain = Path(__file__).resolve().parents[1] / "src" / "omp_session" / "samples" / "sample.jsonl"
+    archived = tmp_path / "sample.jsonl.gz"
+    archived.write_bytes(gzip.compress(plain.read_bytes()))
+    a, b = analyze_size(archived), analyze_size(plain)
+    assert a.bytes == b.bytes and a.abandoned.bytes == b.abandoned.bytes
+    assert {k: v.bytes for k, v in a.by_type.items()} == {k: v.bytes for k, v in b.by_type.items()}
+    assert b.suggestions and not a.suggestions  # writers need the plain file

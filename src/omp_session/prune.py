@@ -63,9 +63,11 @@ class PrunePlan:
                 "bytes_before": self.bytes_before, "bytes_after": self.bytes_after, "saved": self.saved}
 
 
-def open_tree_session(path: str) -> Session:
-    """Read a session for copying its records (no blob resolution); FormatError without a header."""
-    refuse_archive(path)
+def open_tree_session(path: str, *, archives: bool = False) -> Session:
+    """Read a session for copying its records (no blob resolution); FormatError without a header.
+    ``archives``: a ``.jsonl.gz`` reads as the plain file (for reports; writers refuse it)."""
+    if not (archives and path.endswith(".jsonl.gz")):
+        refuse_archive(path)
     try:
         s = read_session(path)
     except IsADirectoryError:

@@ -172,7 +172,8 @@ def _gzip_size(path: str) -> int:
 def analyze_size(path: str | os.PathLike[str], *, archive: bool = True, top: int = _TOP) -> SizeReport:
     """Account for every byte of one session file and compute what each remedy saves."""
     src = os.fspath(path)
-    s = open_tree_session(src)
+    archived = src.endswith(".jsonl.gz")  # reported as the plain file it holds; already archived
+    s = open_tree_session(src, archives=True)
     try:
         j = s.journal
         report = SizeReport(src, j.size, entries=len(s))
@@ -227,9 +228,10 @@ def analyze_size(path: str | os.PathLike[str], *, archive: bool = True, top: int
             report.prune_saves = 0
     finally:
         s.close()
-    if archive:
+    if archive and not archived:
         report.archive_bytes = _gzip_size(src)
-    report.suggestions = _suggest(report)
+    # prune and externalize write from a plain file: an archive is to be unpacked first
+    report.suggestions = [] if archived else _suggest(report)
     return report
 
 
