@@ -219,3 +219,28 @@ def test_cli_directory_with_non_session(tmp_path: Path) -> None:
 def test_cli_default_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PI_CODING_AGENT_DIR", str(tmp_path / "agent"))
     assert run()[0] == 2  # no session root yet
+
+
+def test_archived_session_is_checked_as_the_plain_file(tmp_path: Path) -> None:
+    import gzip
+
+    plain = DATA / "malformed.jsonl"
+    archived = tmp_path / "malformed.jsonl.gz"
+    archived.write_bytes(gzip.compress(plain.read_bytes()))
+    assert [(d.code, d.line) for d in validate(archived, blobs_dir=BLOBS)] == \
+        [(d.code, d.line) for d in validate(plain, blobs_dir=BLOBS)]
+    (tmp_path / "junk.jsonl.gz").write_bytes(b"\x1f\x8b not really gzip")
+    code, out = run(str(tmp_path), "--json")
+    found = [json.loads(line) for line in out.splitlines() if line.strip()]
+    assert code == 1 and {d["code"] for d in found} >= {"malformed-record", "not-a-session"}
+
+
+def test_repair_refuses_an_archive(tmp_path: Path) -> None:
+    import gzip
+
+    from omp_session import RepairError, plan_repair
+
+    archived = tmp_path / "s.jsonl.gz"
+    archived.write_bytes(gzip.compress((DATA / "malformed.jsonl").read_bytes()))
+    with pytest.raises(RepairError, match="gunzip"):
+        plan_repair(archived)

@@ -17,12 +17,19 @@ VIEWER_CSS: Final = """\
 * { box-sizing: border-box; }
 body { margin: 0; color: var(--fg); background: var(--bg); }
 #app { display: grid; grid-template-columns: minmax(220px, 28%) 1fr; height: 100vh; }
-#side { border-right: 1px solid var(--line); background: var(--panel); overflow: auto; }
+#side { border-right: 1px solid var(--line); background: var(--panel); overflow: hidden; height: 100vh;
+  display: flex; flex-direction: column; min-width: 0; }
 #side h1 { font-size: 15px; margin: 10px; word-break: break-word; }
-#side .meta { color: var(--muted); margin: 0 10px 8px; font-size: 12px; word-break: break-all; }
-#tree { font-family: ui-monospace, monospace; font-size: 12px; padding-bottom: 40px; }
+#side .meta { color: var(--muted); margin: 0 10px 8px; font-size: 12px; overflow-wrap: anywhere; }
+#crumbs .back-link { margin: 0 10px 6px; }
+#subagents { margin: 0 10px 8px; font-size: 12px; max-height: 30vh; overflow: auto; flex: none; }
+#subagents .subagent { margin: 2px 0; }
+#tree { font-family: ui-monospace, monospace; font-size: 12px; flex: 1; min-height: 0; overflow: auto;
+  position: relative; border-top: 1px solid var(--line); }
+#tree .space { position: relative; }
+#tree .win { position: absolute; left: 0; right: 0; top: 0; }
 #tree .node { white-space: nowrap; overflow: hidden; text-overflow: ellipsis; cursor: pointer;
-  padding: 1px 6px; border-left: 3px solid transparent; }
+  height: 18px; line-height: 18px; padding: 0 6px; border-left: 3px solid transparent; }
 #tree .node:hover { background: #e9ecf2; }
 #tree .node.on-path { background: var(--path); border-left-color: var(--accent); }
 #tree .node.selected { background: var(--sel); font-weight: 600; }
@@ -57,5 +64,10 @@ summary { cursor: pointer; color: var(--accent); }
 img.inline { max-width: 100%; max-height: 480px; border: 1px solid var(--line); display: block; margin: 4px 0; }
 mark.hit { background: var(--hit); }
 mark.hit.current { background: var(--cur); }
-.more { color: var(--muted); text-align: center; padding: 12px; }
+.loading { color: var(--muted); padding: 20px; }
+.chunk.pending { color: var(--muted); text-align: center; padding: 12px; overflow: hidden; }
+.subagent-link { margin: 4px 0; display: inline-block; cursor: pointer; color: var(--accent);
+  background: #fff; border: 1px solid var(--accent); border-radius: 4px; padding: 2px 8px; font-size: 12px; }
+.subagent-missing { font-size: 12px; }
+.sublinks { display: flex; flex-direction: column; align-items: flex-start; gap: 2px; margin: 4px 0; }
 """

@@ -92,12 +92,12 @@ class SessionManager:
 
     @classmethod
     def create(cls, cwd: str | os.PathLike[str], session_dir: str | os.PathLike[str] | None = None, *,
-               storage: SessionStorage | None = None, blob_store: Any = None) -> SessionManager:
+               storage: SessionStorage | str | None = None, blob_store: Any = None) -> SessionManager:
         """A new session for ``cwd``; its file is written once it has an assistant message (S8.1)."""
         cwd = _check_cwd(cwd)
         directory = _session_dir_for(cwd, session_dir)
-        store = storage if storage is not None else FileStorage()
-        if store.persistent:
+        store = _storage_of(storage)
+        if isinstance(store, FileStorage):
             _check_writable_dir(directory)
         manager = cls(cwd, directory, persist=True, storage=store, blob_store=_blobs(blob_store))
         manager._reset_to_new_session()
@@ -114,7 +114,7 @@ class SessionManager:
     @classmethod
     def open(cls, path: str | os.PathLike[str], session_dir: str | os.PathLike[str] | None = None, *,
              initial_cwd: str | None = None, parent_session: str | None = None, throw_if_missing: bool = False,
-             storage: SessionStorage | None = None, blob_store: Any = None) -> SessionManager:
+             storage: SessionStorage | str | None = None, blob_store: Any = None) -> SessionManager:
         """Open a session file to continue it.
 
         A missing or empty file starts a new session at that path and writes its title slot and
@@ -123,7 +123,7 @@ class SessionManager:
         ``initial_cwd`` (default: the process cwd) is used.
         """
         path = os.path.abspath(os.fspath(path))
-        store = storage if storage is not None else FileStorage()
+        store = _storage_of(storage)
         blobs = _blobs(blob_store)
         session = _load(store, path, blobs)
         header = session.header if session is not None else None
@@ -132,7 +132,7 @@ class SessionManager:
         cwd = recorded if usable and isinstance(recorded, str) else (initial_cwd or os.getcwd())
         if session_dir is not None:
             directory = os.fspath(session_dir)
-        elif isinstance(recorded, str) and recorded and not usable:
+        elif isinstance(recorded, str) and recorded and not usable and isinstance(store, FileStorage):
             directory = default_session_dir(cwd)
         else:
             directory = os.path.dirname(path)
@@ -142,7 +142,7 @@ class SessionManager:
 
     @classmethod
     def continue_recent(cls, cwd: str | os.PathLike[str], session_dir: str | os.PathLike[str] | None = None, *,
-                        storage: SessionStorage | None = None, blob_store: Any = None) -> SessionManager:
+                        storage: SessionStorage | str | None = None, blob_store: Any = None) -> SessionManager:
         """Continue the most recently modified session of ``cwd``'s bucket, else start a new one.
 
         omp first consults the terminal breadcrumb of the calling terminal; a library has no
@@ -152,8 +152,13 @@ class SessionManager:
 
         cwd = _check_cwd(cwd)
         directory = _session_dir_for(cwd, session_dir)
-        store = storage if storage is not None else FileStorage()
-        recent = find_most_recent_session(directory)
+        store = _storage_of(storage)
+        if isinstance(store, FileStorage):
+            recent = find_most_recent_session(directory)
+        else:  # a database or Redis store: its newest session of the bucket
+            stats = [store.stat(p) for p in store.list(directory, "*.jsonl")]
+            newest = max((st for st in stats if st is not None), key=lambda st: st.mtime_ms, default=None)
+            recent = newest.path if newest is not None else None
         if recent is not None:
             manager = cls(cwd, directory, persist=True, storage=store, blob_store=_blobs(blob_store))
             manager._set_session_file(os.path.abspath(recent), _load(store, os.path.abspath(recent), manager.blob_store))
@@ -163,12 +168,12 @@ class SessionManager:
     @classmethod
     def fork_from(cls, source: str | os.PathLike[str], cwd: str | os.PathLike[str],
                   session_dir: str | os.PathLike[str] | None = None, *, session_file: str | None = None,
-                  reset_inherited_cost: bool = False, storage: SessionStorage | None = None,
+                  reset_inherited_cost: bool = False, storage: SessionStorage | str | None = None,
                   blob_store: Any = None) -> SessionManager:
         """A new session in ``cwd``'s bucket holding every entry of ``source`` (S2.3)."""
         cwd = _check_cwd(cwd)
         directory = _session_dir_for(cwd, session_dir)
-        store = storage if storage is not None else FileStorage()
+        store = _storage_of(storage)
         manager = cls(cwd, directory, persist=True, storage=store, blob_store=_blobs(blob_store))
         src = os.path.abspath(os.fspath(source))
         if store.size(src) is None:
@@ -802,6 +807,17 @@ class SessionManager:
 
 def _blobs(blob_store: Any) -> Any:
     return blob_store if blob_store is not None else BlobStore(blobs_dir())
+
+
+def _storage_of(storage: SessionStorage | str | None) -> SessionStorage:
+    """The storage a constructor was given: a storage, a store URL (docs/stores.md), or the files."""
+    if storage is None:
+        return FileStorage()
+    if isinstance(storage, str):
+        from .store import open_store
+
+        return open_store(storage)
+    return storage
 
 
 def _load(storage: SessionStorage, path: str, blob_store: Any) -> Session | None:

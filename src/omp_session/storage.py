@@ -10,23 +10,46 @@ Every write either happens whole or leaves the target as it was:
   never glued onto it) and truncates back on a failed write;
 * ``replace`` writes a same-directory temp file, checks under the lock that the target still has
   the size the caller last saw (:class:`WriteConflictError` otherwise), then renames;
-* ``write_title_slot`` only overwrites a slot that is exactly 256 bytes now.
+* ``write_title_slot`` only overwrites a slot that is exactly 256 bytes now;
+* ``rename`` replaces the destination atomically (omp's ``rename``; a transaction in SQL).
+
+Keys are omp's: the absolute path the file would have on disk, in every backend. The database
+and Redis backends live in :mod:`omp_session.store` (docs/stores.md).
 """
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import fnmatch
 import os
 import secrets
 import shutil
-from typing import Protocol
+import time
+from typing import NamedTuple, Protocol
 
-from .errors import PersistenceError, WriteConflictError
+from .errors import PersistenceError, SessionError, WriteConflictError
 from .locking import publish_lock
 from .title import TITLE_SLOT_BYTES, parse_title_slot
 
-__all__ = ["FileStorage", "MemoryStorage", "SessionStorage", "conflict_message"]
+__all__ = ["FileStorage", "MemoryStorage", "SessionStorage", "StoreError", "StoreMissingError", "StoredFile", "conflict_message"]
+
+
+class StoreError(SessionError):
+    """A session store cannot be used: a bad URL or table name, an unreachable server, refused
+    credentials, a table of another layout. The message is one line naming the store."""
+
+
+class StoreMissingError(StoreError):
+    """Opened for reading, the store has no session table (or file, or directory) yet."""
+
+
+class StoredFile(NamedTuple):
+    """One stored file as a listing sees it: key, byte size, modification time (ms since epoch)."""
+
+    path: str
+    size: int
+    mtime_ms: float
 
 
 def conflict_message(path: str, expected: int | None, found: int | None) -> str:
@@ -66,6 +89,20 @@ class SessionStorage(Protocol):
 
     def delete(self, path: str) -> None:
         """Remove a file and its artifacts directory (missing is fine)."""
+
+    def stat(self, path: str) -> StoredFile | None:
+        """Size and modification time, or None when there is no such file."""
+
+    def scan(self, prefix: str) -> builtins.list[StoredFile]:
+        """Every session file (key ending in ``.jsonl``) whose key starts with ``prefix``, at
+        any depth, sorted by key. A directory prefix should end with ``/``."""
+
+    def rename(self, src: str, dst: str) -> None:
+        """Move ``src`` to ``dst`` atomically, replacing ``dst`` (FileNotFoundError when
+        ``src`` is missing)."""
+
+    def close(self) -> None:
+        """Release connections (the storage is not used afterwards)."""
 
 
 class FileStorage:
@@ -163,6 +200,39 @@ class FileStorage:
         if path.endswith(".jsonl"):
             shutil.rmtree(path[: -len(".jsonl")], ignore_errors=True)
 
+    def stat(self, path: str) -> StoredFile | None:
+        try:
+            st = os.stat(path)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        return StoredFile(path, st.st_size, st.st_mtime_ns / 1e6)
+
+    def scan(self, prefix: str) -> builtins.list[StoredFile]:
+        root = prefix if os.path.isdir(prefix) else os.path.dirname(prefix)
+        out: builtins.list[StoredFile] = []
+        for directory, dirs, names in os.walk(root):
+            dirs.sort()
+            for name in names:
+                full = os.path.join(directory, name)
+                if name.endswith(".jsonl") and full.startswith(prefix):
+                    found = self.stat(full)
+                    if found is not None:
+                        out.append(found)
+        out.sort()
+        return out
+
+    def rename(self, src: str, dst: str) -> None:
+        try:
+            os.makedirs(os.path.dirname(os.path.abspath(dst)), exist_ok=True)
+            os.replace(src, dst)
+        except FileNotFoundError:
+            raise
+        except OSError as e:
+            raise PersistenceError(src, f"renaming to {dst}", e) from e
+
+    def close(self) -> None:
+        return None
+
 
 def _starts_with_slot(head: bytes) -> bool:
     """A title slot of exactly 256 bytes (LF included) and no BOM in front of it."""
@@ -187,6 +257,13 @@ class MemoryStorage:
 
     def __init__(self) -> None:
         self.files: dict[str, bytearray] = {}
+        self.mtimes: dict[str, float] = {}
+        self._clock = 0.0
+
+    def _touch(self, path: str) -> None:
+        # strictly increasing, like omp's index allocator: two writes never share an mtime
+        self._clock = max(self._clock + 1, float(int(time.time() * 1000)))
+        self.mtimes[path] = self._clock
 
     def size(self, path: str) -> int | None:
         data = self.files.get(path)
@@ -205,6 +282,7 @@ class MemoryStorage:
         if data and not data.endswith(b"\n"):
             line = b"\n" + line
         data += line
+        self._touch(path)
         return len(line)
 
     def replace(self, path: str, body: bytes, expected_size: int | None) -> None:
@@ -212,12 +290,14 @@ class MemoryStorage:
         if found != expected_size:
             raise WriteConflictError(conflict_message(path, expected_size, found))
         self.files[path] = bytearray(body)
+        self._touch(path)
 
     def write_title_slot(self, path: str, slot: bytes) -> bool:
         data = self.files.get(path)
         if data is None or not _starts_with_slot(bytes(data[: TITLE_SLOT_BYTES + 3])):
             return False
         data[:TITLE_SLOT_BYTES] = slot
+        self._touch(path)
         return True
 
     def list(self, directory: str, pattern: str) -> list[str]:
@@ -226,3 +306,27 @@ class MemoryStorage:
 
     def delete(self, path: str) -> None:
         self.files.pop(path, None)
+        self.mtimes.pop(path, None)
+        if path.endswith(".jsonl"):
+            artifacts = path[: -len(".jsonl")] + "/"
+            for key in [k for k in self.files if k.startswith(artifacts)]:
+                self.files.pop(key, None)
+                self.mtimes.pop(key, None)
+
+    def stat(self, path: str) -> StoredFile | None:
+        data = self.files.get(path)
+        return None if data is None else StoredFile(path, len(data), self.mtimes.get(path, 0.0))
+
+    def scan(self, prefix: str) -> builtins.list[StoredFile]:
+        return [StoredFile(p, len(self.files[p]), self.mtimes.get(p, 0.0))
+                for p in sorted(self.files) if p.startswith(prefix) and p.endswith(".jsonl")]
+
+    def rename(self, src: str, dst: str) -> None:
+        if src not in self.files:
+            raise FileNotFoundError(src)
+        if src != dst:
+            self.files[dst] = self.files.pop(src)
+            self.mtimes[dst] = self.mtimes.pop(src, 0.0)
+
+    def close(self) -> None:
+        return None

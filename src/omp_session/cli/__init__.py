@@ -28,6 +28,8 @@ from .size_cmd import externalize as externalize_command
 from .size_cmd import prune as prune_command
 from .size_cmd import size as size_command
 from .stats_cmd import stats_command
+from .store_option import active_store, open_stored, resolve_in_store, store_option
+from .sync_cmd import sync as sync_command
 from .tail_cmd import tail as tail_command
 from .validate_cmd import validate as validate_command
 
@@ -47,6 +49,9 @@ def session_argument(fn: F) -> F:
 
 def _resolve(ctx: click.Context, param: click.Parameter, value: str) -> Path:
     try:
+        store = active_store()  # --store is eager: it is open before SESSION is resolved
+        if store is not None:
+            return Path(resolve_in_store(value, *store))
         return Path(resolve_session(value))
     except SessionError as e:
         click.echo(f"omp-session: {e}", err=True)
@@ -78,6 +83,7 @@ def cli() -> None:
 
 @cli.command()
 @session_argument
+@store_option
 @json_option
 @handle_errors
 def show(path: Path, as_json: bool) -> None:
@@ -88,12 +94,13 @@ def show(path: Path, as_json: bool) -> None:
     Example:
       omp-session show latest --json
     """
-    with open_session(path) as s:
+    with open_stored(path) as s:
         render.show(s, as_json)
 
 
 @cli.command()
 @session_argument
+@store_option
 @json_option
 @click.option("--depth", type=click.IntRange(min=1), help="Show only this many levels.")
 @click.option("--only-messages", is_flag=True, help="Only messages, summaries and compactions.")
@@ -107,12 +114,13 @@ def tree(path: Path, as_json: bool, depth: int | None, only_messages: bool) -> N
     Example:
       omp-session tree latest --only-messages --depth 30
     """
-    with open_session(path) as s:
+    with open_stored(path) as s:
         render.tree(s, as_json, depth=depth, only_messages=only_messages)
 
 
 @cli.command()
 @session_argument
+@store_option
 @json_option
 @click.option("--transcript", is_flag=True, help="The display transcript (full history) instead of the "
               "model's context.")
@@ -125,7 +133,7 @@ def context(path: Path, as_json: bool, transcript: bool, leaf_id: str | None) ->
     Example:
       omp-session context latest --leaf 3f813a95 --json
     """
-    with open_session(path) as s:
+    with open_stored(path) as s:
         if leaf_id is not None:
             if s.index_of(leaf_id) is None:
                 raise EntryNotFoundError(f"{path}: no entry {leaf_id}")
@@ -161,13 +169,14 @@ cli.add_command(validate_command)
 cli.add_command(repair_command)
 cli.add_command(export_command)
 cli.add_command(redact_command)
-cli.add_command(stats_command)
+cli.add_command(pack_command)
+cli.add_command(unpack_command)
 cli.add_command(blobs_command)
 cli.add_command(size_command)
 cli.add_command(externalize_command)
 cli.add_command(prune_command)
-cli.add_command(pack_command)
-cli.add_command(unpack_command)
+cli.add_command(stats_command)
+cli.add_command(sync_command)
 
 
 def main() -> None:

@@ -6,15 +6,15 @@ import sys
 
 import click
 
-from .. import open as open_session
 from ..errors import SessionError
-from ..resolve import resolve_session
+from .store_option import open_stored, resolve_any, store_option
 
 __all__ = ["cat"]
 
 
 @click.command()
 @click.argument("session", metavar="SESSION")
+@store_option
 @click.option("--branch", "scope", flag_value="branch", default=True, help="The current branch, root to leaf "
               "(default).")
 @click.option("--all", "scope", flag_value="all", help="Every record of the file, in file order, header included.")
@@ -30,12 +30,12 @@ def cat(session: str, scope: str, types: tuple[str, ...]) -> None:
       omp-session cat 0197 --all > copy.jsonl
     """
     try:
-        path = resolve_session(session)
+        path = resolve_any(session)
     except SessionError as e:
         click.echo(f"omp-session: {e}", err=True)
         sys.exit(1)
     out = sys.stdout.buffer
-    with open_session(path) as s:
+    with open_stored(path) as s:
         j = s.journal
         records = range(len(j)) if scope == "all" else [k + 1 for k in s.branch_indices()]
         for i in records:

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import click
 
-from .. import open as open_session
 from ..errors import SessionError
 from ..export import export as export_session
-from ..resolve import resolve_session
+from ..export_html import render_html_bytes
+from .store_option import active_store, open_stored, resolve_any, store_option
 
 __all__ = ["export", "write_atomically"]
 
@@ -21,6 +21,10 @@ __all__ = ["export", "write_atomically"]
 def _fail(message: str) -> None:
     click.echo(f"omp-session: {message}", err=True)
     sys.exit(1)
+
+
+def _warn(message: str) -> None:
+    click.echo(f"omp-session: warning: {message}", err=True)
 
 
 def write_atomically(path: Path, data: bytes, *, force: bool) -> None:
@@ -47,6 +51,7 @@ def write_atomically(path: Path, data: bytes, *, force: bool) -> None:
 
 @click.command()
 @click.argument("session", metavar="SESSION")
+@store_option
 @click.option("--format", "-f", "fmt", required=True, type=click.Choice(["md", "json", "html"]),
               help="md: readable Markdown; json: every record, tree intact (or --lossy); html: a self-contained "
               "offline viewer of the whole tree (docs/export-html.md).")
@@ -55,9 +60,11 @@ def write_atomically(path: Path, data: bytes, *, force: bool) -> None:
 @click.option("--leaf", "leaf_id", help="Export the branch ending at this entry instead of the session's leaf.")
 @click.option("--all-branches", is_flag=True, help="Markdown: add every other branch, saying where it forks.")
 @click.option("--lossy", is_flag=True, help="JSON: a plain transcript of one branch instead of every record.")
+@click.option("--no-subagents", is_flag=True, help="html: leave out the subagent transcripts found next to the "
+              "session (embedded and linked by default; a missing one is a warning, never a failure).")
 @click.option("--force", is_flag=True, help="Replace OUTPUT if it exists.")
 def export(session: str, fmt: str, output: Path | None, leaf_id: str | None, all_branches: bool, lossy: bool,
-           force: bool) -> None:
+           no_subagents: bool, force: bool) -> None:
     """Export a session as Markdown, JSON or a self-contained HTML viewer (docs/export.md).
 
     SESSION is a path, a session id or a unique prefix of one, or ``latest``. Without -o the
@@ -68,9 +75,12 @@ def export(session: str, fmt: str, output: Path | None, leaf_id: str | None, all
     Examples:
       omp-session export latest --format md --all-branches -o review.md
       omp-session export 0197 --format json --lossy | jq '.messages[].role'
+      omp-session export latest --format html -o session.html
     """
     if fmt == "html" and all_branches:
         raise click.UsageError("--all-branches applies to md: the html viewer holds every branch")
+    if no_subagents and fmt != "html":
+        raise click.UsageError("--no-subagents applies to --format html only")
     if lossy and fmt != "json":
         raise click.UsageError("--lossy applies to --format json only")
     if lossy and all_branches:
@@ -78,12 +88,17 @@ def export(session: str, fmt: str, output: Path | None, leaf_id: str | None, all
     if output is not None and output.exists() and not force:
         _fail(f"{output}: already exists (use --force to replace it)")
     try:
-        path = resolve_session(session)
-        with open_session(path) as s:
-            text = export_session(s, fmt, leaf=leaf_id, all_branches=all_branches, lossy=lossy)
+        path = resolve_any(session)
+        with open_stored(path) as s:
+            if fmt == "html":  # bytes: a big session's entries are copied, never decoded
+                # subagent transcripts live in a file session's artifacts folder; a store has none
+                subagents = not no_subagents and active_store() is None
+                data = render_html_bytes(s, leaf=leaf_id, subagents=subagents, on_problem=_warn)
+            else:
+                data = export_session(s, fmt, leaf=leaf_id, all_branches=all_branches,
+                                      lossy=lossy).encode("utf-8")
     except SessionError as e:
         _fail(str(e))
-    data = text.encode("utf-8")
     if output is None:
         sys.stdout.buffer.write(data)
         sys.stdout.flush()

@@ -23,6 +23,8 @@ from ..list_output import OutputCache, file_key
 from ..list_stats import ListCache, SessionStats, cache_dir, is_archived
 from ..listing import SessionInfo
 from ..paths import project_dir_name, sessions_dir
+from ..store.listing import StoreListing, list_store_sessions
+from .store_option import active_store, store_option
 
 __all__ = ["list_command"]
 
@@ -182,6 +184,7 @@ def _fill_stats(rows: list[dict[str, Any]], cache: ListCache) -> None:
               "($XDG_CACHE_HOME/omp-session/list-stats.json).")
 @click.option("--json", "as_json", is_flag=True, help="One JSON array.")
 @click.option("--jsonl", "as_jsonl", is_flag=True, help="One JSON object per line.")
+@store_option
 def list_command(all_projects: bool, cwd: str | None, root: str | None, since: str | None, until: str | None,
                  pattern: str | None, limit: int | None, sort: str, reverse: bool, no_subagents: bool,
                  with_stats: bool, no_cache: bool, as_json: bool, as_jsonl: bool) -> None:
@@ -201,7 +204,15 @@ def list_command(all_projects: bool, cwd: str | None, root: str | None, since: s
     """
     base = Path(root) if root else sessions_dir()
     folders: set[str] = set()
-    if all_projects:
+    stored = active_store()
+    listed: StoreListing | None = None
+    if stored is not None:  # --store: the store's sessions, read through the storage
+        if with_stats:
+            raise click.UsageError("--stats reads local files: not available with --store")
+        prefix = stored[0].root + ("" if all_projects else project_dir_name(cwd or os.getcwd()) + "/")
+        listed = list_store_sessions(stored[1], prefix, all_buckets=all_projects)
+        base, files = Path(prefix), []
+    elif all_projects:
         root_dir = os.fspath(base)
         files = [f for bucket in _listing._visible(root_dir, True)
                  for f in _session_files(_listing._join(root_dir, bucket), folders)]
@@ -210,7 +221,7 @@ def list_command(all_projects: bool, cwd: str | None, root: str | None, since: s
         files = _session_files(os.fspath(bucket), folders) if bucket.is_dir() else []
     memo: tuple[OutputCache, dict[str, list[int]]] | None = None
     if (as_json or as_jsonl) and not with_stats and not no_cache and since is None and until is None \
-            and (no_subagents or not folders):
+            and (no_subagents or not folders) and listed is None:
         # the output only depends on the options and on the files' state: print it as it was
         keys = _file_keys(files)
         if keys is not None:
@@ -223,7 +234,10 @@ def list_command(all_projects: bool, cwd: str | None, root: str | None, since: s
                 sys.stdout.flush()
                 return
     cache = ListCache(enabled=not no_cache)
-    infos = _scan(files, cache)
+    infos = _scan(files, cache) if listed is None else listed.sessions
+    if listed is not None and listed.skipped:
+        click.echo(f"omp-session: skipped {len(listed.skipped)} stored file(s) that are not readable sessions: "
+                   + ", ".join(listed.skipped[:3]), err=True)
     low, high = _parse_when(since), _parse_when(until)
     rows: list[dict[str, Any]] = []
     for info in infos:
@@ -235,7 +249,8 @@ def list_command(all_projects: bool, cwd: str | None, root: str | None, since: s
                 continue
         rows.append(_row(info, None))
         if not no_subagents:
-            rows.extend(_row(sub, info.path) for sub in _subagents(info, cache, folders))
+            subs = _subagents(info, cache, folders) if listed is None else listed.subagents.get(info.path, [])
+            rows.extend(_row(sub, info.path) for sub in subs)
     if with_stats:
         _fill_stats(rows, cache)
     cache.save()

@@ -16,8 +16,10 @@ from rich.console import Console
 from rich.markup import escape
 
 from ..diagnostics import Diagnostic, Severity
+from ..errors import SessionError
 from ..paths import sessions_dir
 from ..validate import validate as validate_file
+from .store_option import KeyOrPath, active_store, open_stored, store_option, stored_keys
 
 __all__ = ["validate"]
 
@@ -27,15 +29,19 @@ _SHOWN = 100  # characters of the offending line
 
 def _files(paths: tuple[Path, ...], recursive: bool) -> Iterator[Path]:
     for path in paths:
-        if path.is_dir():
-            pattern = "**/*.jsonl" if recursive else "*.jsonl"
-            yield from sorted(p for p in path.glob(pattern) if p.is_file())
+        if active_store() is None and path.is_dir():
+            prefix = "**/" if recursive else ""
+            found = [*path.glob(prefix + "*.jsonl"), *path.glob(prefix + "*.jsonl.gz")]  # .gz: omp's archives
+            yield from sorted(p for p in found if p.is_file())
         else:
             yield path
 
 
 def _check(path: Path) -> list[Diagnostic]:
     try:
+        if active_store() is not None:  # a key in the --store store
+            with open_stored(path) as s:
+                return validate_file(s)
         return validate_file(path)
     except OSError as e:
         return [Diagnostic("unreadable", Severity.ERROR, f"cannot read the file: {os.strerror(e.errno or 5)}",
@@ -63,14 +69,15 @@ def _line_text(path: str, offset: int | None) -> str | None:
 
 
 @click.command("validate")
-@click.argument("paths", nargs=-1, type=click.Path(exists=True, path_type=Path))
+@click.argument("paths", nargs=-1, type=KeyOrPath(exists=True, path_type=Path))
+@store_option
 @click.option("-r", "--recursive", is_flag=True, help="Descend into subdirectories of directory PATHs.")
 @click.option("--strict", is_flag=True, help="Count warnings as errors for the exit status.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per diagnostic per line.")
 def validate(paths: tuple[Path, ...], recursive: bool, strict: bool, as_json: bool) -> None:
     """Check session files and report every problem: what it is, where, and what omp does with it.
 
-    PATH is a session file or a directory of them (*.jsonl); without PATH, omp's session root
+    PATH is a session file or a directory of them (*.jsonl, and *.jsonl.gz archives); without PATH, omp's session root
     (all projects). Exit status 0 when no errors were found, 1 otherwise. Never writes.
 
     \b
@@ -78,7 +85,13 @@ def validate(paths: tuple[Path, ...], recursive: bool, strict: bool, as_json: bo
       omp-session validate ~/.omp/agent/sessions/-src-app/ --strict
       omp-session validate --json | jq -r 'select(.severity=="error") | .path'
     """
-    if not paths:
+    if active_store() is not None:
+        try:
+            paths, recursive = tuple(stored_keys(paths)), False
+        except SessionError as e:
+            click.echo(f"omp-session: {e}", err=True)
+            sys.exit(1)
+    elif not paths:
         root = sessions_dir()
         if not root.is_dir():
             raise click.UsageError(f"no PATH given and the session root {root} does not exist")

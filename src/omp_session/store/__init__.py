@@ -1,0 +1,75 @@
+"""Session stores: where omp keeps session files — a directory, SQLite, PostgreSQL, MySQL/MariaDB
+or Redis — behind one :class:`~omp_session.storage.SessionStorage` interface (spec S12).
+
+:func:`open_store` turns a store URL into a storage; :class:`~omp_session.SessionManager`,
+the read commands (``--store``) and ``omp-session sync`` take one. docs/stores.md has the layout
+of each backend and how it matches omp 18.2.3's.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING
+from urllib.parse import unquote, urlsplit
+
+from ..blobs import BlobStore
+from ..paths import blobs_dir
+from ..reader import scan_bytes
+from ..session import Session
+from ..storage import FileStorage, MemoryStorage, SessionStorage, StoredFile, StoreError, StoreMissingError
+from .url import StoreURL, parse_store_url
+
+if TYPE_CHECKING:
+    from typing import Any
+
+__all__ = ["FileStorage", "MemoryStorage", "SessionStorage", "StoreError", "StoreMissingError", "StoreURL", "StoredFile", "open_store",
+           "parse_store_url", "read_stored_session"]
+
+
+def open_store(url: str | StoreURL, *, create: bool = True) -> SessionStorage:
+    """The storage a store URL names, connected and checked.
+
+    ``create=False`` opens for reading: no table is created (a missing one is an error). Raises
+    :class:`StoreError` with one line naming the store for a bad URL, an unreachable server,
+    refused credentials, an unsafe table name or a table that is not omp's layout.
+    """
+    parsed = parse_store_url(url) if isinstance(url, str) else url
+    opts = parsed.options
+    if parsed.kind == "file":
+        if not create and not os.path.isdir(parsed.location):
+            raise StoreMissingError(f"{parsed.name}: no such directory")
+        return FileStorage()
+    if parsed.kind == "sqlite":
+        from .sqlite_store import SqliteStorage
+
+        return SqliteStorage(parsed.location, opts.get("table", "omp_session_files"), create_table=create)
+    if parsed.kind == "postgres":
+        from .postgres_store import PostgresStorage
+
+        return PostgresStorage(parsed.location, parsed.name, opts.get("table", "omp_session_files"),
+                               create_table=create)
+    if parsed.kind == "mysql":
+        from .mysql_store import MysqlStorage
+
+        parts = urlsplit(parsed.location)
+        args: dict[str, Any] = {"host": parts.hostname or "localhost", "port": parts.port or 3306,
+                                "user": unquote(parts.username or "root"),
+                                "password": unquote(parts.password or ""),
+                                "database": unquote(parts.path.lstrip("/")) or None}
+        if "unix_socket" in parsed.extra:
+            args["unix_socket"] = parsed.extra["unix_socket"]
+        return MysqlStorage(args, parsed.name, opts.get("table", "omp_session_files"), create_table=create)
+    from .redis_store import RedisStorage
+
+    return RedisStorage(parsed.location, prefix=opts.get("prefix", "omp:sessions:"))
+
+
+def read_stored_session(storage: SessionStorage, path: str, *, blob_store: Any = None) -> Session:
+    """The session stored under ``path``, read leniently like :func:`omp_session.open` reads a
+    file (FileNotFoundError when there is none)."""
+    if isinstance(storage, FileStorage):
+        from ..session import read_session
+
+        return read_session(path, blob_store=blob_store)
+    data = storage.read(path)
+    return Session(scan_bytes(data), path, blob_store if blob_store is not None else BlobStore(blobs_dir()))

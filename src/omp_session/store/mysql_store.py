@@ -1,0 +1,63 @@
+"""MySQL / MariaDB through PyMySQL: omp's MySQL dialect of the session table.
+
+PyMySQL is pure Python and maintained; the session table needs nothing a C driver adds. The
+connection uses ``utf8mb4`` (the table's charset) and ``CLIENT.FOUND_ROWS``, so an UPDATE that
+matched a row counts it even when the new values equal the old ones (omp re-reads the size to
+cover that case; with FOUND_ROWS the count is already exact).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pymysql  # type: ignore[import-untyped]
+from pymysql.constants import CLIENT  # type: ignore[import-untyped]
+
+from .sql import DEFAULT_TABLE, Dialect, SqlStorage
+
+__all__ = ["MysqlStorage"]
+
+MYSQL = Dialect(
+    name="mysql", param="%s", int_param="%s",
+    byte_len="length(content)",
+    head="substring(cast(content AS binary), 1, %s)",
+    last_char="right(content, 1)",
+    concat="CONCAT(content, %s)",
+    begin="START TRANSACTION",
+    lock=" FOR UPDATE",
+)
+
+_DUPLICATE_KEY = 1062
+_DUPLICATE_COLUMN = 1060
+
+
+class MysqlStorage(SqlStorage):
+    """Sessions in a MySQL or MariaDB table."""
+
+    dialect = MYSQL
+    driver_errors = (pymysql.Error,)
+
+    def __init__(self, connect_args: dict[str, Any], name: str, table: str = DEFAULT_TABLE, *,
+                 create_table: bool = True) -> None:
+        self._args = connect_args
+        super().__init__(name, table, create_table=create_table)
+
+    def _connect(self) -> Any:
+        return pymysql.connect(**self._args, charset="utf8mb4", autocommit=True,
+                               client_flag=CLIENT.FOUND_ROWS, connect_timeout=10)
+
+    def reason(self, error: BaseException) -> str:
+        if isinstance(error, pymysql.Error) and len(error.args) == 2:
+            return " ".join(str(error.args[1]).split()) + f" (error {error.args[0]})"
+        return super().reason(error)
+
+    def _is_duplicate_key(self, error: BaseException) -> bool:
+        return isinstance(error, pymysql.Error) and bool(error.args) and error.args[0] == _DUPLICATE_KEY
+
+    def _is_duplicate_column(self, error: BaseException) -> bool:
+        return isinstance(error, pymysql.Error) and bool(error.args) and error.args[0] == _DUPLICATE_COLUMN
+
+    def _columns(self, cur: Any) -> dict[str, str]:
+        cur.execute("SELECT column_name, data_type FROM information_schema.columns "
+                    "WHERE table_schema = DATABASE() AND table_name = %s", (self.table,))
+        return {str(r[0]).lower(): str(r[1]).lower() for r in cur.fetchall()}

@@ -1,0 +1,50 @@
+"""PostgreSQL through psycopg 3: omp's PostgreSQL dialect of the session table."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import psycopg
+
+from .sql import DEFAULT_TABLE, Dialect, SqlStorage
+
+__all__ = ["PostgresStorage"]
+
+POSTGRES = Dialect(
+    name="postgres", param="%s", int_param="%s::integer",
+    byte_len="octet_length(content)",
+    head="substring(convert_to(content, 'UTF8') from 1 for %s::integer)",
+    last_char="right(content, 1)",
+    concat="content || %s",
+    begin="BEGIN",
+    lock=" FOR UPDATE",
+)
+
+
+class PostgresStorage(SqlStorage):
+    """Sessions in a PostgreSQL table. ``conninfo`` is a libpq URL or key=value string."""
+
+    dialect = POSTGRES
+    driver_errors = (psycopg.Error,)
+
+    def __init__(self, conninfo: str, name: str, table: str = DEFAULT_TABLE, *, create_table: bool = True,
+                 connect_timeout: int = 10) -> None:
+        self._conninfo = conninfo
+        self._connect_timeout = connect_timeout
+        super().__init__(name, table, create_table=create_table)
+
+    def _connect(self) -> Any:
+        # autocommit: _tx issues BEGIN / COMMIT itself, so a read outside one holds no snapshot
+        return psycopg.connect(self._conninfo, autocommit=True, connect_timeout=self._connect_timeout)
+
+    def reason(self, error: BaseException) -> str:
+        # libpq's messages span lines ("connection to server at ... failed: FATAL: ..."): keep the gist
+        lines = [" ".join(line.split()) for line in str(error).splitlines() if line.strip()]
+        text = "; ".join(dict.fromkeys(lines)) or type(error).__name__
+        return text.removeprefix("connection failed: ")
+
+    def _columns(self, cur: Any) -> dict[str, str]:
+        # omp inlines the name unquoted, so PostgreSQL folds it to lower case
+        cur.execute("SELECT column_name, data_type FROM information_schema.columns "
+                    "WHERE table_schema = current_schema() AND table_name = %s", (self.table.lower(),))
+        return {str(r[0]): str(r[1]).lower() for r in cur.fetchall()}

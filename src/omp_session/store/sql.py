@@ -1,0 +1,384 @@
+"""Session files in one SQL table, laid out exactly as omp 18.2.3's ``SqlSessionStorage`` (spec S12.4).
+
+One row per file: ``path`` (the key: the absolute path the file would have on disk), ``content``
+(the JSONL body as text), ``mtime_ms``, and the title metadata ``title``, ``title_source``,
+``title_updated_at``. The DDL is omp's, per dialect, so omp and this library share one table.
+
+What the layout implies, and what this module keeps:
+
+* **Bodies are text.** A body must be valid UTF-8 (PostgreSQL also refuses NUL); sizes are the
+  UTF-8 byte length the server computes (``octet_length``, MySQL ``length``,
+  ``length(cast(… as blob))``), the same number omp compares.
+* **Title overlay.** The slot parsed from a written body's first line goes to the title columns;
+  a title change updates only those columns (the stored body keeps its old slot) and every read
+  lays a freshly serialised 256-byte slot over the first 256 bytes of the body, as omp's reads do.
+* **Size preconditions are atomic in the server:** insert-if-missing, replace-if-byte-length,
+  so two writers never overwrite each other's rows (:class:`WriteConflictError`).
+* **An append is one transaction** that locks the row, adds the missing LF of a cut last line if
+  needed, and concatenates; a killed writer leaves the row as it was.
+* **Rename** deletes the destination and moves the row inside one transaction.
+
+A dialect adapter (sqlite_store, postgres_store, mysql_store) supplies the connection and the
+driver's error classes; everything else is here.
+"""
+
+from __future__ import annotations
+
+import builtins
+import fnmatch
+import re
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import PersistenceError, WriteConflictError
+from ..storage import StoredFile, StoreError, StoreMissingError, conflict_message
+from ..title import TITLE_SLOT_BYTES, build_title_slot, parse_title_slot
+
+__all__ = ["DEFAULT_TABLE", "IDENTIFIER", "Dialect", "SqlStorage", "check_table_name", "overlay_title"]
+
+DEFAULT_TABLE = "omp_session_files"
+# omp's rule for the table option: inlined into statements, so only plain identifiers
+IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
+
+# the column types omp 18.2.3 creates, per dialect (information_schema / PRAGMA spelling, lowercase)
+_TEXTUAL = frozenset({"text", "varchar", "character varying", "longtext"})
+_EXPECTED_TYPES = {
+    "path": _TEXTUAL,
+    "content": frozenset({"text", "longtext"}),
+    "mtime_ms": frozenset({"bigint", "integer", "int"}),
+    "title": _TEXTUAL,
+    "title_source": _TEXTUAL,
+    "title_updated_at": _TEXTUAL,
+}
+_TITLE_COLUMNS = ("title", "title_source", "title_updated_at")
+
+
+def check_table_name(table: str, store: str) -> str:
+    if not IDENTIFIER.fullmatch(table):
+        raise StoreError(f"{store}: table name {table!r} is not a safe identifier "
+                         f"(omp's rule: {IDENTIFIER.pattern}, no quotes or dots)")
+    return table
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """The SQL that differs between engines."""
+
+    name: str  # "postgres" | "mysql" | "sqlite" (omp's adapter names)
+    param: str  # the driver's placeholder
+    int_param: str  # a placeholder compared with an integer expression
+    byte_len: str  # UTF-8 byte length of ``content``
+    head: str  # the first N bytes of ``content`` as a byte string (one int parameter)
+    last_char: str  # the last character of ``content``
+    concat: str  # ``content`` followed by one parameter
+    begin: str  # a write transaction that locks what it reads
+    lock: str  # suffix of a SELECT that locks the row until commit
+
+    def statements(self, table: str) -> dict[str, str]:
+        p, n = self.param, self.int_param
+        cols = "path, content, mtime_ms, title, title_source, title_updated_at"
+        return {
+            "insert": f"INSERT INTO {table} ({cols}) VALUES ({p}, {p}, {p}, {p}, {p}, {p})"
+                      + ("" if self.name == "mysql" else " ON CONFLICT (path) DO NOTHING"),
+            "replace_if_size": f"UPDATE {table} SET content = {p}, mtime_ms = {p}, title = {p}, title_source = {p}, "
+                               f"title_updated_at = {p} WHERE path = {p} AND {self.byte_len} = {n}",
+            "tail_state": f"SELECT {self.byte_len}, {self.last_char} FROM {table} WHERE path = {p}{self.lock}",
+            "append": f"UPDATE {table} SET content = {self.concat}, mtime_ms = {p} WHERE path = {p}",
+            "head": f"SELECT {self.head} FROM {table} WHERE path = {p}{self.lock}",
+            "update_title": f"UPDATE {table} SET title = {p}, title_source = {p}, title_updated_at = {p}, "
+                            f"mtime_ms = {p} WHERE path = {p}",
+            "read": f"SELECT content, title, title_source, title_updated_at FROM {table} WHERE path = {p}",
+            "stat": f"SELECT {self.byte_len}, mtime_ms FROM {table} WHERE path = {p}",
+            "scan": f"SELECT path, {self.byte_len}, mtime_ms FROM {table} WHERE substr(path, 1, {n}) = {p}",
+            "delete": f"DELETE FROM {table} WHERE path = {p}",
+            "delete_under": f"DELETE FROM {table} WHERE substr(path, 1, {n}) = {p}",
+            "rename": f"UPDATE {table} SET path = {p} WHERE path = {p}",
+        }
+
+    def create_table(self, table: str) -> list[str]:
+        """omp's ``CREATE TABLE IF NOT EXISTS`` and its ``ALTER TABLE``s for tables made before
+        the title columns existed (a duplicate-column error there is expected)."""
+        if self.name == "mysql":
+            return [f"CREATE TABLE IF NOT EXISTS {table} (path VARCHAR(512) NOT NULL PRIMARY KEY, "
+                    "content LONGTEXT NOT NULL, mtime_ms BIGINT NOT NULL, title TEXT NULL, "
+                    "title_source VARCHAR(16) NULL, title_updated_at VARCHAR(64) NULL"
+                    ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin",
+                    f"ALTER TABLE {table} ADD COLUMN title TEXT NULL",
+                    f"ALTER TABLE {table} ADD COLUMN title_source VARCHAR(16) NULL",
+                    f"ALTER TABLE {table} ADD COLUMN title_updated_at VARCHAR(64) NULL"]
+        mtime = "BIGINT" if self.name == "postgres" else "INTEGER"
+        return [f"CREATE TABLE IF NOT EXISTS {table} (path TEXT PRIMARY KEY, content TEXT NOT NULL, "
+                f"mtime_ms {mtime} NOT NULL, title TEXT, title_source TEXT, title_updated_at TEXT)",
+                f"ALTER TABLE {table} ADD COLUMN title TEXT",
+                f"ALTER TABLE {table} ADD COLUMN title_source TEXT",
+                f"ALTER TABLE {table} ADD COLUMN title_updated_at TEXT"]
+
+
+def overlay_title(body: bytes, title: str | None, source: str | None, updated_at: str | None) -> bytes:
+    """What omp's reads return: a slot serialised from the title columns over the first 256 bytes
+    (the whole body when it is shorter). No overlay without ``title_updated_at`` (omp tests it for
+    truthiness, so an empty one counts as none)."""
+    if not updated_at or not _starts_with_slot(body[: TITLE_SLOT_BYTES + 3]):
+        # omp lays the slot over any body, cutting into the records of one that does not start
+        # with a 256-byte slot; we keep such a body as stored (docs/stores.md)
+        return body
+    try:
+        slot = build_title_slot(title or "", source if source in ("auto", "user") else None, updated_at)
+    except ValueError:  # metadata alone does not fit a slot: omp throws; the stored body is the truth
+        return body
+    if len(body) <= len(slot):
+        return slot
+    joined = slot + body[TITLE_SLOT_BYTES:]
+    # omp decodes the joined bytes as a string: a character cut at byte 256 becomes U+FFFD
+    try:
+        joined.decode("utf-8")
+    except UnicodeDecodeError:
+        joined = joined.decode("utf-8", "replace").encode("utf-8")
+    return joined
+
+
+def _title_columns(body: bytes) -> tuple[str | None, str | None, str | None]:
+    """The title metadata omp stores for a written body: its first line's slot. Only a real
+    256-byte slot counts (omp takes any first-line title record; its overlay then damages the
+    body, docs/stores.md)."""
+    if not _starts_with_slot(body[: TITLE_SLOT_BYTES + 3]):
+        return (None, None, None)
+    slot = parse_title_slot(body[: TITLE_SLOT_BYTES - 1])
+    return (None, None, None) if slot is None else (slot.title, slot.source, slot.updated_at)
+
+
+class SqlStorage:
+    """The :class:`~omp_session.storage.SessionStorage` of omp's SQL table. Subclasses connect."""
+
+    persistent = True
+    dialect: Dialect
+    driver_errors: tuple[type[BaseException], ...] = ()
+
+    def __init__(self, name: str, table: str = DEFAULT_TABLE, *, create_table: bool = True) -> None:
+        self.name = name
+        self.table = check_table_name(table, name)
+        self._q = self.dialect.statements(self.table)
+        self._last_mtime = 0
+        try:
+            self._conn: Any = self._connect()
+        except self.driver_errors as e:
+            raise StoreError(f"{name}: cannot connect: {self.reason(e)}") from e
+        try:
+            self._prepare(create_table)
+        except BaseException:
+            self.close()
+            raise
+
+    # ----- what a dialect adapter provides ------------------------------------------------------
+
+    def _connect(self) -> Any:
+        raise NotImplementedError
+
+    def reason(self, error: BaseException) -> str:
+        """One line for a driver error."""
+        text = " ".join(str(error).split())
+        return text or type(error).__name__
+
+    def _is_duplicate_column(self, error: BaseException) -> bool:
+        text = str(error).lower()
+        return "duplicate column" in text or "already exists" in text
+
+    def _is_duplicate_key(self, error: BaseException) -> bool:
+        return False
+
+    def _columns(self, cur: Any) -> dict[str, str]:
+        """Column name → lowercase type of the table (empty when there is no table)."""
+        raise NotImplementedError
+
+    # ----- plumbing -----------------------------------------------------------------------------
+
+    @contextmanager
+    def _tx(self, action: str, path: str | None = None) -> Iterator[Any]:
+        """One transaction; a driver error rolls back and becomes one line naming the store."""
+        cur = self._conn.cursor()
+        try:
+            cur.execute(self.dialect.begin)
+            yield cur
+            cur.execute("COMMIT")
+        except BaseException as e:
+            with suppress(*self.driver_errors):  # a lost connection: the server dropped the transaction
+                cur.execute("ROLLBACK")
+            if isinstance(e, self.driver_errors):
+                where = f"{self.name}: {path}" if path else self.name
+                raise StoreError(f"{where}: {action} failed: {self.reason(e)}; nothing was changed") from e
+            raise
+        finally:
+            cur.close()
+
+    def _query(self, sql: str, params: Sequence[Any], action: str, path: str | None = None) -> list[Any]:
+        cur = self._conn.cursor()
+        try:
+            cur.execute(sql, params)
+            return builtins.list(cur.fetchall())
+        except self.driver_errors as e:
+            where = f"{self.name}: {path}" if path else self.name
+            raise StoreError(f"{where}: {action} failed: {self.reason(e)}") from e
+        finally:
+            cur.close()
+
+    def _prepare(self, create_table: bool) -> None:
+        with self._tx("preparing the session table") as cur:
+            if create_table:
+                statements = self.dialect.create_table(self.table)
+                cur.execute(statements[0])
+        if create_table:
+            for alter in statements[1:]:
+                try:
+                    with self._tx("adding the title columns") as cur:
+                        cur.execute(alter)
+                except StoreError as e:
+                    if e.__cause__ is None or not self._is_duplicate_column(e.__cause__):
+                        raise
+        with self._tx("checking the session table") as cur:
+            columns = self._columns(cur)
+        if not columns:
+            raise StoreMissingError(f"{self.name}: there is no table {self.table} (omp creates it on first use; "
+                             "open the store for writing to create it)")
+        for column, allowed in _EXPECTED_TYPES.items():
+            found = columns.get(column)
+            if found is None:
+                raise StoreError(f"{self.name}: table {self.table} has no column {column}: it is not omp 18.2.3's "
+                                 "session table (another omp version or another program's table)")
+            if found not in allowed:
+                raise StoreError(f"{self.name}: column {self.table}.{column} is {found}, omp 18.2.3 uses "
+                                 f"{'/'.join(sorted(allowed))}: not omp's session table layout")
+
+    def _mtime(self) -> int:
+        # strictly increasing per process, like omp's allocator: every write gets its own mtime
+        now = int(time.time() * 1000)
+        self._last_mtime = now if now > self._last_mtime else self._last_mtime + 1
+        return self._last_mtime
+
+    def _text(self, path: str, data: bytes, action: str) -> str:
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise PersistenceError(path, action, ValueError(
+                f"byte {e.start} is not UTF-8 and an SQL store keeps text")) from e
+        if self.dialect.name == "postgres" and "\x00" in text:
+            raise PersistenceError(path, action, ValueError("PostgreSQL text cannot hold a NUL byte"))
+        return text
+
+    def _check_key(self, path: str) -> None:
+        if self.dialect.name == "mysql" and len(path) > 512:
+            raise PersistenceError(path, "storing the session", ValueError(
+                "the key is longer than omp's VARCHAR(512) path column"))
+
+    # ----- SessionStorage -----------------------------------------------------------------------
+
+    def size(self, path: str) -> int | None:
+        found = self.stat(path)
+        return None if found is None else found.size
+
+    def stat(self, path: str) -> StoredFile | None:
+        rows = self._query(self._q["stat"], (path,), "reading the size", path)
+        return StoredFile(path, int(rows[0][0]), float(rows[0][1])) if rows else None
+
+    def read(self, path: str) -> bytes:
+        rows = self._query(self._q["read"], (path,), "reading the session", path)
+        if not rows:
+            raise FileNotFoundError(path)
+        content, title, source, updated = rows[0]
+        body = content.encode("utf-8") if isinstance(content, str) else bytes(content)
+        return overlay_title(body, title, source, updated)
+
+    def append(self, path: str, line: bytes) -> int:
+        self._check_key(path)
+        with self._tx("appending an entry", path) as cur:
+            cur.execute(self._q["tail_state"], (path,))
+            row = cur.fetchone()
+            if row is None:
+                raise FileNotFoundError(path)
+            if int(row[0]) and row[1] != "\n":
+                line = b"\n" + line  # never glue the new line onto a cut one
+            cur.execute(self._q["append"], (self._text(path, line, "appending an entry"), self._mtime(), path))
+        return len(line)
+
+    def replace(self, path: str, body: bytes, expected_size: int | None) -> None:
+        self._check_key(path)
+        text = self._text(path, body, "rewriting the session")
+        title = _title_columns(body)
+        with self._tx("rewriting the session", path) as cur:
+            if expected_size is None:
+                try:
+                    cur.execute(self._q["insert"], (path, text, self._mtime(), *title))
+                    written = cur.rowcount == 1
+                except self.driver_errors as e:
+                    if not self._is_duplicate_key(e):
+                        raise
+                    written = False
+            else:
+                cur.execute(self._q["replace_if_size"], (text, self._mtime(), *title, path, expected_size))
+                written = cur.rowcount == 1
+            if not written:
+                cur.execute(self._q["stat"], (path,))
+                row = cur.fetchone()
+                found = None if row is None else int(row[0])
+                raise WriteConflictError(conflict_message(f"{self.name}: {path}", expected_size, found))
+
+    def write_title_slot(self, path: str, slot: bytes) -> bool:
+        assert len(slot) == TITLE_SLOT_BYTES
+        parsed = parse_title_slot(slot[:-1])
+        if parsed is None:
+            return False
+        with self._tx("writing the title", path) as cur:
+            cur.execute(self._q["head"], (TITLE_SLOT_BYTES + 3, path))
+            row = cur.fetchone()
+            if row is None or not _starts_with_slot(bytes(row[0] or b"")):
+                return False
+            cur.execute(self._q["update_title"], (parsed.title, parsed.source, parsed.updated_at, self._mtime(), path))
+        return True
+
+    def list(self, directory: str, pattern: str) -> builtins.list[str]:
+        prefix = directory if directory.endswith("/") else directory + "/"
+        return sorted(f.path for f in self._under(prefix)
+                      if "/" not in f.path[len(prefix):] and "\\" not in f.path[len(prefix):]
+                      and fnmatch.fnmatchcase(f.path[len(prefix):], pattern))
+
+    def scan(self, prefix: str) -> builtins.list[StoredFile]:
+        return sorted(f for f in self._under(prefix) if f.path.endswith(".jsonl"))
+
+    def _under(self, prefix: str) -> builtins.list[StoredFile]:
+        rows = self._query(self._q["scan"], (len(prefix), prefix), "listing sessions")
+        return [StoredFile(str(r[0]), int(r[1]), float(r[2])) for r in rows]
+
+    def delete(self, path: str) -> None:
+        with self._tx("deleting the session", path) as cur:
+            cur.execute(self._q["delete"], (path,))
+            if path.endswith(".jsonl"):
+                artifacts = path[: -len(".jsonl")] + "/"
+                cur.execute(self._q["delete_under"], (len(artifacts), artifacts))
+
+    def rename(self, src: str, dst: str) -> None:
+        self._check_key(dst)
+        with self._tx("renaming the session", src) as cur:
+            if src == dst:
+                cur.execute(self._q["stat"], (src,))
+                if cur.fetchone() is None:
+                    raise FileNotFoundError(src)
+                return
+            cur.execute(self._q["delete"], (dst,))
+            cur.execute(self._q["rename"], (dst, src))
+            if cur.rowcount != 1:
+                raise FileNotFoundError(src)
+
+    def close(self) -> None:
+        with suppress(*self.driver_errors):
+            self._conn.close()
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name} table={self.table}>"
+
+
+def _starts_with_slot(head: bytes) -> bool:
+    return (len(head) >= TITLE_SLOT_BYTES and head[TITLE_SLOT_BYTES - 1:TITLE_SLOT_BYTES] == b"\n"
+            and b"\n" not in head[: TITLE_SLOT_BYTES - 1]
+            and parse_title_slot(head[: TITLE_SLOT_BYTES - 1]) is not None)

@@ -1,0 +1,304 @@
+"""omp-session sync: byte-identical, incremental, idempotent copies between any two stores;
+conflicts reported, never overwritten."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from omp_session.blobs import MemoryBlobStore
+from omp_session.cli import cli
+from omp_session.manager import SessionManager
+from omp_session.paths import project_dir_name, sessions_dir
+from omp_session.store import open_store, parse_store_url
+from omp_session.sync import sync_urls
+from stores.sqlutil import SQL_BACKENDS, drop_table, fresh_table, store_url
+
+USER = {"role": "user", "content": "hello ✓", "timestamp": 1}
+ASSISTANT = {"role": "assistant", "content": [{"type": "text", "text": "hi"}], "api": "anthropic-messages",
+             "provider": "anthropic", "model": "m", "usage": {"input": 1, "output": 1, "cacheRead": 0,
+                                                           "cacheWrite": 0, "totalTokens": 2,
+                                                           "cost": {"input": 0, "output": 0, "cacheRead": 0,
+                                                                    "cacheWrite": 0, "total": 0.001}},
+             "stopReason": "stop", "timestamp": 2}
+
+
+@pytest.fixture
+def tables() -> Iterator[list[tuple[str, str]]]:
+    made: list[tuple[str, str]] = []
+    yield made
+    for kind, table in made:
+        if kind == "redis":
+            import redis
+
+            client = redis.Redis.from_url("redis://127.0.0.1:6379/0")
+            keys = list(client.scan_iter(match=f"{table}*", count=500))
+            if keys:
+                client.delete(*keys)
+            client.close()
+        else:
+            drop_table(kind, table)
+
+
+@pytest.fixture
+def new_url(tmp_path: Path, tables: list[tuple[str, str]]) -> Any:
+    """``new_url(kind)``: a fresh, empty store of that kind (file, sqlite, postgres, mysql)."""
+    def make(kind: str) -> str:
+        if kind == "file":
+            d = tmp_path / f"files-{len(tables)}-{fresh_table()}"
+            d.mkdir()
+            return f"file:{d}"
+        if kind == "redis":
+            prefix = f"omp-test-{fresh_table()}:"
+            tables.append(("redis", prefix))
+            return f"redis://127.0.0.1:6379/0?prefix={prefix}"
+        table = fresh_table()
+        tables.append((kind, table))
+        return store_url(kind, table, tmp_path / f"{table}.db")
+
+    return make
+
+
+def write_sessions(url: str, project: str, n: int) -> list[str]:
+    paths = []
+    root = parse_store_url(url).root
+    for i in range(n):
+        sm = SessionManager.create(project, root + project_dir_name(project), storage=url,
+                                   blob_store=MemoryBlobStore())
+        sm.append_message({**USER, "content": f"question {i}"})
+        sm.append_message(ASSISTANT)
+        path = sm.get_session_file()
+        assert path is not None
+        paths.append(path)
+        sm.close()
+    return paths
+
+
+def contents(url: str) -> dict[str, bytes]:
+    parsed = parse_store_url(url)
+    store = open_store(parsed, create=False)
+    try:
+        return {f.path[len(parsed.root):]: store.read(f.path) for f in store.scan(parsed.root)}
+    finally:
+        store.close()
+
+
+def grow(url: str, path: str, text: str = "more") -> None:
+    sm = SessionManager.open(path, storage=url, blob_store=MemoryBlobStore())
+    sm.append_message({**USER, "content": text})
+    sm.close()
+
+
+@pytest.mark.parametrize(("src", "dst"), [("file", "sqlite"), ("sqlite", "postgres"), ("postgres", "mysql"),
+                                          ("mysql", "redis"), ("redis", "file"), ("file", "file")])
+def test_a_copy_is_byte_identical_incremental_and_idempotent(src: str, dst: str, new_url: Any,
+                                                            tmp_path: Path) -> None:
+    a, b = new_url(src), new_url(dst)
+    paths = write_sessions(a, str(tmp_path), 3)
+    first = sync_urls(a, b)
+    assert first.count("copied") == 3 and not first.conflicts
+    assert contents(b) == contents(a)
+    again = sync_urls(a, b)
+    assert again.count("unchanged") == 3 and again.bytes_moved == 0
+    before = contents(a)[paths[0][len(parse_store_url(a).root):]]
+    grow(a, paths[0], "grown ✓")
+    grown = sync_urls(a, b)
+    after = contents(a)
+    delta = len(after[paths[0][len(parse_store_url(a).root):]]) - len(before)
+    assert grown.count("appended") == 1 and grown.count("unchanged") == 2
+    assert grown.bytes_moved == delta  # only the appended bytes moved
+    assert contents(b) == after
+
+
+def test_a_title_change_moves_the_slot_and_the_new_entry(new_url: Any, tmp_path: Path) -> None:
+    a, b = new_url("sqlite"), new_url("file")
+    [path] = write_sessions(a, str(tmp_path), 1)
+    sync_urls(a, b)
+    sm = SessionManager.open(path, storage=a, blob_store=MemoryBlobStore())
+    sm.set_session_name("Renamed ✓", "user")
+    sm.close()
+    report = sync_urls(a, b)
+    assert [i.action for i in report.items] == ["titled"]
+    assert contents(b) == contents(a)
+    assert b'"title":"Renamed \xe2\x9c\x93"' in next(iter(contents(b).values()))[:256]
+
+
+def test_a_session_changed_on_both_sides_is_a_conflict_left_alone(new_url: Any, tmp_path: Path) -> None:
+    a, b = new_url("file"), new_url("sqlite")
+    [path] = write_sessions(a, str(tmp_path), 1)
+    sync_urls(a, b)
+    grow(a, path, "on the source")
+    target_path = parse_store_url(b).root + path[len(parse_store_url(a).root):]
+    grow(b, target_path, "on the target")
+    target_before = contents(b)
+    report = sync_urls(a, b)
+    assert [i.action for i in report.items] == ["conflict"]
+    assert "both changed" in report.items[0].reason
+    assert contents(b) == target_before
+    # the CLI says so and exits 1
+    result = CliRunner().invoke(cli, ["sync", "--from", a, "--to", b])
+    assert result.exit_code == 1 and "conflict" in result.output and "both changed" in result.output
+
+
+def test_a_target_that_changed_alone_is_kept_and_a_rewritten_source_replaces(new_url: Any, tmp_path: Path) -> None:
+    a, b = new_url("file"), new_url("sqlite")
+    [path] = write_sessions(a, str(tmp_path), 1)
+    sync_urls(a, b)
+    target_path = parse_store_url(b).root + path[len(parse_store_url(a).root):]
+    grow(b, target_path, "only on the target")
+    kept = contents(b)
+    assert [i.action for i in sync_urls(a, b).items] == ["kept"]
+    assert contents(b) == kept
+    # the source rewritten (not a prefix any more) while the target is as the last sync left it
+    c = new_url("postgres")
+    sync_urls(a, c)
+    body = Path(path).read_bytes()
+    Path(path).write_bytes(body.replace(b"question 0", b"question X"))
+    report = sync_urls(a, c)
+    assert [i.action for i in report.items] == ["replaced"] and "rewritten" in report.items[0].reason
+    assert contents(c) == contents(a)
+
+
+def test_without_a_record_only_a_prefix_is_extended(new_url: Any, tmp_path: Path) -> None:
+    a, b = new_url("file"), new_url("sqlite")
+    paths = write_sessions(a, str(tmp_path), 2)
+    sync_urls(a, b)
+    for state in (Path(os.environ["XDG_CACHE_HOME"]) / "omp-session" / "sync").iterdir():
+        state.unlink()  # the record is lost: contents decide
+    grow(a, paths[0])
+    target_path = parse_store_url(b).root + paths[1][len(parse_store_url(a).root):]
+    grow(b, target_path, "target only")
+    report = sync_urls(a, b)
+    actions = {i.source: i.action for i in report.items}
+    assert actions == {paths[0]: "appended", paths[1]: "conflict"}
+    assert "no record" in report.conflicts[0].reason
+
+
+def test_project_since_and_dry_run(new_url: Any, tmp_path: Path) -> None:
+    one, two = tmp_path / "one", tmp_path / "two"
+    one.mkdir()
+    two.mkdir()
+    a, b = new_url("file"), new_url("sqlite")
+    write_sessions(a, str(one), 2)
+    write_sessions(a, str(two), 1)
+    dry = sync_urls(a, b, dry_run=True)
+    assert dry.count("copied") == 3 and dry.bytes_moved > 0
+    assert not Path(parse_store_url(b).location).exists()  # nothing written, not even the table
+    report = sync_urls(a, b, project=str(two))
+    assert report.count("copied") == 1
+    assert list(contents(b)) == [k for k in contents(a) if k.startswith(project_dir_name(str(two)) + "/")]
+    assert sync_urls(a, b, since_ms=9e15).items == []
+
+
+def test_a_dry_run_into_a_store_that_does_not_exist_yet_creates_nothing(new_url: Any, tmp_path: Path) -> None:
+    a = new_url("file")
+    write_sessions(a, str(tmp_path), 1)
+    db = tmp_path / "later.db"
+    report = sync_urls(a, f"sqlite:{db}", dry_run=True)
+    assert report.count("copied") == 1 and not db.exists()
+
+
+def test_keys_keep_their_path_below_each_root(new_url: Any, tmp_path: Path) -> None:
+    a = new_url("file")
+    b = store_url("sqlite", "t", tmp_path / "r.db") + "&root=/team/sessions"
+    write_sessions(a, str(tmp_path), 1)
+    sync_urls(a, b)
+    store = open_store(b, create=False)
+    [stored] = store.scan("/")
+    store.close()
+    assert stored.path.startswith("/team/sessions/" + project_dir_name(str(tmp_path)) + "/")
+
+
+def test_the_cli_reports_json_and_refuses_bad_input(new_url: Any, tmp_path: Path) -> None:
+    a, b = new_url("file"), new_url("sqlite")
+    write_sessions(a, str(tmp_path), 2)
+    runner = CliRunner()
+    result = runner.invoke(cli, ["sync", "--from", a, "--to", b, "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert data["counts"]["copied"] == 2 and data["bytes"] == sum(len(v) for v in contents(a).values())
+    result = runner.invoke(cli, ["sync", "--from", a, "--to", b])
+    assert result.exit_code == 0 and "2 unchanged" in result.output and "moved 0 bytes" in result.output
+    result = runner.invoke(cli, ["sync", "--from", a, "--to", a])
+    assert result.exit_code == 1 and "the source and the target are the same store" in result.output
+    result = runner.invoke(cli, ["sync", "--from", "nope://x", "--to", b])
+    assert result.exit_code == 1 and result.output.count("\n") == 1 and "is not a store URL" in result.output
+    result = runner.invoke(cli, ["sync", "--from", a, "--to", "postgresql://postgres@127.0.0.1:1/test"])
+    assert result.exit_code == 1 and "cannot connect" in result.output and "Traceback" not in result.output
+
+
+@pytest.mark.parametrize("kind", SQL_BACKENDS)
+def test_read_commands_take_a_store(kind: str, new_url: Any, tmp_path: Path,
+                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    url = new_url(kind)
+    monkeypatch.chdir(tmp_path)
+    [path] = write_sessions(url, str(tmp_path), 1)
+    grow(url, path, "the last question")
+    runner = CliRunner()
+    session_id = path.rsplit("_", 1)[1][: -len(".jsonl")]
+    listed = runner.invoke(cli, ["list", "--store", url, "--json"])
+    assert listed.exit_code == 0, listed.output
+    [row] = json.loads(listed.output)
+    assert row["path"] == path and row["id"] == session_id and row["messages"] == 3
+    for args, expect in ((["show", "latest", "--json"], session_id), (["tree", session_id[:12]], "the last question"),
+                         (["context", path], "the last question"), (["cat", "latest", "--all"], "the last question"),
+                         (["export", "latest", "-f", "md"], "the last question"),
+                         (["validate"], "1 file(s) checked, no errors")):
+        result = runner.invoke(cli, [*args, "--store", url])
+        assert result.exit_code == 0, (args, result.output)
+        assert expect in result.output, args
+    cat = runner.invoke(cli, ["cat", "latest", "--all", "--store", url])
+    store = open_store(url, create=False)
+    # every record as stored, the title slot aside
+    assert cat.output.encode() == b"".join(line + b"\n" for line in store.read(path).splitlines()[1:])
+    store.close()
+    missing = runner.invoke(cli, ["show", "ffffffff", "--store", url])
+    assert missing.exit_code == 1 and "no session matches" in missing.output
+
+
+def test_the_default_root_is_this_machines_sessions_dir() -> None:
+    assert parse_store_url("sqlite:/tmp/x.db").root == str(sessions_dir()) + "/"
+
+
+def test_a_writer_racing_the_sync_makes_a_conflict_not_a_loss() -> None:
+    from omp_session.storage import MemoryStorage
+    from omp_session.sync import sync
+
+    class Racing(MemoryStorage):
+        """A target another writer appends to between the sync's read and its write."""
+
+        def replace(self, path: str, body: bytes, expected_size: int | None) -> None:
+            if path in self.files:
+                MemoryStorage.append(self, path, b'{"racer":1}\n')
+            super().replace(path, body, expected_size)
+
+    source, target = MemoryStorage(), Racing()
+    source.files["/s/p/a.jsonl"] = bytearray(b'{"type":"session"}\n{"a":1}\n')
+    target.files["/t/p/a.jsonl"] = bytearray(b'{"type":"session"}\n{"b":2}\n')
+    # no record and a divergence: a conflict at once, nothing written
+    report = sync(source, target, source_root="/s", target_root="/t")
+    assert [i.action for i in report.items] == ["conflict"]
+    # a target cut mid-line is replaced whole; the racer's append is then refused by the size check
+    target.files["/t/p/a.jsonl"] = bytearray(b'{"type":"session"}\n{"a"')
+    report = sync(source, target, source_root="/s", target_root="/t")
+    assert [i.action for i in report.items] == ["conflict"] and "changed during the sync" in report.items[0].reason
+    assert bytes(target.files["/t/p/a.jsonl"]) == b'{"type":"session"}\n{"a"\n{"racer":1}\n'
+
+
+def test_a_body_the_target_cannot_hold_fails_alone(new_url: Any, tmp_path: Path) -> None:
+    a, b = new_url("file"), new_url("sqlite")
+    paths = write_sessions(a, str(tmp_path), 2)
+    with open(paths[0], "ab") as f:
+        f.write(b'{"type":"custom","bad":"\xff"}\n')  # not UTF-8: an SQL text column cannot hold it
+    report = sync_urls(a, b)
+    actions = {i.source: i.action for i in report.items}
+    assert actions == {paths[0]: "failed", paths[1]: "copied"}
+    assert "not UTF-8" in report.items[[i.source for i in report.items].index(paths[0])].reason
+    result = CliRunner().invoke(cli, ["sync", "--from", a, "--to", b])
+    assert result.exit_code == 1 and "failed" in result.output
