@@ -404,3 +404,27 @@ def test_a_title_change_on_a_file_without_slot_is_a_replacement(tmp_path: Path) 
     assert [type(e) for e in events] == [Replaced, TitleChanged]
     assert events[1] == TitleChanged(None, "Named") and ids(f.branch)[-1] == manager.get_leaf_id()
     manager.close()
+
+
+def test_tail_reads_and_follows_a_sqlite_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    url = f"sqlite:{tmp_path / 'store.db'}"
+    stored = SessionManager.create(str(tmp_path), str(tmp_path / "sessions"), storage=url,
+                                   blob_store=MemoryBlobStore())
+    stored.append_message(user("hello"))
+    stored.append_message(assistant("stored reply"))
+    stored.flush()
+    key = stored.get_session_file()
+    assert key is not None and not os.path.exists(key)  # it lives in the database only
+    code, out, _ = run(key, "--store", url, "-n", "1")
+    assert code == 0 and "stored reply" in out and "hello" not in out
+    first = ids(stored.get_branch())[0]
+    script = [lambda: (stored.append_message(user("live in the store")), stored.flush()),
+              lambda: None,
+              lambda: (stored.branch(first), stored.append_message(user("forked in the store")), stored.flush())]
+    monkeypatch.setattr("omp_session.cli.tail_cmd._sleep", lambda _s: script.pop(0)())
+    code, out, _ = run(key, "--store", url, "-f", "--max-polls", "3", "-n", "0")
+    assert code == 0, out
+    assert "live in the store" in out and "branch changed" in out and "forked in the store" in out
+    assert out.count("live in the store") == 1
+    code, _, err = run("nope", "--store", url)
+    assert code == 1 and err.startswith("omp-session: ") and "no session" in err

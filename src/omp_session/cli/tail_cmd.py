@@ -38,7 +38,9 @@ from ..follow import (
 )
 from ..resolve import resolve_session
 from ..session import read_session
+from ..storage import StoredFile
 from . import render
+from .store_option import active_store, open_stored, resolve_in_store, store_option
 
 __all__ = ["tail"]
 
@@ -170,6 +172,45 @@ class _Printer:
             self.notice(f"cannot read {path}: {event.reason}; retrying")
 
 
+def _follow_store(key: Path, branch: list[Any], printer: _Printer, interval: float, max_polls: int | None) -> None:
+    """-f on a database or Redis store: poll the stored size, read the session again when it
+    changes, and print what the current branch gained (or announce a switch)."""
+    active = active_store()
+    assert active is not None
+    storage = active[1]
+    seen = storage.stat(str(key))
+    polls = 0
+    sys.stdout.flush()
+    while max_polls is None or polls < max_polls:
+        polls += 1
+        _sleep(interval)
+        now = storage.stat(str(key))
+        if _state(now) == _state(seen):
+            continue
+        if now is None:
+            printer.notice(f"{key} was deleted from the store; waiting for it to come back")
+            seen = None
+            continue
+        seen = now
+        with open_stored(key) as s:
+            fresh = s.get_branch()
+        ids = [e.get("id") if isinstance(e, dict) else None for e in branch]
+        leaf = ids[-1] if ids else None
+        new_ids = [e.get("id") if isinstance(e, dict) else None for e in fresh]
+        if leaf is not None and leaf in new_ids:
+            gained = fresh[new_ids.index(leaf) + 1:]
+            printer.entries(gained, len(gained))
+        else:
+            printer.notice(f"the current branch changed: {len(fresh)} entries, leaf {new_ids[-1] if new_ids else None}")
+            printer.entries(fresh, max(printer.count, _BURST))
+        branch = fresh
+        sys.stdout.flush()
+
+
+def _state(f: StoredFile | None) -> tuple[int, float] | None:
+    return None if f is None else (f.size, f.mtime_ms)
+
+
 def _sleep(seconds: float) -> None:
     time.sleep(seconds)  # a module attribute, so tests can drive the follow loop without waiting
 
@@ -190,11 +231,13 @@ def _branch_now(path: Path) -> list[Any]:
 
 
 def _session_path(arg: str) -> Path:
-    """A path as given (with -f it may not exist yet), else an id, prefix or ``latest``."""
-    if os.path.exists(arg) or os.sep in arg or arg.endswith(".jsonl"):
+    """A path as given (with -f it may not exist yet), else an id, prefix or ``latest``; under
+    ``--store``, a key of that store."""
+    store = active_store()
+    if store is None and (os.path.exists(arg) or os.sep in arg or arg.endswith(".jsonl")):
         return Path(arg)
     try:
-        return Path(resolve_session(arg))
+        return Path(resolve_in_store(arg, *store) if store is not None else resolve_session(arg))
     except SessionError as e:
         click.echo(f"omp-session: {e}", err=True)
         sys.exit(1)
@@ -202,6 +245,7 @@ def _session_path(arg: str) -> Path:
 
 @click.command("tail")
 @click.argument("path", metavar="SESSION", callback=lambda ctx, param, value: _session_path(value))
+@store_option
 @click.option("-f", "--follow", is_flag=True, help="Keep reading as omp appends; Ctrl-C to stop.")
 @click.option("-n", "--lines", "count", type=click.IntRange(min=0), default=10, show_default=True,
               help="How many entries of the current branch to print first.")
@@ -222,6 +266,13 @@ def tail(path: Path, follow: bool, count: int, as_json: bool, interval: float, m
     """
     printer = _Printer(as_json, count)
     try:
+        if active_store() is not None:
+            with open_stored(path) as s:
+                branch = s.get_branch()
+            printer.entries(branch, count)
+            if follow:
+                _follow_store(path, branch, printer, interval, max_polls)
+            return
         if not follow:
             printer.entries(_branch_now(path), count)
             return
