@@ -539,3 +539,25 @@ def test_archived_session_counts_like_the_plain_file(tmp_path: Path) -> None:
     archived.write_bytes(gzip.compress(plain.read_bytes()))
     a, b = read_file_usage(archived), read_file_usage(plain)
     assert a.omp_usage == b.omp_usage and a.omp_usage["cost"] > 0
+
+
+def test_a_store_gives_the_same_report_as_the_files(family: dict[str, Path], tmp_path: Path) -> None:
+    from omp_session.store import open_store
+
+    root = family["root"]
+    storage = open_store(f"sqlite:{tmp_path / 'store.db'}")
+    try:
+        for f in sorted(root.rglob("*.jsonl")):  # the same keys: omp's keys are the file paths
+            storage.replace(str(f), f.read_bytes(), None)
+        for by in ("session", "model", "day"):
+            files = stats(all_sessions=True, root=root, by=by, tz="UTC", cache=False)
+            stored = stats(all_sessions=True, root=str(root) + "/", by=by, tz="UTC", storage=storage)
+            assert stored.to_dict() == files.to_dict() and stored.files == files.files == 4
+        one = stats([str(family["parent"])], root=str(root) + "/", tz="UTC", storage=storage)
+        assert one.to_dict() == stats([family["parent"]], root=root, tz="UTC", cache=False).to_dict()
+    finally:
+        storage.close()
+    db = f"sqlite:{tmp_path / 'store.db'}"
+    result = _cli("--store", db + f"?root={root}/", "--all", "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["total"] == stats(all_sessions=True, root=root, cache=False).to_dict()["total"]

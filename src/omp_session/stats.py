@@ -48,6 +48,7 @@ from typing import Any, Final
 
 import orjson
 
+from .blobs import MemoryBlobStore
 from .jsdate import date_parse, to_iso
 from .jsvalue import ContextError
 from .list_stats import _usage_candidates, cache_dir
@@ -66,6 +67,8 @@ from .stats_group import (
     zone,
     zone_name,
 )
+from .storage import SessionStorage
+from .store import read_stored_session
 from .usage import usage_statistics
 
 __all__ = ["CACHE_NAME", "FileUsage", "StatsCache", "StatsItem", "StatsOptionError", "StatsReport", "UsageRecord",
@@ -217,10 +220,12 @@ def _records_of(entry: Any, on_branch: bool, keyed: bool) -> list[UsageRecord]:
     return []
 
 
-def read_file_usage(path: str | os.PathLike[str]) -> FileUsage:
-    """The usage records of one session file, read now (no cache). Raises OSError when unreadable."""
+def read_file_usage(path: str | os.PathLike[str], storage: SessionStorage | None = None) -> FileUsage:
+    """The usage records of one session file (or of the session stored under ``path`` in
+    ``storage``), read now (no cache). Raises OSError when unreadable."""
     path = os.fspath(path)
-    s = read_session(path)  # no blob store: images do not change any number
+    # no blob store: images do not change any number
+    s = read_session(path) if storage is None else read_stored_session(storage, path, blob_store=MemoryBlobStore())
     try:
         header = s.header if isinstance(s.header, dict) else {}
         n = len(s)
@@ -323,6 +328,20 @@ class StatsCache:
         return True
 
 
+class _StoreReader:
+    """The cache's interface over a database or Redis store: read every time (a store has no
+    inode, and reading a stored body is one query)."""
+
+    def __init__(self, storage: SessionStorage) -> None:
+        self.storage = storage
+
+    def get(self, path: str) -> FileUsage:
+        return read_file_usage(path, self.storage)
+
+    def save(self) -> bool:
+        return True
+
+
 # ---------------------------------------------------------------------------------------------------
 # Finding sessions and their subagents
 
@@ -370,6 +389,33 @@ def _all_files(root: Path) -> list[str]:
     except OSError:
         return []
     return [f for b in buckets for f in _project_files(Path(b))]
+
+
+def _stored_tree(storage: SessionStorage, key: str) -> _Node:
+    """A stored session and the transcripts stored under its artifacts prefix, as _artifact_files
+    finds them on disk."""
+    stem = key.removesuffix(_SUFFIX)
+    below = [f.path for f in storage.scan(stem + "/")] if key.endswith(_SUFFIX) else []
+
+    def children(folder: str, depth: int) -> list[_Node]:
+        if depth > _MAX_DEPTH:
+            return []
+        nodes = []
+        for sub in below:
+            name = sub[len(folder) + 1:]
+            if sub.startswith(folder + "/") and "/" not in name and not name.startswith("."):
+                agent = None if name.startswith("__advisor") else name.removesuffix(_SUFFIX)
+                nodes.append(_Node(sub, agent, children(sub.removesuffix(_SUFFIX), depth + 1)))
+        return nodes
+
+    return _Node(key, None, children(stem, 1))
+
+
+def _stored_tops(storage: SessionStorage, root: str, bucket: str | None) -> list[str]:
+    """Top-level sessions in the store: every bucket's (``bucket`` None) or one bucket's."""
+    prefix = root if bucket is None else root + bucket + "/"
+    depth = 1 if bucket is None else 0  # "<bucket>/<file>" below the root, "<file>" below a bucket
+    return [f.path for f in storage.scan(prefix) if f.path[len(prefix):].count("/") == depth]
 
 
 def _walk(node: _Node) -> Iterable[_Node]:
@@ -451,27 +497,40 @@ def _session_extra(fu: FileUsage) -> dict[str, Any]:
 def stats(sessions: Iterable[str | os.PathLike[str]] | None = None, *, all_sessions: bool = False,
           root: str | os.PathLike[str] | None = None, cwd: str | None = None, by: str = "session",
           since: str | None = None, until: str | None = None, tz: str | None = None,
-          cache: StatsCache | bool = True, progress: Callable[[int, int], None] | None = None) -> StatsReport:
+          cache: StatsCache | bool = True, progress: Callable[[int, int], None] | None = None,
+          storage: SessionStorage | None = None) -> StatsReport:
     """Token and cost totals of ``sessions`` (paths), of every session under the root (``all_sessions``),
     or of the sessions of project ``cwd`` (default: the current directory), grouped ``by`` one of
     session, day, week, month, model, provider, project. ``since``/``until`` (dates or ISO times) and
     the calendar periods are taken in ``tz`` (an IANA name; default local). ``progress(done, total)``
     is called after each file. See the module docstring for the billed/current views and the
     deduplication rules. Raises :class:`StatsOptionError` for a bad ``by``/``tz``/window.
+
+    ``storage``: read the sessions from a database or Redis store (``omp_session.store``) instead
+    of the files; ``root`` is then the store's key prefix of the sessions root and ``sessions``
+    are keys.
     """
     if by not in GROUPINGS:
         raise StatsOptionError(f"cannot group by {by!r} (choose one of {', '.join(GROUPINGS)})")
     zone_ = zone(tz)
     window = parse_window(since, until, zone_)
     base = Path(root) if root is not None else sessions_dir()
-    if sessions is not None:
-        tops = [os.path.expanduser(os.fspath(p)) for p in sessions]
-    elif all_sessions:
-        tops = _all_files(base)
+    bucket = project_dir_name(cwd if cwd is not None else os.getcwd())
+    if storage is not None:
+        prefix = os.fspath(root) if root is not None else str(sessions_dir()) + "/"
+        tops = ([os.fspath(p) for p in sessions] if sessions is not None
+                else _stored_tops(storage, prefix, None if all_sessions else bucket))
+        trees = [_stored_tree(storage, p) for p in dict.fromkeys(tops)]
+        store: StatsCache | _StoreReader = _StoreReader(storage)
     else:
-        tops = _project_files(base / project_dir_name(cwd if cwd is not None else os.getcwd()))
-    store = cache if isinstance(cache, StatsCache) else StatsCache(enabled=cache)
-    trees = [_Node(p, None, _artifact_files(p, 1)) for p in dict.fromkeys(tops)]
+        if sessions is not None:
+            tops = [os.path.expanduser(os.fspath(p)) for p in sessions]
+        elif all_sessions:
+            tops = _all_files(base)
+        else:
+            tops = _project_files(base / bucket)
+        store = cache if isinstance(cache, StatsCache) else StatsCache(enabled=cache)
+        trees = [_Node(p, None, _artifact_files(p, 1)) for p in dict.fromkeys(tops)]
     total_files = sum(1 for t in trees for _ in _walk(t))
     done = 0
     problems: list[str] = []

@@ -23,6 +23,7 @@ from ..stats import StatsCache, StatsReport, stats
 from ..stats_group import GROUPINGS, Group, StatsOptionError, Totals, zone_name
 from ..stats_html import render_html
 from .export_cmd import write_atomically
+from .store_option import active_store, resolve_in_store, store_option
 
 __all__ = ["CSV_FIELDS", "stats_command"]
 
@@ -67,6 +68,7 @@ def _progress() -> Iterator[Callable[[int, int], None] | None]:
 
 @click.command("stats")
 @click.argument("sessions", nargs=-1, metavar="[SESSION]...")
+@store_option
 @click.option("--all", "all_sessions", is_flag=True, help="Every session of every project under the root.")
 @click.option("--root", type=click.Path(file_okay=False, path_type=Path),
               help="Sessions root (default: omp's, from PI_CODING_AGENT_DIR / ~/.omp).")
@@ -105,16 +107,24 @@ def stats_command(sessions: tuple[str, ...], all_sessions: bool, root: Path | No
         raise click.UsageError("give SESSIONs or --all, not both")
     if html_out is not None and html_out.exists() and not force:
         _fail(f"{html_out}: already exists (use --force to replace it)")
+    active = active_store()
+    if active is not None and root is not None:
+        raise click.UsageError("--root names a folder of files; with --store the store's root is used")
     paths: list[str] | None = None
     if sessions:
         try:
-            paths = [resolve_session(s, root=root) for s in sessions]
+            paths = [resolve_in_store(s, *active) if active is not None else resolve_session(s, root=root)
+                     for s in sessions]
         except SessionError as e:
             _fail(str(e))
     try:
         with _progress() as progress:
-            report = stats(paths, all_sessions=all_sessions, root=root, by=by, since=since, until=until, tz=tz,
-                           cache=StatsCache(enabled=not no_cache), progress=progress)
+            if active is not None:
+                report = stats(paths, all_sessions=all_sessions, root=active[0].root, by=by, since=since,
+                               until=until, tz=tz, progress=progress, storage=active[1])
+            else:
+                report = stats(paths, all_sessions=all_sessions, root=root, by=by, since=since, until=until,
+                               tz=tz, cache=StatsCache(enabled=not no_cache), progress=progress)
     except StatsOptionError as e:
         raise click.UsageError(str(e)) from None
     for line in report.problems:
