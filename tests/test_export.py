@@ -378,10 +378,10 @@ def test_cli_leaves_nothing_when_the_export_fails(tmp_path: Path) -> None:
 
 
 def test_cli_write_failure_is_one_line_and_leaves_no_temp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    def fail(src: str, dst: str) -> None:
+    def fail(fd: int) -> None:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(os, "replace", fail)
+    monkeypatch.setattr(os, "fsync", fail)
     out = tmp_path / "out.md"
     code, _, err = run(str(SAMPLE), "--format", "md", "-o", str(out))
     assert code == 1 and "No space left" in err and err.count("\n") == 1 and list(tmp_path.iterdir()) == []

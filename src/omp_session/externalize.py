@@ -22,16 +22,14 @@ unreadable records.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import os
-import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from . import codec
+from .atomic import write_new_file
 from .blobs import BLOB_PREFIX, BlobSink, BlobStore, b64encode, parse_blob_ref
 from .errors import EditError, FormatError
 from .paths import blobs_dir
@@ -283,46 +281,8 @@ def write_session_copy(source: str | os.PathLike[str], out: str | os.PathLike[st
     """Write ``pieces`` to ``out`` atomically (temp file in its directory, fsync, rename); returns
     the bytes written. Refuses ``source`` itself and an existing ``out`` unless ``force``; on any
     failure nothing is left behind."""
-    target = Path(out)
-    if target.exists() and (os.path.abspath(target) == os.path.abspath(source) or os.path.samefile(target, source)):
-        raise EditError(f"{target}: is the input session; the new session is never written in place")
-    if target.is_dir():
-        raise EditError(f"{target}: is a directory")
-    if target.exists() and not force:
-        raise EditError(f"{target}: already exists (use --force to replace it)")
-    directory = target.parent if str(target.parent) else Path(".")
-    try:
-        fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{target.name}.", suffix=".tmp")
-    except OSError as e:
-        raise EditError(f"{target}: cannot write: {e.strerror or e}") from None
-    written = 0
-    try:
-        with os.fdopen(fd, "wb") as f:
-            for piece in pieces:
-                f.write(piece)
-                written += len(piece)
-            f.flush()
-            os.fsync(f.fileno())
-        if force:
-            os.replace(tmp, target)
-        else:
-            os.link(tmp, target)  # fails if ``out`` appeared meanwhile: never clobber without --force
-            os.unlink(tmp)
-    except FileExistsError:
-        _unlink(tmp)
-        raise EditError(f"{target}: already exists (use --force to replace it)") from None
-    except OSError as e:
-        _unlink(tmp)
-        raise EditError(f"{target}: cannot write: {e.strerror or e}") from None
-    except BaseException:
-        _unlink(tmp)
-        raise
-    return written
-
-
-def _unlink(path: str) -> None:
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(path)
+    return write_new_file(out, pieces, force=force, error=EditError, source=source,
+                          in_place="is the input session; the new session is never written in place")
 
 
 def refuse_archive(path: str) -> None:

@@ -12,16 +12,15 @@ and a marker text block takes its place. The report says what was redacted where
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from . import codec
+from .atomic import write_new_file
 from .blobs import BLOB_PREFIX
 from .errors import SessionError
 from .redact_detectors import (
@@ -438,42 +437,7 @@ def write_redacted(result: RedactResult, out: str | os.PathLike[str], *, force: 
     nothing is left behind: not the temp file, not a partial ``out``.
     """
     target = Path(out)
-    if result.source is not None and os.path.abspath(target) == os.path.abspath(result.source):
-        raise RedactError(f"{target}: is the input session; redact never writes in place")
-    if result.source is not None and target.exists() and os.path.samefile(target, result.source):
-        raise RedactError(f"{target}: is the input session; redact never writes in place")
-    if target.exists() and not force:
-        raise RedactError(f"{target}: already exists (use --force to replace it)")
-    if target.is_dir():
-        raise RedactError(f"{target}: is a directory")
-    data = result.to_bytes()
-    directory = target.parent if str(target.parent) else Path(".")
-    try:
-        fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{target.name}.", suffix=".tmp")
-    except OSError as e:
-        raise RedactError(f"{target}: cannot write: {e.strerror or e}") from None
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        if force:
-            os.replace(tmp, target)
-        else:
-            os.link(tmp, target)  # fails if ``out`` appeared meanwhile: never clobber without --force
-            os.unlink(tmp)
-    except FileExistsError:
-        _unlink(tmp)
-        raise RedactError(f"{target}: already exists (use --force to replace it)") from None
-    except OSError as e:
-        _unlink(tmp)
-        raise RedactError(f"{target}: cannot write: {e.strerror or e}") from None
-    except BaseException:
-        _unlink(tmp)
-        raise
+    write_new_file(target, [result.to_bytes()], force=force, error=RedactError, source=result.source,
+                   in_place="is the input session; redact never writes in place")
     return target
 
-
-def _unlink(path: str) -> None:
-    with contextlib.suppress(OSError):
-        os.unlink(path)

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import contextlib
-import os
 import sys
-import tempfile
 from pathlib import Path
 
 import click
 
+from ..atomic import write_new_file
 from ..errors import SessionError
 from ..export import export as export_session
 from ..export_html import render_html_bytes
@@ -28,25 +26,9 @@ def _warn(message: str) -> None:
 
 
 def write_atomically(path: Path, data: bytes, *, force: bool) -> None:
-    """Write ``data`` to ``path`` through a temporary file in the same directory and a rename, so
-    a reader never sees half a file and a failure leaves nothing behind. Refuses an existing
-    ``path`` unless ``force``; raises OSError (or FileExistsError) otherwise."""
-    if path.exists() and not force:
-        raise FileExistsError(f"{path}: already exists (use --force to replace it)")
-    directory = path.parent if str(path.parent) else Path(".")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as out:
-            out.write(data)
-            out.flush()
-            os.fsync(out.fileno())
-        if not force and path.exists():  # appeared while writing: still refuse to replace it
-            raise FileExistsError(f"{path}: already exists (use --force to replace it)")
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    """Write ``data`` to ``path`` without ever leaving half a file or replacing an existing one
+    unless ``force`` (omp_session.atomic); a refusal or failure is a one-line SessionError."""
+    write_new_file(path, [data], force=force, error=SessionError)
 
 
 @click.command()
@@ -105,5 +87,5 @@ def export(session: str, fmt: str, output: Path | None, leaf_id: str | None, all
         return
     try:
         write_atomically(output, data, force=force)
-    except OSError as e:
-        _fail(str(e) if isinstance(e, FileExistsError) else f"{output}: {e.strerror or e}")
+    except SessionError as e:
+        _fail(str(e))

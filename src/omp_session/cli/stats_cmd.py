@@ -132,8 +132,8 @@ def stats_command(sessions: tuple[str, ...], all_sessions: bool, root: Path | No
     if html_out is not None:
         try:
             write_atomically(html_out, render_html(report).encode(), force=force)
-        except OSError as e:
-            _fail(str(e) if isinstance(e, FileExistsError) else f"{html_out}: cannot write: {e.strerror}")
+        except SessionError as e:
+            _fail(str(e))
         click.echo(f"omp-session: wrote {html_out}", err=True)
     if as_json:
         sys.stdout.write(json.dumps(report.to_dict(), ensure_ascii=False, indent=2) + "\n")
