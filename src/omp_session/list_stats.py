@@ -26,7 +26,6 @@ import gzip
 import hashlib
 import os
 import re
-import tempfile
 import zlib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -36,6 +35,7 @@ from typing import Any, Final
 import orjson
 
 from . import listing as _listing
+from .cache_file import load_cache, replace_quietly
 from .codec import parse_jsonl
 from .jsvalue import ContextError
 from .listing import SessionInfo
@@ -338,13 +338,7 @@ class ListCache:
         self.counts = {"info_hits": 0, "info_reads": 0, "stats_hits": 0, "stats_appends": 0, "stats_reads": 0}
 
     def _load(self) -> dict[str, dict[str, Any]]:
-        try:
-            data = orjson.loads(self.file.read_bytes())
-        except (OSError, orjson.JSONDecodeError):
-            return {}
-        if not isinstance(data, dict) or data.get("version") != _VERSION or not isinstance(data.get("files"), dict):
-            return {}
-        return {k: v for k, v in data["files"].items() if isinstance(v, dict)}
+        return load_cache(self.file, _VERSION)
 
     def _ids_file(self, path: str) -> Path:
         return self.directory / "list-ids" / (hashlib.sha1(path.encode("utf-8", "surrogatepass")).hexdigest()
@@ -459,19 +453,7 @@ class ListCache:
     # ----- saving
 
     def _write_atomic(self, target: Path, data: bytes) -> bool:
-        try:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-            try:
-                with os.fdopen(fd, "wb") as f:
-                    f.write(data)
-                os.replace(tmp, target)
-            except BaseException:
-                os.unlink(tmp)
-                raise
-        except OSError:
-            return False
-        return True
+        return replace_quietly(target, data)
 
     def save(self) -> bool:
         """Write the cache if anything changed (atomically); False when it could not be written."""

@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import math
 import os
-import tempfile
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import tzinfo
@@ -49,6 +48,7 @@ from typing import Any, Final
 import orjson
 
 from .blobs import MemoryBlobStore
+from .cache_file import load_cache, replace_quietly
 from .jsdate import date_parse, to_iso
 from .jsvalue import ContextError
 from .list_stats import _usage_candidates, cache_dir
@@ -280,13 +280,7 @@ class StatsCache:
         self.reads = 0
 
     def _load(self) -> dict[str, Any]:
-        try:
-            data = orjson.loads(self.file.read_bytes())
-        except (OSError, orjson.JSONDecodeError):
-            return {}
-        if not isinstance(data, dict) or data.get("version") != _VERSION or not isinstance(data.get("files"), dict):
-            return {}
-        return data["files"]  # type: ignore[no-any-return]
+        return load_cache(self.file, _VERSION)
 
     def get(self, path: str) -> FileUsage:
         """The records of ``path``; raises OSError when it cannot be read."""
@@ -312,17 +306,7 @@ class StatsCache:
         if not self.enabled or not self._dirty:
             return True
         files = {p: r for p, r in self._files.items() if p in self._seen or os.path.exists(p)}
-        try:
-            self.file.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=f".{self.file.name}.", suffix=".tmp", dir=self.file.parent)
-            try:
-                with os.fdopen(fd, "wb") as f:
-                    f.write(orjson.dumps({"version": _VERSION, "files": files}))
-                os.replace(tmp, self.file)
-            except BaseException:
-                os.unlink(tmp)
-                raise
-        except OSError:
+        if not replace_quietly(self.file, orjson.dumps({"version": _VERSION, "files": files})):
             return False
         self._dirty = False
         return True
