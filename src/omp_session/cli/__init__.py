@@ -24,6 +24,7 @@ from .pack_cmd import pack as pack_command
 from .pack_cmd import unpack as unpack_command
 from .redact_cmd import redact as redact_command
 from .repair_cmd import repair as repair_command
+from .search_cmd import index_command, search_command
 from .size_cmd import externalize as externalize_command
 from .size_cmd import prune as prune_command
 from .size_cmd import size as size_command
@@ -171,6 +172,8 @@ cli.add_command(export_command)
 cli.add_command(redact_command)
 cli.add_command(pack_command)
 cli.add_command(unpack_command)
+cli.add_command(search_command)
+cli.add_command(index_command)
 cli.add_command(blobs_command)
 cli.add_command(size_command)
 cli.add_command(externalize_command)
