@@ -44,7 +44,6 @@ import time
 import zlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 from typing import IO, Any, Final
 
@@ -52,12 +51,10 @@ import orjson
 
 from .codec import parse_jsonl
 from .errors import SessionError
-from .export_mdtext import clean_text, text_of
-from .jsdate import date_parse
 from .list_stats import cache_dir
 from .paths import sessions_dir
 from .reader import Journal, scan_file
-from .tree import js_key, js_truthy
+from .search_text import index_text, searchable, time_ms
 
 __all__ = [
     "FILE_SHIFT",
@@ -181,121 +178,6 @@ class IndexReport:
                 "removed": self.removed, "damaged": self.damaged, "unreadable": self.unreadable,
                 "entries_added": self.entries_added, "bytes_parsed": self.bytes_parsed,
                 "bytes_read": self.bytes_read, "seconds": round(self.seconds, 4)}
-
-
-# ----- what is searchable in a record --------------------------------------------------------
-
-
-def _clean(text: str) -> str:
-    if "\x02" in text or "\x03" in text:
-        text = text.replace("\x02", " ").replace("\x03", " ")
-    if not text.isascii():
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError:  # lone surrogates (S1.1.3) cannot be stored as SQLite text
-            text = clean_text(text)
-    return text
-
-
-def _strings(value: Any, out: list[str], depth: int = 0) -> None:
-    """Every string (and number) inside a JSON value: tool-call arguments without the JSON syntax."""
-    if isinstance(value, str):
-        out.append(value)
-    elif isinstance(value, dict) and depth < 32:
-        for v in value.values():
-            _strings(v, out, depth + 1)
-    elif isinstance(value, list) and depth < 32:
-        for v in value:
-            _strings(v, out, depth + 1)
-    elif isinstance(value, int | float) and not isinstance(value, bool):
-        out.append(str(value))
-
-
-def _add(docs: dict[str, list[str]], kind: str, text: Any) -> None:
-    if isinstance(text, str) and text:
-        docs.setdefault(kind, []).append(text)
-
-
-def _message_docs(m: dict[str, Any], role: Any, docs: dict[str, list[str]]) -> None:
-    content = m.get("content")
-    plain = "tool_result" if role == "toolResult" else "text"
-    if isinstance(content, str):
-        _add(docs, plain, content)
-    elif isinstance(content, list):
-        for block in content:
-            if not isinstance(block, dict):
-                continue
-            kind = block.get("type")
-            if kind == "text":
-                _add(docs, plain, block.get("text"))
-            elif kind == "thinking":
-                _add(docs, "thinking", block.get("thinking"))
-            elif kind == "toolCall":
-                parts = [block["name"]] if isinstance(block.get("name"), str) else []
-                _strings(block.get("arguments"), parts)
-                _add(docs, "tool_call", "\n".join(parts))
-    if role in ("bashExecution", "pythonExecution"):
-        _add(docs, "tool_call", m.get("command") if role == "bashExecution" else m.get("code"))
-        _add(docs, "tool_result", m.get("output"))
-    elif role in ("branchSummary", "compactionSummary"):
-        _add(docs, "summary", m.get("summary"))
-    elif role == "fileMention" and isinstance(m.get("files"), list):
-        _add(docs, "text", "\n".join(f["path"] for f in m["files"] if isinstance(f, dict)
-                                     and isinstance(f.get("path"), str)))
-
-
-def _key(value: Any) -> str | None:
-    """An id as a TEXT key: strings as they are, other truthy scalars tagged (JS Map semantics)."""
-    if type(value) is str:
-        return value or None
-    if not js_truthy(value) or isinstance(value, dict | list):
-        return None
-    return "\x00" + repr(js_key(value))
-
-
-def _time_ms(value: Any) -> int | None:
-    if not isinstance(value, str):
-        return None
-    if len(value) == 24 and value[23] == "Z" and value[10] == "T":
-        try:  # omp's own toISOString form: the common case, 10x faster than Date.parse
-            return int(datetime.fromisoformat(value).timestamp() * 1000)
-        except ValueError:
-            pass
-    ms = date_parse(value)
-    return None if ms != ms else int(ms)
-
-
-@dataclass(slots=True)
-class _Record:
-    row: tuple[Any, ...]  # entries columns after (file_id, seq)
-    docs: dict[str, list[str]]
-
-
-def _record(value: Any) -> _Record:
-    if not isinstance(value, dict):
-        return _Record((None, None, None, None, None, None), {})
-    kind = value.get("type")
-    docs: dict[str, list[str]] = {}
-    role: Any = None
-    target: Any = None
-    if kind == "message":
-        m = value.get("message")
-        if isinstance(m, dict):
-            role = m.get("role")
-            _message_docs(m, role, docs)
-    elif kind == "custom_message":
-        role = "custom"
-        _add(docs, "text", text_of(value.get("content")))
-    elif kind in ("compaction", "branch_summary"):
-        _add(docs, "summary", value.get("summary"))
-        _add(docs, "summary", value.get("shortSummary"))
-    elif kind == "label":
-        _add(docs, "label", value.get("label"))
-        target = _key(value.get("targetId"))
-    elif kind == "title_change" or kind == "session":
-        _add(docs, "title", value.get("title"))
-    return _Record((_key(value.get("id")), _key(value.get("parentId")), kind if isinstance(kind, str) else None,
-                    role if isinstance(role, str) else None, _time_ms(value.get("timestamp")), target), docs)
 
 
 # ----- the index ------------------------------------------------------------------------------
@@ -653,7 +535,7 @@ class SearchIndex:
                 title: Any = header.get("title")
                 if slot is not None and session_id is not None:  # the slot overlays the header (S1.2.6)
                     title = slot.title or None
-                cwd, created = header.get("cwd"), _time_ms(header.get("timestamp"))
+                cwd, created = header.get("cwd"), time_ms(header.get("timestamp"))
             else:
                 session_id, title, cwd, created = None, None, None, None
             if session_id is None:
@@ -689,7 +571,7 @@ class SearchIndex:
                 "damaged = ? WHERE id = ?",
                 (st.st_dev, st.st_ino, j.size, st.st_mtime_ns, offset, lines, j.read(0, min(_HEAD, offset)),
                  j.read(max(0, offset - _ANCHOR), offset), crc, session_id,
-                 _clean(title) if isinstance(title, str) and title else None,
+                 index_text(title) if isinstance(title, str) and title else None,
                  cwd if isinstance(cwd, str) else None, created, seq, len(damaged), file_id))
         finally:
             j.close()
@@ -702,10 +584,10 @@ class SearchIndex:
         size = 0
         base = file_id << FILE_SHIFT
         for value in values:
-            rec = _record(value)
+            rec = searchable(value)
             entries.append((file_id, seq, *rec.row))
             for kind, texts in rec.docs.items():
-                text = _clean("\n".join(texts))
+                text = index_text("\n".join(texts))
                 docs.append((base | seq << SEQ_SHIFT | KIND_CODES[kind], text))
                 size += len(text)
             seq += 1
