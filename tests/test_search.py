@@ -624,3 +624,28 @@ def test_a_very_common_word_ranks_only_the_newest_matches(root: Path, index_path
     # a filter the newest matches do not meet: every match is ranked after all
     only = find("common", root, index_path, limit=2, role="tool")
     assert [h.entry_id for h in only] == ["t0"]
+
+
+def test_snippets_are_cut_around_the_first_hit() -> None:
+    from omp_session.search_snippet import cut_snippet, hit_pattern
+
+    marks = ("[", "]")
+    p = hit_pattern(to_fts('"quick brown" jump*'))
+    assert p is not None
+    assert cut_snippet("The quick  brown fox jumped", p, 24, marks) == "The [quick  brown] fox [jumped]"
+    long = " ".join(f"w{i}" for i in range(200)) + " quick brown " + " ".join(f"v{i}" for i in range(200))
+    cut = cut_snippet(long, p, 24, marks)
+    assert cut is not None and cut.startswith("…w192 ") and cut.endswith(" v14…") and "[quick brown]" in cut
+    assert len(cut.split()) == 8 + 2 + 15  # a third of the words before the hit, the rest after
+    word = hit_pattern(to_fts("cache"))
+    assert word is not None
+    assert cut_snippet("value_cache and Cache", word, 24, marks) == "value_[cache] and [Cache]"  # _ separates
+    assert cut_snippet("cached", word, 24, marks) is None  # a word, not a prefix
+    assert cut_snippet("İstanbul cache", word, 24, marks) == "İstanbul [cache]"  # lower() changes length
+    assert hit_pattern(to_fts('"…"')) is None
+
+
+def test_a_hit_only_fts5_sees_keeps_fts5_snippet(root: Path, index_path: Path) -> None:
+    write_session(root / "-p" / "s.jsonl", [msg("u1", None, "user", "un café crème")])
+    hit = find("cafe", root, index_path)[0]  # the tokenizer folds diacritics; a regex does not
+    assert hit.snippet_text() == "un [café] crème"

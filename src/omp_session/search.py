@@ -36,6 +36,7 @@ from .search_index import (
     SearchIndex,
     SearchIndexError,
 )
+from .search_snippet import cut_snippet, hit_pattern
 
 __all__ = ["ROLES", "QueryError", "SearchHit", "SearchResult", "search", "to_fts"]
 
@@ -204,7 +205,7 @@ _KIND: Final = f"(docs.rowid & {(1 << SEQ_SHIFT) - 1})"
 _JOINS: Final = (f"JOIN files f ON f.id = {_FILE} "
                  f"LEFT JOIN entries e ON e.file_id = f.id AND e.seq = {_SEQ}")
 _SLACK: Final = 50  # matches ranked beyond the limit, to order equal scores by time
-RANK_CAP: Final = 2000  # a query matching more texts ranks only the newest this many (docs/search.md)
+RANK_CAP: Final = 2000  # a query matching this many texts is too common to rank (docs/search.md)
 
 
 def _split(rowid: int) -> tuple[int, int, str]:
@@ -221,9 +222,10 @@ def _query(ix: SearchIndex, fts: str, *, role: str | None, cwd: str | None, sinc
     if not thinking:
         where.append(f"{_KIND} != {KIND_CODES['thinking']}")
     try:
-        newest = _newest_matches(ix, " AND ".join(where), list(args)) if cap and limit is not None else None
+        newest_rows = _newest_matches(ix, " AND ".join(where), list(args)) if cap and limit is not None else None
     except sqlite3.OperationalError as e:
         raise _query_error(ix, fts, e) from None
+    newest = newest_rows[-1] if newest_rows else None
     if newest is not None:
         where.append("docs.rowid >= ?")
         args.append(newest)
@@ -248,20 +250,16 @@ def _query(ix: SearchIndex, fts: str, *, role: str | None, cwd: str | None, sinc
         args.append(os.path.abspath(session))
     try:
         ranked = None
-        if limit is not None and not current_branch and len(args) == joined and len(where) <= 2:
-            ranked = _ranked_by_score(ix, " AND ".join(where), args, limit)
+        if limit is not None and not current_branch and len(args) == joined and len(where) <= 2 + (newest is not None):
+            ranked = (_newest_first(ix, newest_rows, limit) if newest_rows is not None
+                      else _ranked_by_score(ix, " AND ".join(where), args, limit))
         if ranked is None:
             sql = (f"SELECT docs.rowid, bm25(docs) AS score FROM docs {_JOINS} "
                    f"WHERE {' AND '.join(where)} ORDER BY score, e.ts_ms DESC")
             if limit is not None and not current_branch:
                 sql += f" LIMIT {int(limit)}"
             ranked = _keep(ix, ix.conn.execute(sql, args), current_branch, limit)
-        # snippets only for the hits shown: SQLite would compute one for every match before sorting
-        details = {row[0]: row[1:] for row in ix.conn.execute(
-            f"SELECT docs.rowid, snippet(docs, 0, char(2), char(3), '…', {_SNIPPET_TOKENS}), "
-            f"e.entry_id, e.type, e.role, e.ts_ms, e.target_id, f.path, f.session_id, f.title, f.cwd "
-            f"FROM docs {_JOINS} WHERE docs MATCH ? AND docs.rowid IN ({', '.join('?' * len(ranked))})",
-            [fts, *(r[0] for r in ranked)])} if ranked else {}
+        details = _details(ix, fts, [r[0] for r in ranked])
     except sqlite3.OperationalError as e:
         raise _query_error(ix, fts, e) from None
     if newest is not None and limit is not None and len(ranked) < limit and (len(args) > joined or current_branch):
@@ -277,20 +275,69 @@ def _query(ix: SearchIndex, fts: str, *, role: str | None, cwd: str | None, sinc
     return hits
 
 
+def _details(ix: SearchIndex, fts: str, rowids: list[int]) -> dict[int, tuple[Any, ...]]:
+    """rowid -> (snippet, entry id, type, role, time, target, path, session id, title, cwd) of the
+    hits shown. Snippets are cut in Python (search_snippet); FTS5's snippet() only where the
+    pattern finds nothing (folded diacritics)."""
+    if not rowids:
+        return {}
+    marks = ix.conn.execute(
+        f"SELECT docs.rowid, docs.body, e.entry_id, e.type, e.role, e.ts_ms, e.target_id, f.path, f.session_id, "
+        f"f.title, f.cwd FROM docs {_JOINS} WHERE docs.rowid IN ({', '.join('?' * len(rowids))})", rowids)
+    pattern = hit_pattern(fts)
+    out: dict[int, tuple[Any, ...]] = {}
+    missing: list[int] = []
+    for rowid, body, *rest in marks:
+        cut = cut_snippet(body, pattern, _SNIPPET_TOKENS, HIGHLIGHT) if pattern and isinstance(body, str) else None
+        if cut is None:
+            missing.append(rowid)
+        out[rowid] = (cut, *rest)
+    if missing:
+        for rowid, snippet in ix.conn.execute(
+                f"SELECT docs.rowid, snippet(docs, 0, char(2), char(3), '…', {_SNIPPET_TOKENS}) FROM docs "
+                f"WHERE docs MATCH ? AND docs.rowid IN ({', '.join('?' * len(missing))})", [fts, *missing]):
+            out[rowid] = (snippet, *out[rowid][1:])
+    return out
+
+
 def _query_error(ix: SearchIndex, fts: str, e: sqlite3.OperationalError) -> Exception:
     if "fts5" in str(e) or "syntax" in str(e) or "MATCH" in str(e):
         return QueryError(f"cannot search for {fts!r}: {e}")
     return SearchIndexError(f"{ix.path}: {e}")
 
 
-def _newest_matches(ix: SearchIndex, where: str, args: list[Any]) -> int | None:
-    """For a query matching more than RANK_CAP texts, the rowid from which the RANK_CAP newest
-    matches start (rowids grow with indexing order); None when it matches fewer. bm25 scores every
-    match it ranks: a word in nearly every session would take half a second to rank in full."""
-    cap = RANK_CAP
+def _newest_matches(ix: SearchIndex, where: str, args: list[Any]) -> list[int] | None:
+    """For a query matching at least RANK_CAP texts, the rowids of the RANK_CAP newest matches,
+    newest first (rowids grow with indexing order); None when it matches fewer."""
     rows = ix.conn.execute(f"SELECT docs.rowid FROM docs WHERE {where} ORDER BY docs.rowid DESC LIMIT ?",
-                           [*args, cap]).fetchall()
-    return int(rows[-1][0]) if len(rows) >= cap else None
+                           [*args, RANK_CAP]).fetchall()
+    return [int(r[0]) for r in rows] if len(rows) >= RANK_CAP else None
+
+
+def _times(ix: SearchIndex, rowids: Iterable[int]) -> dict[int, Any]:
+    """rowid -> the entry's time (ms), in one query: a lookup per row costs more than ranking."""
+    keys = {rowid: _split(rowid)[:2] for rowid in rowids}
+    if not keys:
+        return {}
+    pairs = list(dict.fromkeys(keys.values()))
+    found = {(f, q): t for f, q, t in ix.conn.execute(
+        f"WITH k(f, q) AS (VALUES {', '.join('(?, ?)' for _ in pairs)}) "
+        f"SELECT k.f, k.q, e.ts_ms FROM k CROSS JOIN entries e ON e.file_id = k.f AND e.seq = k.q",
+        [x for pair in pairs for x in pair])}
+    return {rowid: found.get(key) for rowid, key in keys.items()}
+
+
+def _by_time(rows: list[tuple[int, float]], times: dict[int, Any]) -> list[tuple[int, float]]:
+    """``rows`` ordered by score, then time descending with unknown times last (SQLite's order)."""
+    return sorted(rows, key=lambda r: (r[1], times[r[0]] is None, -(times[r[0]] or 0)))
+
+
+def _newest_first(ix: SearchIndex, rowids: list[int], limit: int) -> list[tuple[int, float]]:
+    """The hits of a query too common to rank: its newest matches, by time. bm25 would read the
+    whole doclist of such a word to count it, and its idf is then near or at FTS5's floor, so the
+    scores barely differ (score 0 marks these hits)."""
+    rows = [(rowid, 0.0) for rowid in rowids[:limit + _SLACK]]
+    return _by_time(rows, _times(ix, rowids[:limit + _SLACK]))[:limit]
 
 
 def _ranked_by_score(ix: SearchIndex, where: str, args: list[Any], limit: int) -> list[tuple[int, float]] | None:
@@ -300,14 +347,7 @@ def _ranked_by_score(ix: SearchIndex, where: str, args: list[Any], limit: int) -
         f"SELECT docs.rowid, rank FROM docs WHERE {where} ORDER BY rank LIMIT ?", [*args, limit + _SLACK]).fetchall()
     if len(rows) == limit + _SLACK and rows[-1][1] == rows[limit - 1][1]:
         return None
-    times: dict[int, Any] = {}
-    for rowid, _ in rows:
-        file_id, seq, _ = _split(rowid)
-        found = ix.conn.execute("SELECT ts_ms FROM entries WHERE file_id = ? AND seq = ?", (file_id, seq)).fetchone()
-        times[rowid] = None if found is None else found[0]
-    # SQLite's order: score, then time descending with unknown times last
-    rows.sort(key=lambda r: (r[1], times[r[0]] is None, -(times[r[0]] or 0)))
-    return rows[:limit]
+    return _by_time(rows, _times(ix, (r[0] for r in rows)))[:limit]
 
 
 def _keep(ix: SearchIndex, rows: Iterable[tuple[int, float]], current_branch: bool,
