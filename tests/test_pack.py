@@ -316,6 +316,63 @@ def test_pack_refuses_a_file_rewritten_between_the_two_reads(agents: tuple[Agent
     assert list(tmp_path.glob("*.tar*")) == [] and list(tmp_path.glob(".x.tar*")) == []
 
 
+def test_pack_refuses_a_damaged_archived_session(tmp_path: Path) -> None:
+    # a .jsonl.gz whose deflate data is broken: zlib's own error, not gzip's, must not escape
+    bucket = tmp_path / "sessions" / "--srv--"
+    bucket.mkdir(parents=True)
+    gz = bucket / "2026-01-01T00-00-00-000Z_s1.jsonl.gz"
+    gz.write_bytes(bytes.fromhex("1f8b08000000000000ff") + b"\x07" + b"\x00" * 20)  # invalid block type
+    with pytest.raises(PackError, match=r"cannot be read.*nothing was packed"):
+        pack([gz], tmp_path / "x.tar")
+    assert not (tmp_path / "x.tar").exists()
+
+
+def test_artifact_file_vanishing_while_listed_is_a_clear_error(agents: tuple[Agent, Agent, Path], tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    a, _, old = agents
+    path = a.session(str(old))
+    real_walk = os.walk
+
+    def walk(top: Any, **kw: Any) -> Any:
+        for here, dirs, files in real_walk(top, **kw):
+            yield here, dirs, [*files, "gone.log"]  # listed, then deleted before it is looked at
+
+    monkeypatch.setattr(os, "walk", walk)
+    with pytest.raises(PackError, match=r"gone\.log.*nothing was packed"):
+        pack([path], tmp_path / "x.tar")
+    assert not (tmp_path / "x.tar").exists()
+
+
+def test_unreadable_artifact_subfolder_is_a_clear_error(agents: tuple[Agent, Agent, Path], tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    # a folder that cannot be listed must not silently drop out of the archive
+    a, _, old = agents
+    path = a.session(str(old))
+    real_scandir = os.scandir
+
+    def scandir(p: Any = ".") -> Any:
+        if os.path.basename(os.fspath(p)) == "sub":
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), os.fspath(p))
+        return real_scandir(p)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    with pytest.raises(PackError, match=r"sub: cannot be read.*nothing was packed"):
+        pack([path], tmp_path / "x.tar")
+    assert not (tmp_path / "x.tar").exists()
+
+
+def test_names_that_are_not_utf8_round_trip(agents: tuple[Agent, Agent, Path], tmp_path: Path) -> None:
+    a, b, old = agents
+    path = a.session(str(old))
+    art = os.fsencode(path[: -len(".jsonl")])
+    with open(os.path.join(art, b"caf\xe9.log"), "wb") as f:  # a Latin-1 name on a UTF-8 system
+        f.write(b"latin")
+    pack([path], tmp_path / "x.tar")
+    (s,) = unpack(tmp_path / "x.tar", root=b.root, cwd=str(old)).sessions
+    with open(os.path.join(os.fsencode(s.target[: -len(".jsonl")]), b"caf\xe9.log"), "rb") as f:
+        assert f.read() == b"latin"
+
+
 # --------------------------------------------------------------------------------------------------
 # Bad archives: a clear error and nothing written
 
@@ -456,11 +513,33 @@ def test_unsafe_members_are_refused(packed: tuple[Path, Agent, Path], tmp_path: 
      "malformed blob member"),
     (lambda d: d["blobs"].append("../" + "a" * 61), "malformed blob hash"),
     (lambda d: d["sessions"][0].update(member="../x.jsonl"), "bad member"),
+    (lambda d: d["files"][0].update(mtime=float("nan")), "bad mtime"),
+    (lambda d: d["files"][0].update(mtime=1e300), "bad mtime"),
+    (lambda d: d["files"][0].update(mtime=10**400), "bad mtime"),
 ])
 def test_malformed_manifests_are_refused(packed: tuple[Path, Agent, Path], tmp_path: Path,
                                          edit: Callable[[dict[str, Any]], None], match: str) -> None:
     good, b, old = packed
     _refused(_craft(tmp_path / "m.tar", _with_manifest(_members(good), edit)), b, old, match)
+
+
+def test_deeply_nested_manifest_is_refused(packed: tuple[Path, Agent, Path], tmp_path: Path) -> None:
+    good, b, old = packed
+    members = _members(good)
+    deep = b"[" * 100_000 + b"]" * 100_000
+    _refused(_craft(tmp_path / "deep.tar", [(members[0][0], deep), *members[1:]]), b, old, "not valid JSON")
+
+
+def test_cwd_with_a_nul_byte_is_refused(packed: tuple[Path, Agent, Path], tmp_path: Path) -> None:
+    good, b, _ = packed
+    crafted = _craft(tmp_path / "nul.tar", _with_manifest(_members(good), lambda d: d["sessions"][0].update(
+        cwd="/a\x00b")))
+    b.base.mkdir(parents=True, exist_ok=True)
+    before = _snapshot(b.base)
+    for maps in ([], [parse_map("/x=/y")]):
+        with pytest.raises(PackError, match="no usable cwd"):
+            unpack(crafted, root=b.root, maps=maps)
+        assert _snapshot(b.base) == before
 
 
 def test_not_an_archive_and_manifest_not_first(packed: tuple[Path, Agent, Path], tmp_path: Path) -> None:
@@ -738,3 +817,33 @@ def test_omp_opens_unpacked_sessions_as_before(tmp_path: Path, monkeypatch: pyte
     r = CliRunner().invoke(cli, ["list", "--cwd", str(new), "--json"])
     assert r.exit_code == 0, r.output
     assert sorted(s["path"] for s in json.loads(r.stdout) if s["subagent_of"] is None) == sorted(moved.values())
+
+
+def test_pack_refuses_to_write_over_a_session_it_packs(tmp_path: Path) -> None:
+    from omp_session.pack import PackError, pack
+
+    session = tmp_path / "s.jsonl"
+    session.write_bytes((Path(__file__).resolve().parents[1] / "src" / "omp_session" / "samples" /
+                         "sample.jsonl").read_bytes())
+    before = session.read_bytes()
+    with pytest.raises(PackError, match="one of the sessions"):
+        pack([session], session, force=True, blobs_dir=tmp_path / "blobs", allow_missing_blobs=True)
+    assert session.read_bytes() == before
+
+
+def test_output_without_hard_links_is_still_never_clobbered(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import errno
+
+    from omp_session import atomic
+    from omp_session.errors import EditError
+
+    def no_links(src: str, dst: str) -> None:
+        raise OSError(errno.EPERM, "Operation not permitted")  # vfat, exFAT
+
+    monkeypatch.setattr(atomic.os, "link", no_links)
+    out = tmp_path / "out.txt"
+    assert atomic.write_new_file(out, [b"one"], force=False, error=EditError) == 3
+    assert out.read_bytes() == b"one"
+    with pytest.raises(EditError, match="already exists"):
+        atomic.write_new_file(out, [b"two"], force=False, error=EditError)
+    assert out.read_bytes() == b"one" and sorted(p.name for p in tmp_path.iterdir()) == ["out.txt"]

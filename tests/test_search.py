@@ -275,6 +275,53 @@ def test_deleted_sessions_leave_the_index(root: Path, index_path: Path) -> None:
     conn.close()
 
 
+def test_a_session_deleted_after_an_interrupted_update_leaves_the_index(root: Path, index_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    import omp_session.search_index as search_index
+
+    write_session(root / "p" / "a.jsonl", [msg("u1", None, "user", "ocelot")], sid="A")
+    assert len(find("ocelot", root, index_path)) == 1
+    for n, name in enumerate("bc"):
+        p = write_session(root / "p" / f"{name}.jsonl", [msg("u1", None, "user", "ocelot")], sid=name.upper())
+        os.utime(p, (1, 1 + n))  # b is indexed first
+    monkeypatch.setattr(search_index, "_BATCH_BYTES", 1)  # every file in its own transaction
+
+    def interrupt(done: int, total: int) -> None:
+        raise KeyboardInterrupt  # Ctrl-C once b's transaction is committed
+
+    with SearchIndex(index_path) as ix, pytest.raises(KeyboardInterrupt):
+        ix.update(root, progress=interrupt)
+    (root / "p" / "b.jsonl").unlink()
+    result = search("ocelot", root=root, index_path=index_path)
+    assert result.report is not None and result.report.removed == [str(root / "p" / "b.jsonl")]
+    assert sorted(h.session_id for h in result.hits) == ["A", "C"]
+
+
+def test_a_session_another_indexer_added_leaves_the_index_when_deleted(root: Path, index_path: Path) -> None:
+    a = write_session(root / "p" / "a.jsonl", [msg("u1", None, "user", "ocelot")], sid="A")
+    find("ocelot", root, index_path)
+    with open(a, "ab") as f:
+        f.write(line(msg("u2", "u1", "user", "more")))
+    g = root / "p" / "g.jsonl"
+    ix = SearchIndex(index_path)
+    stamps = ix._stamps
+
+    def other_indexer_meanwhile() -> dict[str, list[int]]:
+        loaded = stamps()  # this update's view: a as it was, no g
+        write_session(g, [msg("u1", None, "user", "ocelot")], sid="G")
+        with SearchIndex(index_path) as other:
+            other.update(root)
+        return loaded
+
+    ix._stamps = other_indexer_meanwhile  # type: ignore[method-assign]
+    ix.update(root)
+    ix.close()
+    g.unlink()
+    result = search("ocelot", root=root, index_path=index_path)
+    assert result.report is not None and result.report.removed == [str(g)]
+    assert [h.session_id for h in result.hits] == ["A"]
+
+
 def test_subagent_sessions_are_indexed(root: Path, index_path: Path) -> None:
     write_session(root / "p" / "s.jsonl", [])
     sub = write_session(root / "p" / "s" / "agent1.jsonl", [msg("u1", None, "user", "gecko")], sid="sub")

@@ -302,3 +302,79 @@ def test_a_body_the_target_cannot_hold_fails_alone(new_url: Any, tmp_path: Path)
     assert "not UTF-8" in report.items[[i.source for i in report.items].index(paths[0])].reason
     result = CliRunner().invoke(cli, ["sync", "--from", a, "--to", b])
     assert result.exit_code == 1 and "failed" in result.output
+
+
+def test_an_unreadable_or_vanishing_session_fails_alone() -> None:
+    from omp_session.storage import MemoryStorage
+    from omp_session.sync import sync
+
+    class Unreadable(MemoryStorage):
+        def read(self, path: str) -> bytes:
+            if path.endswith("/a.jsonl"):
+                raise PermissionError(13, "Permission denied", path)
+            return super().read(path)
+
+    class Vanishing(MemoryStorage):
+        """A target session deleted between the sync's listing and its read."""
+
+        def read(self, path: str) -> bytes:
+            self.files.pop(path, None)
+            return super().read(path)
+
+    source = Unreadable()
+    for name in ("a", "b"):
+        source.files[f"/s/p/{name}.jsonl"] = bytearray(b'{"type":"session"}\n{"a":1}\n')
+    target = Vanishing()
+    target.files["/t/p/b.jsonl"] = bytearray(b'{"type":"session"}\n{"b":2}\n')
+    report = sync(source, target, source_root="/s", target_root="/t")
+    assert [(i.source, i.action) for i in report.items] == [("/s/p/a.jsonl", "failed"), ("/s/p/b.jsonl", "failed")]
+    assert report.items[0].reason == "/s/p/a.jsonl: Permission denied"
+    assert report.items[1].reason == "/t/p/b.jsonl: disappeared during the sync"
+
+
+@pytest.mark.parametrize("text", ["[]", "null", '{"sessions": []}'])
+def test_a_sync_record_of_another_shape_is_ignored(tmp_path: Path, text: str) -> None:
+    from omp_session.sync import SyncState
+
+    path = tmp_path / "state.json"
+    path.write_text(text)
+    assert SyncState(path).records == {}
+
+
+def test_two_syncs_at_once_never_append_the_same_entries_twice(tmp_path: Path) -> None:
+    from omp_session.storage import MemoryStorage
+    from omp_session.sync import SyncState, sync
+
+    class Source(MemoryStorage):
+        meanwhile: Any = None
+
+        def read(self, path: str) -> bytes:
+            run, self.meanwhile = self.meanwhile, None
+            if run is not None:
+                run()
+            return super().read(path)
+
+    source, target, record = Source(), MemoryStorage(), tmp_path / "state.json"
+    source.files["/s/p/a.jsonl"] = bytearray(b'{"type":"session"}\n{"a":1}\n')
+    assert sync(source, target, source_root="/s", target_root="/t", state=SyncState(record)).count("copied") == 1
+    source.files["/s/p/a.jsonl"] += b'{"a":2}\n'
+    # a second sync of the same pair runs between this one's listing and its append
+    source.meanwhile = lambda: sync(source, target, source_root="/s", target_root="/t", state=SyncState(record))
+    report = sync(source, target, source_root="/s", target_root="/t", state=SyncState(record))
+    assert bytes(target.files["/t/p/a.jsonl"]) == bytes(source.files["/s/p/a.jsonl"])
+    assert [i.action for i in report.items] == ["conflict"] and "changed during the sync" in report.items[0].reason
+
+
+def test_a_key_that_climbs_out_of_the_root_is_not_copied(new_url: Any, tmp_path: Path) -> None:
+    src = store_url("sqlite", "t", tmp_path / "shared.db") + "&root=/team/sessions"
+    dst = new_url("file")
+    store = open_store(src)
+    body = (Path(__file__).resolve().parents[1] / "src" / "omp_session" / "samples" / "sample.jsonl").read_bytes()
+    store.replace("/team/sessions/-p/ok.jsonl", body, None)
+    assert [item.action for item in sync_urls(src, dst).items] == ["copied"]  # the bucket exists now
+    store.replace("/team/sessions/-p/../escape.jsonl", body, None)
+    store.close()
+    report = sync_urls(src, dst)
+    escaped = [item for item in report.items if item.source.endswith("escape.jsonl")]
+    assert [(i.action, "is not copied" in i.reason) for i in escaped] == [("failed", True)]
+    assert not list(tmp_path.rglob("escape.jsonl"))

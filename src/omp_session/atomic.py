@@ -10,12 +10,13 @@ temporary file is removed. Every refusal is one line naming the target.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import tempfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-__all__ = ["write_new_file"]
+__all__ = ["place", "write_new_file"]
 
 
 def write_new_file(out: str | os.PathLike[str], pieces: Iterable[bytes], *, force: bool,
@@ -45,11 +46,7 @@ def write_new_file(out: str | os.PathLike[str], pieces: Iterable[bytes], *, forc
                 written += len(piece)
             f.flush()
             os.fsync(f.fileno())
-        if force:
-            os.replace(tmp, target)
-        else:
-            os.link(tmp, target)
-            os.unlink(tmp)
+        place(tmp, target, force=force)
     except FileExistsError:
         _unlink(tmp)
         raise error(f"{target}: already exists (use --force to replace it)") from None
@@ -60,6 +57,28 @@ def write_new_file(out: str | os.PathLike[str], pieces: Iterable[bytes], *, forc
         _unlink(tmp)
         raise
     return written
+
+
+def place(tmp: str | os.PathLike[str], target: str | os.PathLike[str], *, force: bool) -> None:
+    """Give the finished temporary file ``tmp`` the name ``target``: by a rename with ``force``,
+    else by a hard link, which fails (FileExistsError) if ``target`` appeared meanwhile. Where the
+    file system has no hard links (vfat, exFAT, some network shares) the existence check and the
+    rename are two steps."""
+    if force:
+        os.replace(tmp, target)
+        return
+    try:
+        os.link(tmp, target)
+    except FileExistsError:
+        raise
+    except OSError as e:
+        if e.errno not in (errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EMLINK, errno.ENOSYS):
+            raise
+        if os.path.lexists(target):
+            raise FileExistsError(errno.EEXIST, "File exists", os.fspath(target)) from None
+        os.replace(tmp, target)
+        return
+    os.unlink(tmp)
 
 
 def _unlink(path: str) -> None:

@@ -20,11 +20,13 @@ import os
 import tarfile
 import tempfile
 import time
+import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, cast
 
+from .atomic import place
 from .pack_manifest import (
     CHUNK,
     MANIFEST_NAME,
@@ -195,7 +197,7 @@ def _is_session_name(path: str) -> bool:
 
 def _walk_artifacts(folder: str, member: str, items: list[_Item], skipped: list[str]) -> None:
     items.append(_Item(member, "", "dir"))
-    for here, dirs, files in os.walk(folder, followlinks=False):
+    for here, dirs, files in os.walk(folder, followlinks=False, onerror=_unlistable):
         rel = os.path.relpath(here, folder)
         prefix = member if rel == "." else f"{member}/{rel.replace(os.sep, '/')}"
         for d in sorted(dirs):
@@ -207,11 +209,19 @@ def _walk_artifacts(folder: str, member: str, items: list[_Item], skipped: list[
         dirs[:] = sorted(d for d in dirs if not os.path.islink(os.path.join(here, d)))
         for name in sorted(files):
             full = os.path.join(here, name)
-            st = os.lstat(full)
+            try:
+                st = os.lstat(full)
+            except OSError as e:  # listed, then deleted or made unreadable before we looked
+                raise PackError(f"{full}: cannot be read ({e.strerror or e}); nothing was packed") from None
             if not _is_regular(st.st_mode):
                 skipped.append(full)  # links, sockets, fifos: unpack would refuse them
                 continue
             items.append(_Item(f"{prefix}/{name}", full, "file"))
+
+
+def _unlistable(e: OSError) -> None:
+    # os.walk would skip the folder without a word, leaving its files out of the archive
+    raise PackError(f"{e.filename}: cannot be read ({e.strerror or e}); nothing was packed")
 
 
 def _is_regular(mode: int) -> bool:
@@ -243,7 +253,7 @@ def _collect(paths: Iterable[str | os.PathLike[str]], blobs: Path, allow_missing
         item = _Item(f"sessions/{k}/{name}", path, "file", gz=archived)
         try:
             header = _survey(item, refs, head=True)
-        except (OSError, EOFError) as e:
+        except (OSError, EOFError, zlib.error) as e:  # zlib's error: a .jsonl.gz with broken deflate data
             raise PackError(f"{path}: cannot be read ({getattr(e, 'strerror', None) or e}); nothing was packed"
                             ) from None
         assert header is not None
@@ -326,7 +336,7 @@ def _write(tar: tarfile.TarFile, manifest: Manifest, items: Sequence[_Item]) -> 
             with _open(item.path, item.gz) as f:
                 reader = _Hashing(f, item.size)
                 tar.addfile(_tarinfo(item.member, "file", item.size, item.mtime), reader)
-        except (OSError, EOFError) as e:
+        except (OSError, EOFError, zlib.error) as e:
             # tarfile says "unexpected end of data" when the file shrank under us
             raise PackError(f"{item.path}: changed or became unreadable while packing ({e}); "
                             "nothing was packed, try again") from None
@@ -348,6 +358,10 @@ def pack(sessions: Iterable[str | os.PathLike[str]], output: str | os.PathLike[s
     """
     out = os.path.abspath(os.fspath(output))
     comp: Compression = compression or compression_for_path(out)
+    sessions = [os.fspath(p) for p in sessions]
+    if any(os.path.abspath(p) == out or (os.path.exists(out) and os.path.exists(p) and os.path.samefile(p, out))
+           for p in sessions):
+        raise PackError(f"{out}: is one of the sessions being packed; choose another output")
     if os.path.lexists(out) and not force:
         raise PackError(f"{out}: already exists (use --force to replace it)")
     if os.path.isdir(out):
@@ -371,10 +385,12 @@ def pack(sessions: Iterable[str | os.PathLike[str]], output: str | os.PathLike[s
             stream.close()
             raw.flush()
             os.fsync(raw.fileno())
-        os.replace(tmp, out)
+        place(tmp, out, force=force)  # without --force, never over a file that appeared meanwhile
     except BaseException as e:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
+        if isinstance(e, FileExistsError):
+            raise PackError(f"{out}: already exists (use --force to replace it); nothing was written") from None
         if isinstance(e, OSError):
             raise PackError(f"{out}: writing the archive failed ({e.strerror or e}); nothing was left behind"
                             ) from None

@@ -52,6 +52,7 @@ MANIFEST_NAME: Final = "manifest.json"
 CHUNK: Final = 256 * 1024  # every file is copied and hashed in pieces of this size, never whole
 MAX_MANIFEST: Final = 256 * 1024 * 1024
 MAX_HEAD: Final = 64 * 1024 * 1024  # the slot and header line must fit in this
+_MAX_MTIME: Final = 2**62
 _HEX64 = re.compile(r"[a-f0-9]{64}")
 _SEGMENT = re.compile(r"[^/\\\x00]+")
 Compression = Literal["none", "gzip", "zstd"]
@@ -297,14 +298,16 @@ class Manifest:
         doc = {"format": FORMAT, "version": VERSION, "created": self.created, "generator": self.generator,
                "sessions": [s.to_json() for s in self.sessions], "files": [f.to_json() for f in self.files],
                "blobs": self.blobs, "missingBlobs": self.missing_blobs}
-        return json.dumps(doc, ensure_ascii=False, indent=1).encode("utf-8") + b"\n"
+        # ASCII escapes: a file name that is not UTF-8 (surrogate-escaped by os) or a lone surrogate
+        # from a header survives as "\\udcXX" and comes back as the same str, hence the same bytes
+        return json.dumps(doc, indent=1).encode("utf-8") + b"\n"
 
     @classmethod
     def from_bytes(cls, data: bytes) -> Manifest:
         """Parse and check a manifest strictly; any surprise is a :class:`PackError`."""
         try:
             doc = json.loads(data.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError) as e:
+        except (UnicodeDecodeError, ValueError, RecursionError) as e:
             raise PackError(f"{MANIFEST_NAME} is not valid JSON ({e})") from None
         if not isinstance(doc, dict) or doc.get("format") != FORMAT:
             raise PackError(f"{MANIFEST_NAME} is not an {FORMAT} manifest")
@@ -387,7 +390,8 @@ def _file(f: Any) -> ManifestFile:
         raise PackError(f"{MANIFEST_NAME}: bad file record for {name!r}")
     if not isinstance(sha, str) or not _HEX64.fullmatch(sha):
         raise PackError(f"{MANIFEST_NAME}: bad sha256 for {name!r}")
-    if isinstance(mtime, bool) or not isinstance(mtime, int | float):
+    # finite and within time_t (compared, not converted: float() of a huge int raises), for os.utime
+    if isinstance(mtime, bool) or not isinstance(mtime, int | float) or not -_MAX_MTIME < mtime < _MAX_MTIME:
         raise PackError(f"{MANIFEST_NAME}: bad mtime for {name!r}")
     return ManifestFile(name, "file", size, sha, float(mtime))
 

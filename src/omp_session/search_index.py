@@ -353,15 +353,18 @@ class SearchIndex:
             gone = [p for p in stamps if p not in seen and p.startswith(prefix)]
         if not stale and not gone:
             return
-        batch = 0
+        batch, first = 0, 0
         try:
             for done, p in enumerate(stale):
                 if not self.conn.in_transaction:
                     self._begin()
                 batch += self._refresh(p, report)
                 if batch >= _BATCH_BYTES and done < len(stale) - 1:
+                    # stamps commit with the rows: an interrupted update must not leave a file
+                    # indexed without a stamp (its deletion would then never be noticed)
+                    self._save_stamps(stale[first:done + 1])
                     self.conn.execute("COMMIT")
-                    batch = 0
+                    batch, first = 0, done + 1
                 if progress is not None:
                     progress(done + 1, len(stale))
             if not self.conn.in_transaction:
@@ -372,7 +375,7 @@ class SearchIndex:
                     self._forget(row[0])
                     self.conn.execute("DELETE FROM files WHERE id = ?", (row[0],))
                     report.removed.append(p)
-            self._save_stamps(stamps, stale + gone)
+            self._save_stamps(stale[first:] + gone)
             self.conn.execute("COMMIT")
         except BaseException:
             if self.conn.in_transaction:
@@ -398,22 +401,15 @@ class SearchIndex:
         return {p: [d, i, n, m] for p, d, i, n, m in self.conn.execute(
             "SELECT path, dev, ino, size, mtime_ns FROM files")}
 
-    def _save_stamps(self, stamps: dict[str, list[int]], changed: list[str]) -> None:
+    def _save_stamps(self, changed: list[str]) -> None:
         """Write the stamps of the directories of ``changed`` paths as the table now holds them
-        (in the open transaction)."""
-        dirs: set[str] = set()
-        for p in changed:
-            row = self.conn.execute("SELECT dev, ino, size, mtime_ns FROM files WHERE path = ?", (p,)).fetchone()
-            if row is None:
-                stamps.pop(p, None)
-            else:
-                stamps[p] = list(row)
-            dirs.add(os.path.dirname(p))
-        parts: dict[str, dict[str, list[int]]] = {d: {} for d in dirs}
-        for p, stamp in stamps.items():
-            part = parts.get(p[: p.rfind(os.sep)])
-            if part is not None:
-                part[p] = stamp
+        (in the open transaction). Read from ``files``, not from the stamps this update started
+        with: another indexer may have added a file to the directory since."""
+        parts: dict[str, dict[str, list[int]]] = {}
+        for d in {os.path.dirname(p) for p in changed}:
+            rows = self.conn.execute("SELECT path, dev, ino, size, mtime_ns FROM files WHERE path >= ? AND path < ?",
+                                     (d + os.sep, d + chr(ord(os.sep) + 1)))
+            parts[d] = {p: [dev, ino, size, mtime] for p, dev, ino, size, mtime in rows if p[: p.rfind(os.sep)] == d}
         self.conn.executemany("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)",
                               [("stamps:" + d, orjson.dumps(part)) for d, part in parts.items()])
 

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import PersistenceError, WriteConflictError
-from .storage import SessionStorage, StoredFile
+from .storage import SessionStorage, StoredFile, conflict_message
 from .title import TITLE_SLOT_BYTES, parse_title_slot
 
 __all__ = ["SyncItem", "SyncReport", "SyncState", "state_path", "sync", "sync_urls"]
@@ -96,7 +96,7 @@ class SyncState:
             try:
                 data = json.loads(path.read_text(encoding="utf-8"))
                 self.records = {k: _Record(*v) for k, v in data.get("sessions", {}).items()}
-            except (OSError, ValueError, TypeError):
+            except (OSError, ValueError, TypeError, AttributeError):
                 self.records = {}  # no usable record: contents decide (divergence = conflict)
 
     def save(self) -> None:
@@ -161,7 +161,7 @@ class _Sync:
                 return self._done(src, key, body, SyncItem(src.path, key, "unchanged"))
             if size == 0 or body[size - 1] == 0x0A:
                 delta = body[size:]
-                return self._write(src, key, body, "appended", lambda: self._append(key, delta), len(delta))
+                return self._write(src, key, body, "appended", lambda: self._append(key, size, delta), len(delta))
             return self._write(src, key, body, "replaced", lambda: self.target.replace(key, body, size), len(body),
                                reason="the target's last line was cut")
         if current is None:
@@ -184,14 +184,20 @@ class _Sync:
             "the two differ and there is no record of a previous sync to tell which changed"
         return SyncItem(src.path, key, "conflict", reason=why)
 
-    def _append(self, key: str, delta: bytes) -> None:
+    def _append(self, key: str, size: int, delta: bytes) -> None:
+        # an append has no size precondition: check the size we compared against (the listing's may
+        # be stale) right before it, so a sync of the same pair that ran meanwhile is a conflict,
+        # not the same entries appended twice
+        found = self.target.size(key)
+        if found != size:
+            raise WriteConflictError(conflict_message(key, size, found))
         added = self.target.append(key, delta)
         if added != len(delta):  # cannot happen after the LF check; never leave it unnoticed
             raise WriteConflictError(f"{key}: the target changed during the sync")
 
     def _retitle(self, key: str, size: int, delta: bytes, slot: bytes, body: bytes) -> None:
         if delta:
-            self._append(key, delta)
+            self._append(key, size, delta)
         if not self.target.write_title_slot(key, slot):
             self.target.replace(key, body, size + len(delta))
 
@@ -235,11 +241,20 @@ def sync(source: SessionStorage, target: SessionStorage, *, source_root: str, ta
     worker = _Sync(source, target, state, dry_run)
     try:
         for n, f in enumerate(files, 1):
-            key = target_root + f.path[len(source_root):]
+            rel = f.path[len(source_root):]
+            key = target_root + rel
             try:
-                item = worker.one(f, key, listed.get(key))
+                if any(part in ("", ".", "..") for part in rel.split("/")):
+                    # omp never writes such a key; copied to a file: store it would land outside the root
+                    item = SyncItem(f.path, key, "failed", reason=f"{f.path}: a key with an empty, '.' or '..' "
+                                    "segment is not copied")
+                else:
+                    item = worker.one(f, key, listed.get(key))
             except PersistenceError as e:  # this body cannot go there (e.g. not UTF-8 for SQL): the rest can
                 item = SyncItem(f.path, key, "failed", reason=str(e))
+            except OSError as e:  # unreadable, or deleted since the listing: the rest can still be synced
+                where = e.filename if e.filename is not None else (e.args[0] if e.args else key)
+                item = SyncItem(f.path, key, "failed", reason=f"{where}: {e.strerror or 'disappeared during the sync'}")
             report.items.append(item)
             if progress is not None:
                 progress(n, len(files), item)

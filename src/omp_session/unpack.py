@@ -167,7 +167,7 @@ def _plan(manifest: Manifest, root: Path, cwd: str | None, maps: list[tuple[str,
             rules.append((os.path.normpath(old), cwd))
         mapper = _Mapper(rules)
         new = cwd if cwd is not None else mapper(old)
-        if not isinstance(new, str) or not new:
+        if not isinstance(new, str) or not new or "\x00" in new:  # NUL: no path can hold it
             raise PackError(f"session {s.id} has no usable cwd in its header ({old!r}); give --cwd")
         name = s.member.rsplit("/", 1)[1]
         path = os.path.join(root, project_dir_name(new), name)
