@@ -847,3 +847,20 @@ def test_output_without_hard_links_is_still_never_clobbered(tmp_path: Path, monk
     with pytest.raises(EditError, match="already exists"):
         atomic.write_new_file(out, [b"two"], force=False, error=EditError)
     assert out.read_bytes() == b"one" and sorted(p.name for p in tmp_path.iterdir()) == ["out.txt"]
+
+
+def test_a_stale_artifacts_folder_is_in_the_way_too(agents: tuple[Agent, Agent, Path], tmp_path: Path) -> None:
+    a, b, old = agents
+    path = a.session(str(old), subagent=False)
+    assert not Path(path[: -len(".jsonl")]).exists()  # packed without an artifacts folder
+    pack([path], tmp_path / "x.tar")
+    planned = unpack(tmp_path / "x.tar", root=b.root, cwd=str(old), dry_run=True).sessions[0].target
+    stale = Path(planned[: -len(".jsonl")])
+    stale.mkdir(parents=True)
+    (stale / "someone-else.jsonl").write_bytes(b"{}\n")
+    with pytest.raises(PackError, match="artifacts folder is already there"):
+        unpack(tmp_path / "x.tar", root=b.root, cwd=str(old))
+    assert not Path(planned).exists()
+    res = unpack(tmp_path / "x.tar", root=b.root, cwd=str(old), force=True)
+    assert Path(planned).exists() and not stale.exists()  # moved aside with the session's backup name
+    assert res.sessions[0].backup is not None and (Path(res.sessions[0].backup) / "someone-else.jsonl").exists()

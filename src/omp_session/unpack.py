@@ -175,8 +175,11 @@ def _plan(manifest: Manifest, root: Path, cwd: str | None, maps: list[tuple[str,
             raise PackError(f"sessions {seen[path]} and {s.id} would both be unpacked to {path}")
         seen[path] = s.id
         t = _Target(s, new if new != old else None, mapper, path, path[: -len(_JSONL)])
-        in_the_way = os.path.lexists(t.path) or (s.artifacts is not None and os.path.lexists(t.artifacts))
-        if in_the_way and not force:
+        # an artifacts folder alone is in the way too: its transcripts would pass for this session's
+        if os.path.lexists(t.artifacts) and not os.path.lexists(t.path) and not force:
+            raise PackError(f"{t.artifacts}: an artifacts folder is already there (--force moves it aside to a "
+                            "backup); nothing was unpacked")
+        if os.path.lexists(t.path) and not force:
             raise PackError(f"{t.path}: a session is already there (--force moves it aside to a backup); "
                             "nothing was unpacked")
         targets.append(t)
@@ -434,7 +437,7 @@ def _place(targets: list[_Target], staging: _Staging, blobs: Path, force: bool, 
             os.makedirs(bucket)
             undo.steps.append(functools.partial(os.rmdir, bucket))
         has_art = t.session.artifacts is not None
-        if force and (os.path.lexists(t.path) or (has_art and os.path.lexists(t.artifacts))):
+        if force and (os.path.lexists(t.path) or os.path.lexists(t.artifacts)):
             # the session and its folder go aside together: an old folder must not pass for the new one's
             for old in (t.path, t.artifacts):
                 if os.path.lexists(old):
