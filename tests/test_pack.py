@@ -864,3 +864,14 @@ def test_a_stale_artifacts_folder_is_in_the_way_too(agents: tuple[Agent, Agent, 
     res = unpack(tmp_path / "x.tar", root=b.root, cwd=str(old), force=True)
     assert Path(planned).exists() and not stale.exists()  # moved aside with the session's backup name
     assert res.sessions[0].backup is not None and (Path(res.sessions[0].backup) / "someone-else.jsonl").exists()
+
+
+def test_a_manifest_cwd_that_is_not_the_headers_is_refused(packed: tuple[Path, Agent, Path], tmp_path: Path) -> None:
+    good, b, _ = packed
+    crafted = _craft(tmp_path / "moved.tar", _with_manifest(_members(good), lambda d: d["sessions"][0].update(
+        cwd="/somewhere/else")))
+    b.base.mkdir(parents=True, exist_ok=True)
+    before = _snapshot(b.base)
+    with pytest.raises(PackError, match="the manifest says cwd '/somewhere/else'"):
+        unpack(crafted, root=b.root)
+    assert _snapshot(b.base) == before

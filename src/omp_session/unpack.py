@@ -318,7 +318,7 @@ def _stream(tar: tarfile.TarFile, manifest: Manifest, targets: list[_Target], li
         if owner is not None:
             t = owner
             reader = _Reader(f, RefScanner())
-            if not _stage_file(reader, t.staged, _rewriter(t, t.new_cwd, links)):
+            if not _stage_file(reader, t.staged, _rewriter(t, t.new_cwd, links, own=True)):
                 _verify(reader, expected)
                 raise PackError(f"{expected.name}: not a session (no header line); nothing was unpacked")
         else:
@@ -338,8 +338,13 @@ def _stream(tar: tarfile.TarFile, manifest: Manifest, targets: list[_Target], li
         _check_member(extra, None)  # raises: unsafe, or simply not listed
 
 
-def _rewriter(t: _Target, cwd: Any, links: dict[str, str]) -> Callable[[dict[str, Any]], dict[str, Any] | None]:
+def _rewriter(t: _Target, cwd: Any, links: dict[str, str], *, own: bool = False
+              ) -> Callable[[dict[str, Any]], dict[str, Any] | None]:
     def rewrite(header: dict[str, Any]) -> dict[str, Any] | None:
+        if own and header.get("cwd") != t.session.cwd:
+            # the target folder was chosen from the manifest's cwd: it must be the header's
+            raise PackError(f"{t.session.member}: the manifest says cwd {t.session.cwd!r}, the session's header "
+                            f"{header.get('cwd')!r} (the archive was changed); nothing was unpacked")
         new_cwd = cwd
         if new_cwd is None:
             moved = t.mapper(header.get("cwd"))
