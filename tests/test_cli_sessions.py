@@ -196,3 +196,10 @@ def test_list_goes_on_past_files_that_are_not_sessions(project: Path) -> None:
     code, out, err = run("list", "--jsonl")
     assert code == 0 and [json.loads(x)["path"] for x in out.splitlines()] == [a.get_session_file()]
     assert "skipped 1 file" in err and "broken.jsonl" in err
+
+
+def test_cat_of_a_directory_is_one_line(tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli, ["cat", str(tmp_path)])
+    assert result.exit_code == 1 and isinstance(result.exception, SystemExit)  # not a traceback
+    assert result.stderr.startswith("omp-session: ") and "directory" in result.stderr
+    assert result.stderr.count("\n") == 1

@@ -31,11 +31,12 @@ def cat(session: str, scope: str, types: tuple[str, ...]) -> None:
     """
     try:
         path = resolve_any(session)
+        s = open_stored(path)
     except SessionError as e:
         click.echo(f"omp-session: {e}", err=True)
         sys.exit(1)
     out = sys.stdout.buffer
-    with open_stored(path) as s:
+    with s:
         j = s.journal
         records = range(len(j)) if scope == "all" else [k + 1 for k in s.branch_indices()]
         for i in records:
