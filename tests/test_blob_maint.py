@@ -183,3 +183,127 @@ def test_cli(world: dict[str, object]) -> None:
     assert r.exit_code == 1 and "corrupt blob" in r.output
     r = runner.invoke(cli, ["blobs", "gc", "--root", "/nonexistent/x"])
     assert r.exit_code == 1 and "no such sessions directory" in r.output
+
+
+def test_gc_keeps_blobs_of_sessions_omp_archived(world: dict[str, object]) -> None:
+    # `omp gc --archive` moves old sessions to <sessions dir>/../archive/sessions/<bucket>/<file>.jsonl.gz
+    store, blobs = world["store"], world["blobs"]
+    assert isinstance(store, Path) and isinstance(blobs, dict)
+    archive = Path(os.environ["PI_CODING_AGENT_DIR"]) / "archive" / "sessions" / "-proj"
+    archive.mkdir(parents=True)
+    with gzip.open(archive / "2025_old.jsonl.gz", "wt") as f:
+        f.write(session_text(blobs["unused1"]))
+    r = CliRunner().invoke(cli, ["blobs", "gc", "--json"])
+    assert r.exit_code == 0, r.output
+    assert [b["sha"] for b in json.loads(r.output)["unreferenced"]] == [blobs["unused2"]]
+
+
+def test_gc_follows_symlinked_project_folders(world: dict[str, object], tmp_path: Path) -> None:
+    root, store, blobs = world["root"], world["store"], world["blobs"]
+    assert isinstance(root, Path) and isinstance(store, Path) and isinstance(blobs, dict)
+    moved = tmp_path / "bigdisk" / "-other"
+    moved.mkdir(parents=True)
+    (moved / "2026_x.jsonl").write_text(session_text(blobs["unused1"]))
+    (root / "-other").symlink_to(moved)
+    (moved / "loop").symlink_to(root)  # a cycle must not make the walk run forever
+    assert [b.sha for b in collect_gc([root], store).unreferenced] == [blobs["unused2"]]
+
+
+def test_gc_keeps_blobs_of_the_session_a_terminal_breadcrumb_names(world: dict[str, object], tmp_path: Path) -> None:
+    # omp's own gc also trusts terminal breadcrumbs (line 1 cwd, line 2 session path, maybe
+    # relative to it): they name the current --session file even when its registry marker is missing
+    store, blobs = world["store"], world["blobs"]
+    assert isinstance(store, Path) and isinstance(blobs, dict)
+    work = tmp_path / "work"
+    (work / "notes").mkdir(parents=True)
+    (work / "notes" / "talk.jsonl").write_text(session_text(blobs["unused1"]))
+    crumbs = Path(os.environ["PI_CODING_AGENT_DIR"]) / "terminal-sessions"
+    crumbs.mkdir()
+    (crumbs / "pts-3").write_text(f"{work}\nnotes/talk.jsonl\nfresh\n")
+    (crumbs / "pts-4").write_text("\n")  # empty or odd breadcrumbs are ignored
+    assert [b.sha for b in collect_gc([world["root"]], store).unreferenced] == [blobs["unused2"]]  # type: ignore[list-item]
+    assert collect_gc([world["root"]], store, registered=False).unreferenced  # type: ignore[list-item]
+
+
+def test_odd_entries_in_the_store_are_left_alone(world: dict[str, object]) -> None:
+    store, blobs = world["store"], world["blobs"]
+    assert isinstance(store, Path) and isinstance(blobs, dict)
+    folder = store / hashlib.sha256(b"a folder").hexdigest()
+    (folder / "inside").mkdir(parents=True)  # a folder with a blob's name is no blob
+    (store / f"{blobs['unused1']}.webp").mkdir()  # nor is one with a sidecar's
+    old = time.time() - 7200
+    os.utime(folder, (old, old))
+    res = verify_store([world["root"]], store)  # type: ignore[list-item]
+    assert res.ok and res.blobs_checked == 9 and folder.name in res.stray_files
+    r = CliRunner().invoke(cli, ["blobs", "gc", "--apply", "--json"])
+    assert r.exit_code == 0, r.output
+    assert sorted(json.loads(r.output)["deleted"]) == sorted([blobs["unused1"], blobs["unused2"]])
+    assert folder.is_dir() and (store / f"{blobs['unused1']}.webp").is_dir()
+
+
+def test_a_blob_that_cannot_be_deleted_is_one_line(world: dict[str, object], monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(path: object) -> None:
+        raise PermissionError(13, "Permission denied", str(path))
+
+    monkeypatch.setattr(blob_maint.os, "unlink", refuse)
+    r = CliRunner().invoke(cli, ["blobs", "gc", "--apply"])
+    assert r.exit_code == 1 and "cannot delete" in r.output and "Permission denied" in r.output
+    assert r.exception is None or isinstance(r.exception, SystemExit)
+
+
+def test_gc_reads_the_registry_omp_keeps_in_xdg_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # after `omp config init-xdg`, custom-session-files lives in $XDG_STATE_HOME/omp (state), the
+    # sessions and blobs in $XDG_DATA_HOME/omp (data)
+    monkeypatch.delenv("PI_CODING_AGENT_DIR")
+    for var in ("OMP_PROFILE", "PI_PROFILE", "PI_CONFIG_DIR"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    data = tmp_path / "data" / "omp"
+    (data / "sessions" / "-w").mkdir(parents=True)
+    (data / "sessions" / "-w" / "a.jsonl").write_text(session_text())
+    kept = put(data / "blobs", b"registered elsewhere")
+    outside = tmp_path / "mine.jsonl"
+    outside.write_text(session_text(kept))
+    registry = tmp_path / "state" / "omp" / "custom-session-files"
+    registry.mkdir(parents=True)
+    (registry / "1234abc").write_text(str(outside))
+    res = collect_gc(blob_maint.default_roots())
+    assert res.store == str(data / "blobs") and res.unreferenced == [] and res.referenced == 1
+
+
+def test_breadcrumbs_count_without_a_registry(tmp_path: Path) -> None:
+    agent = Path(os.environ["PI_CODING_AGENT_DIR"])
+    (agent / "sessions" / "-w").mkdir(parents=True)
+    (agent / "sessions" / "-w" / "a.jsonl").write_text(session_text())
+    kept = put(agent / "blobs", b"named by a breadcrumb only")
+    (tmp_path / "s.jsonl").write_text(session_text(kept))
+    (agent / "terminal-sessions").mkdir()
+    (agent / "terminal-sessions" / "pts-1").write_text(f"/\n{tmp_path / 's.jsonl'}\n")
+    assert collect_gc(blob_maint.default_roots()).unreferenced == []
+
+
+def test_gc_searches_the_session_dir_omp_is_told_to_use(world: dict[str, object], tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    # PI_CODING_AGENT_SESSION_DIR puts omp's sessions outside its root; older files there may
+    # have no registry marker
+    blobs = world["blobs"]
+    assert isinstance(blobs, dict)
+    elsewhere = tmp_path / "my-sessions"
+    elsewhere.mkdir()
+    (elsewhere / "2026_z.jsonl").write_text(session_text(blobs["unused1"]))
+    monkeypatch.setenv("PI_CODING_AGENT_SESSION_DIR", str(elsewhere))
+    r = CliRunner().invoke(cli, ["blobs", "gc", "--json"])
+    assert r.exit_code == 0, r.output
+    assert [b["sha"] for b in json.loads(r.output)["unreferenced"]] == [blobs["unused2"]]
+
+
+def test_a_blob_verify_cannot_read_is_one_line(world: dict[str, object], monkeypatch: pytest.MonkeyPatch) -> None:
+    def unreadable(path: Path) -> str:
+        raise PermissionError(13, "Permission denied", str(path))
+
+    monkeypatch.setattr(blob_maint, "_hash_file", unreadable)
+    r = CliRunner().invoke(cli, ["blobs", "verify"])
+    assert r.exit_code == 1 and "cannot read" in r.output and "Permission denied" in r.output
+    assert r.exception is None or isinstance(r.exception, SystemExit)

@@ -371,6 +371,17 @@ def test_cli_writes_a_file_and_refuses_to_overwrite(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.json"]  # no temp file left
 
 
+def test_cli_never_writes_over_the_session_even_with_force(tmp_path: Path) -> None:
+    session = tmp_path / "s.jsonl"
+    session.write_bytes(SAMPLE.read_bytes())
+    (tmp_path / "link.jsonl").symlink_to(session)
+    for out in (session, tmp_path / "link.jsonl"):
+        code, _, err = run(str(session), "--format", "md", "-o", str(out), "--force")
+        assert code == 1 and "is the input" in err and err.count("\n") == 1
+        assert session.read_bytes() == SAMPLE.read_bytes()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["link.jsonl", "s.jsonl"]
+
+
 def test_cli_leaves_nothing_when_the_export_fails(tmp_path: Path) -> None:
     out = tmp_path / "out.md"
     code, _, err = run(str(SAMPLE), "--format", "md", "--leaf", "nope", "-o", str(out))

@@ -696,3 +696,24 @@ def test_a_hit_only_fts5_sees_keeps_fts5_snippet(root: Path, index_path: Path) -
     write_session(root / "-p" / "s.jsonl", [msg("u1", None, "user", "un café crème")])
     hit = find("cafe", root, index_path)[0]  # the tokenizer folds diacritics; a regex does not
     assert hit.snippet_text() == "un [café] crème"
+
+
+def test_a_word_of_punctuation_alone_does_not_empty_the_results(root: Path, index_path: Path) -> None:
+    # FTS5 finds no token in "->" or "=": kept as a term, it made every query holding it match nothing
+    write_session(root / "p" / "s.jsonl", [msg("u1", None, "user", "map a -> b where x = 1")])
+    for query in ("a -> b", "x = 1", "map -", "map *", "map 🙂"):
+        assert [h.entry_id for h in find(query, root, index_path)] == ["u1"], query
+    assert to_fts("a -> (b OR c)") == '"a" AND ( "b" OR "c" )'
+    with pytest.raises(QueryError, match="nothing to search for"):
+        to_fts("-> *")
+
+
+def test_cwd_filter_is_case_sensitive_like_the_paths(root: Path, index_path: Path) -> None:
+    write_session(root / "a" / "a.jsonl", [msg("u1", None, "user", "ocelot")], sid="A", cwd="/work/Proj")
+    write_session(root / "b" / "b.jsonl", [msg("u1", None, "user", "ocelot")], sid="B", cwd="/work/proj/sub")
+    write_session(root / "c" / "c.jsonl", [msg("u1", None, "user", "ocelot")], sid="C", cwd="/work/a_b%/x")
+    write_session(root / "d" / "d.jsonl", [msg("u1", None, "user", "ocelot")], sid="D", cwd="/work/aXbY/x")
+    assert {h.session_id for h in find("ocelot", root, index_path, cwd="/work/Proj")} == {"A"}
+    assert {h.session_id for h in find("ocelot", root, index_path, cwd="/work/proj")} == {"B"}
+    assert {h.session_id for h in find("ocelot", root, index_path, cwd="/work/a_b%")} == {"C"}
+    assert {h.session_id for h in find("ocelot", root, index_path, cwd="/")} == {"A", "B", "C", "D"}

@@ -262,6 +262,78 @@ def test_read_commands_take_a_store(kind: str, new_url: Any, tmp_path: Path,
     assert missing.exit_code == 1 and "no session matches" in missing.output
 
 
+@pytest.mark.parametrize("command", [["show"], ["tail"], ["export", "-f", "html"]])
+def test_a_key_naming_a_folder_of_a_file_store_is_one_line(command: list[str], new_url: Any) -> None:
+    url = new_url("file")
+    (Path(url[len("file:"):]) / "proj" / "x.jsonl").mkdir(parents=True)
+    result = CliRunner().invoke(cli, [command[0], "proj/x.jsonl", *command[1:], "--store", url])
+    assert isinstance(result.exception, SystemExit), result.exception
+    assert result.exit_code == 1 and "is a directory" in result.output and result.output.count("\n") == 1
+
+
+def test_an_id_prefix_in_a_store_names_sessions_not_subagent_transcripts() -> None:
+    from omp_session.cli.store_option import resolve_in_store
+    from omp_session.resolve import SessionNotFoundError
+    from omp_session.storage import MemoryStorage
+
+    parsed = parse_store_url("sqlite:/x.db?root=/r")
+    bucket = "/r/" + project_dir_name("/w") + "/"
+    store = MemoryStorage()
+    for key in (f"{bucket}2026-01-01T00-00-00-000Z_0197aa.jsonl", f"{bucket}2026-01-01T00-00-00-000Z_0197aa/0197b.jsonl",
+                f"{bucket}2026-01-01T00-00-00-000Z_0197aa/Reviewer.jsonl", f"{bucket}.0197c.jsonl",
+                "/r/-other/2026-01-02T00-00-00-000Z_0198aa/0198b.jsonl"):
+        store.files[key] = bytearray(b'{"type":"session"}\n')
+    # as among the files: a session directly in a bucket, never a transcript in its artifacts folder
+    assert resolve_in_store("0197", parsed, store, cwd="/w") == f"{bucket}2026-01-01T00-00-00-000Z_0197aa.jsonl"
+    for arg in ("rev", "0198"):
+        with pytest.raises(SessionNotFoundError):
+            resolve_in_store(arg, parsed, store, cwd="/w")
+
+
+@pytest.mark.parametrize("args", [["show", "ffffffff"], ["tail", "ffffffff"], ["export", "x", "-f", "nope"],
+                                  ["export", "ffffffff", "-f", "md"]])
+def test_the_store_is_closed_when_the_command_fails(args: list[str], new_url: Any,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    from omp_session.store.sqlite_store import SqliteStorage
+
+    url = new_url("sqlite")
+    open_store(url).close()  # the table exists
+    closed: list[bool] = []
+    close = SqliteStorage.close
+    monkeypatch.setattr(SqliteStorage, "close", lambda self: (closed.append(True), close(self))[1])
+    result = CliRunner().invoke(cli, [*args, "--store", url])
+    assert result.exit_code in (1, 2) and closed == [True]
+
+
+def test_latest_in_a_store_breaks_an_mtime_tie_as_omp_does() -> None:
+    from omp_session.cli.store_option import resolve_in_store
+    from omp_session.storage import MemoryStorage
+
+    parsed = parse_store_url("sqlite:/x.db?root=/r")
+    bucket = "/r/" + project_dir_name("/w") + "/"
+    store = MemoryStorage()
+    for day in ("01", "03", "02"):  # copied with their mtimes to the second: all alike
+        key = f"{bucket}2026-01-{day}T00-00-00-000Z_0197{day}.jsonl"
+        store.files[key] = bytearray(b'{"type":"session"}\n')
+        store.mtimes[key] = 1_767_225_600_000.0
+    assert resolve_in_store("latest", parsed, store, cwd="/w") == f"{bucket}2026-01-03T00-00-00-000Z_019703.jsonl"
+
+
+def test_a_store_listing_shows_the_stored_mtime_to_the_millisecond() -> None:
+    from omp_session.storage import MemoryStorage
+    from omp_session.store.listing import store_session_info
+
+    store, key = MemoryStorage(), "/r/-w/2026-01-01T00-00-00-000Z_0197.jsonl"
+    store.files[key] = bytearray((Path(__file__).resolve().parents[1] / "src" / "omp_session" / "samples"
+                                  / "sample.jsonl").read_bytes())
+    for ms in range(1_767_225_600_000, 1_767_225_600_020):  # the SQL stores give mtime_ms as a float
+        store.mtimes[key] = float(ms)
+        stored = store.stat(key)
+        assert stored is not None
+        info = store_session_info(store, stored)
+        assert info is not None and info.modified == ms
+
+
 def test_the_default_root_is_this_machines_sessions_dir() -> None:
     assert parse_store_url("sqlite:/tmp/x.db").root == str(sessions_dir()) + "/"
 

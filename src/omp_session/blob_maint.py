@@ -16,6 +16,8 @@ import gzip
 import hashlib
 import os
 import re
+import stat
+import sys
 import time
 import zlib
 from collections.abc import Callable, Iterable, Iterator
@@ -25,7 +27,7 @@ from typing import Any, BinaryIO
 
 from .blobs import BLOB_PREFIX, BlobStore
 from .errors import BlobError
-from .paths import agent_dir, blobs_dir, sessions_dir
+from .paths import _config_root, _profile, agent_dir, blobs_dir, session_dir_override, sessions_dir
 
 __all__ = [
     "DEFAULT_MIN_AGE",
@@ -84,26 +86,60 @@ class RefScan:
 
 
 def default_roots() -> list[Path]:
-    """The sessions root omp uses now (spec S9)."""
-    return [sessions_dir()]
+    """The sessions root omp uses now (spec S9), plus, when they exist, the folder ``omp gc
+    --archive`` moves old sessions to (``<sessions dir>/../archive/sessions``: those can be
+    restored) and ``$PI_CODING_AGENT_SESSION_DIR`` (omp's sessions outside its root)."""
+    root = sessions_dir()
+    extra = [root.parent / "archive" / "sessions"]
+    override = session_dir_override()
+    if override:
+        extra.append(Path(override))
+    return [root, *(p for p in extra if p.is_dir())]
+
+
+def _state_dirs() -> list[Path]:
+    """Where omp keeps its per-user state: the agent dir, or (default agent dir after ``omp config
+    init-xdg``) ``$XDG_STATE_HOME/omp`` — both are read, a stale copy only keeps more."""
+    out = [agent_dir()]
+    xdg = os.environ.get("XDG_STATE_HOME")
+    if xdg and sys.platform in ("linux", "darwin") and out[0] == _config_root(os.environ) / "agent":
+        profile = _profile(os.environ)
+        base = Path(xdg) / "omp"
+        candidate = base / "profiles" / profile if profile else base
+        if candidate.is_dir():
+            out.append(candidate)
+    return out
 
 
 def _registered_sessions() -> list[str]:
-    """Session files omp keeps outside its root, from ``<agent dir>/custom-session-files`` (S9.6)."""
-    registry = agent_dir() / "custom-session-files"
+    """Session files omp keeps outside its root, from ``<agent dir>/custom-session-files`` and
+    ``<agent dir>/terminal-sessions`` (S9.6)."""
     out: list[str] = []
-    try:
-        names = sorted(os.listdir(registry))
-    except OSError:
-        return out
-    for name in names:
-        try:
-            text = (registry / name).read_text("utf-8", "replace").strip()
-        except OSError:
-            continue
-        if text and os.path.isabs(text):
-            out.append(text)
+    for state in _state_dirs():
+        for name in _names(state / "custom-session-files"):
+            try:
+                text = (state / "custom-session-files" / name).read_text("utf-8", "replace").strip()
+            except OSError:
+                continue
+            if text and os.path.isabs(text):
+                out.append(text)
+        # Terminal breadcrumbs (line 1 cwd, line 2 session path, maybe relative to it) name the
+        # current session even when its registry marker was never written; omp's own gc reads them.
+        for name in _names(state / "terminal-sessions"):
+            try:
+                lines = (state / "terminal-sessions" / name).read_text("utf-8", "replace").split("\n")
+            except OSError:
+                continue
+            if len(lines) >= 2 and lines[0].strip() and lines[1].strip():
+                out.append(os.path.abspath(os.path.join(lines[0].strip(), lines[1].strip())))
     return out
+
+
+def _names(folder: Path) -> list[str]:
+    try:
+        return sorted(os.listdir(folder))
+    except OSError:
+        return []
 
 
 def iter_session_files(roots: Iterable[str | os.PathLike[str]], *, registered: bool = True) -> Iterator[str]:
@@ -125,8 +161,16 @@ def iter_session_files(roots: Iterable[str | os.PathLike[str]], *, registered: b
             base = f[:-len(".jsonl")] if f.endswith(".jsonl") else None
             if base and os.path.isdir(base):
                 starts.append(base)
+    walked: set[str] = set()
     for start in starts:
-        for dirpath, dirnames, filenames in os.walk(start):
+        # Symlinked folders are followed (a project folder moved to another disk still holds
+        # live sessions); each real folder is walked once, which also breaks link cycles.
+        for dirpath, dirnames, filenames in os.walk(start, followlinks=True):
+            here = os.path.realpath(dirpath)
+            if here in walked:
+                dirnames[:] = []
+                continue
+            walked.add(here)
             dirnames.sort()
             for name in sorted(filenames):
                 if ".jsonl" in name:
@@ -256,6 +300,9 @@ def _list_store(root: Path) -> tuple[dict[str, BlobInfo], list[str], list[str]]:
                 st = os.stat(root / name)
             except OSError:
                 continue
+            if not stat.S_ISREG(st.st_mode):  # a folder with a blob's name is not ours to hash or delete
+                other.append(name)
+                continue
             mains[name] = st
             continue
         m = _SIDECAR_NAME.fullmatch(name)
@@ -269,11 +316,15 @@ def _list_store(root: Path) -> tuple[dict[str, BlobInfo], list[str], list[str]]:
         exts: list[str] = []
         copy_bytes = 0
         for name in sidecars.pop(sha, []):
-            exts.append(name[65:])
             try:
                 sst = os.stat(root / name)
             except OSError:
+                exts.append(name[65:])
                 continue
+            if not stat.S_ISREG(sst.st_mode):
+                other.append(name)
+                continue
+            exts.append(name[65:])
             if (sst.st_dev, sst.st_ino) != (st.st_dev, st.st_ino):
                 copy_bytes += sst.st_size
         blobs[sha] = BlobInfo(sha, st.st_size, st.st_mtime, tuple(exts), copy_bytes)
@@ -329,13 +380,19 @@ def verify_store(roots: Iterable[str | os.PathLike[str]], store: BlobStore | str
     res = VerifyResult(str(root), orphan_sidecars=orphans, stray_files=other)
     for sha, info in blobs.items():
         res.blobs_checked += 1
-        if _hash_file(root / sha) != sha:
-            res.corrupt.append(sha)
-        if info.sidecar_bytes:
-            for ext in info.sidecars:
-                side = root / f"{sha}.{ext}"
-                if not os.path.samefile(side, root / sha) and _hash_file(side) != sha:
-                    res.bad_sidecars.append(side.name)
+        side = root / sha
+        try:
+            if _hash_file(side) != sha:
+                res.corrupt.append(sha)
+            if info.sidecar_bytes:
+                for ext in info.sidecars:
+                    side = root / f"{sha}.{ext}"
+                    if not os.path.samefile(side, root / sha) and _hash_file(side) != sha:
+                        res.bad_sidecars.append(side.name)
+        except FileNotFoundError:
+            continue  # deleted since the listing
+        except OSError as e:
+            raise BlobError(f"{side}: cannot read: {e.strerror or e}") from None
     refs = scan if scan is not None else scan_refs(roots, registered=registered)
     res.files_scanned = len(refs.files)
     res.refs_checked = refs.ref_count
@@ -435,11 +492,13 @@ def delete_blobs(result: GcResult) -> GcResult:
         if mtime != info.mtime:
             result.rewritten.append(info.sha)
             continue
-        for ext in info.sidecars:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(root / f"{info.sha}.{ext}")
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(root / info.sha)
+        for name in [*(f"{info.sha}.{ext}" for ext in info.sidecars), info.sha]:
+            try:
+                os.unlink(root / name)
+            except FileNotFoundError:
+                pass
+            except OSError as e:
+                raise BlobError(f"{root / name}: cannot delete: {e.strerror or e}") from None
         result.deleted.append(info.sha)
     result.applied = True
     return result

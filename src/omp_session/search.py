@@ -21,6 +21,7 @@ from __future__ import annotations
 import os
 import re
 import sqlite3
+import unicodedata
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -56,9 +57,16 @@ def _phrase(text: str) -> str:
     return '"' + text.replace('"', '""') + '"'
 
 
+def _has_token(word: str) -> bool:
+    """Whether FTS5's unicode61 finds a token in ``word`` (letters, digits, private use; marks
+    too, to be safe): a term without one matches nothing, and so would the whole AND."""
+    return any(c.isalnum() or unicodedata.category(c) in ("Co", "Mn", "Mc") for c in word)
+
+
 def to_fts(query: str) -> str:
     """The FTS5 expression for a user query (see the module docstring). Raises :class:`QueryError`."""
     out: list[str] = []
+    dropped = False
     depth = 0
     expect_operand = True  # at the start, after an operator or "("
     for m in _TOKEN.finditer(query):
@@ -94,6 +102,9 @@ def to_fts(query: str) -> str:
             term = _phrase(m.group("phrase")) + m.group("pstar")
         else:
             word = tok.rstrip("*") or tok  # "*" alone is a word, not a prefix of nothing
+            if not _has_token(word):  # "->", "=", "*": punctuation alone is no word
+                dropped = True
+                continue
             term = _phrase(word) + ("*" if word != tok else "")
         if not expect_operand:
             out.append("AND")
@@ -102,7 +113,7 @@ def to_fts(query: str) -> str:
     if depth:
         raise QueryError(f"unbalanced '(' in {query!r}")
     if not out:
-        raise QueryError("empty query")
+        raise QueryError(f"nothing to search for in {query!r}: no letters or digits" if dropped else "empty query")
     if expect_operand:
         raise QueryError(f"{out[-1]} needs a term after it")
     return " ".join(out)
@@ -236,9 +247,10 @@ def _query(ix: SearchIndex, fts: str, *, role: str | None, cwd: str | None, sinc
         args.extend(roles)
     if cwd is not None:
         base = os.path.abspath(cwd).rstrip(os.sep) or os.sep
-        escaped = base.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-        where.append("(f.cwd = ? OR f.cwd LIKE ? ESCAPE '\\')")
-        args.extend([base, escaped.rstrip(os.sep) + os.sep + "%"])
+        below = base.rstrip(os.sep) + os.sep
+        # a prefix compared exactly: LIKE folds ASCII case, and paths are case-sensitive here
+        where.append("(f.cwd = ? OR substr(f.cwd, 1, length(?)) = ?)")
+        args.extend([base, below, below])
     if since_ms is not None:
         where.append("e.ts_ms >= ?")
         args.append(since_ms)

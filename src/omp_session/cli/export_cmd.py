@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -25,10 +26,11 @@ def _warn(message: str) -> None:
     click.echo(f"omp-session: warning: {message}", err=True)
 
 
-def write_atomically(path: Path, data: bytes, *, force: bool) -> None:
+def write_atomically(path: Path, data: bytes, *, force: bool, source: str | None = None) -> None:
     """Write ``data`` to ``path`` without ever leaving half a file or replacing an existing one
-    unless ``force`` (omp_session.atomic); a refusal or failure is a one-line SessionError."""
-    write_new_file(path, [data], force=force, error=SessionError)
+    unless ``force`` (omp_session.atomic), nor ``source`` even then; a refusal or failure is a
+    one-line SessionError."""
+    write_new_file(path, [data], force=force, error=SessionError, source=source)
 
 
 @click.command()
@@ -86,6 +88,8 @@ def export(session: str, fmt: str, output: Path | None, leaf_id: str | None, all
         sys.stdout.flush()
         return
     try:
-        write_atomically(output, data, force=force)
+        # --force replaces an old export, never the session it was read from
+        source = os.path.expanduser(path)
+        write_atomically(output, data, force=force, source=source if os.path.exists(source) else None)
     except SessionError as e:
         _fail(str(e))

@@ -18,11 +18,11 @@ from typing import Any, TypeVar
 import click
 
 from .. import open as open_file_session
-from ..errors import SessionError
+from ..errors import SessionError, SessionFileError
 from ..paths import project_dir_name
 from ..resolve import AmbiguousSessionError, SessionNotFoundError, resolve_session
 from ..session import Session
-from ..storage import SessionStorage, StoredFile
+from ..storage import SessionStorage
 from ..store import StoreURL, open_store, parse_store_url, read_stored_session
 
 __all__ = ["KeyOrPath", "active_store", "open_stored", "resolve_any", "resolve_in_store", "store_option", "stored_keys"]
@@ -48,7 +48,9 @@ def _open(ctx: click.Context, param: click.Parameter, value: str | None) -> None
         click.echo(f"omp-session: {e}", err=True)
         sys.exit(1)
     ctx.meta[_KEY] = (parsed, storage)
-    ctx.call_on_close(storage.close)
+    # on the outermost context: a SESSION that is not found, or a usage error, ends the parsing of
+    # this command's context, whose close callbacks then never run; the outermost one always closes
+    ctx.find_root().call_on_close(storage.close)
 
 
 def active_store() -> tuple[StoreURL, SessionStorage] | None:
@@ -77,14 +79,19 @@ def resolve_in_store(arg: str, parsed: StoreURL, storage: SessionStorage, cwd: s
         found = [f for f in storage.scan(bucket) if "/" not in f.path[len(bucket):]]
         if not found:
             raise SessionNotFoundError(f"{parsed.name}: no session for this project under {bucket}")
-        return max(found, key=lambda f: f.mtime_ms).path
+        # omp's order: newest modified first, then (the name starts with the creation time) the
+        # last name, which also decides between sessions restored with the same mtime
+        return max(found, key=lambda f: (f.mtime_ms, f.path)).path
     low = arg.lower()
 
-    def matches(files: list[StoredFile]) -> list[str]:
+    def matches(prefix: str, depth: int) -> list[str]:
+        # as among the files: sessions directly in a bucket, not transcripts in artifacts folders
+        files = [f for f in storage.scan(prefix) if f.path[len(prefix):].count("/") <= depth
+                 and not f.path.rsplit("/", 1)[-1].startswith(".")]
         return [f.path for f in files
                 if _session_id(f.path).lower().startswith(low) or f.path.rsplit("/", 1)[-1].lower().startswith(low)]
 
-    candidates = matches(storage.scan(bucket)) or matches(storage.scan(root))
+    candidates = matches(bucket, 0) or matches(root, 1)  # root: a store whose root is one bucket too
     if len(candidates) == 1:
         return candidates[0]
     if not candidates:
@@ -138,5 +145,11 @@ def open_stored(path: str | os.PathLike[str]) -> Session:
     parsed, storage = active
     try:
         return read_stored_session(storage, os.fspath(path))
+    except SessionError:
+        raise
     except FileNotFoundError:
         raise SessionNotFoundError(f"{parsed.name}: no session {os.fspath(path)}") from None
+    except IsADirectoryError:  # file: stores only: a key naming a folder
+        raise SessionFileError(os.fspath(path), "is a directory, not a session file") from None
+    except OSError as e:
+        raise SessionFileError(os.fspath(path), e.strerror or str(e)) from None

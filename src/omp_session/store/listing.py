@@ -37,7 +37,9 @@ def store_session_info(storage: SessionStorage, stored: StoredFile) -> SessionIn
         header = _listing._parse_header(content, values)
         if header is None:
             return None
-        st: Any = _Stat(len(data), math.trunc(stored.mtime_ms * 1_000_000))
+        # whole milliseconds apart: a float product would turn 123 ms into 122.999… ms (listed as 122)
+        whole = math.floor(stored.mtime_ms)
+        st: Any = _Stat(len(data), whole * 1_000_000 + round((stored.mtime_ms - whole) * 1_000_000))
         return _listing._summarise(stored.path, st, header, content, values, suffix)
     except (ValueError, RecursionError, _listing._Unlisted):
         return None
