@@ -561,3 +561,121 @@ def test_a_store_gives_the_same_report_as_the_files(family: dict[str, Path], tmp
     result = _cli("--store", db + f"?root={root}/", "--all", "--json")
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["total"] == stats(all_sessions=True, root=root, cache=False).to_dict()["total"]
+
+
+# ---------------------------------------------------------------------------------------------------
+# Odd input found in review
+
+
+def test_until_the_last_representable_date_is_not_a_crash(dst_session: Path) -> None:
+    report = stats([dst_session], until="9999-12-31", tz="UTC", cache=False)
+    assert report.total.billed.input == 111111  # every record is before the end of time
+    r = _cli(str(dst_session), "--until", "9999-12-31", "--tz", "UTC", "--json")
+    assert r.exit_code == 0 and json.loads(r.output)["total"]["billed"]["input"] == 111111
+
+
+def test_missing_usage_fields_give_valid_json_with_or_without_the_cache(tmp_path: Path) -> None:
+    b = Builder("9999aaaa", "2026-01-04T00:00:00.000Z")
+    b.assistant("2026-01-04T00:00:01.000Z", {"input": 5, "output": 1, "totalTokens": 6, "cost": {"total": 0.5}})
+    path = b.write(tmp_path / "partial.jsonl")
+    docs = []
+    for _ in range(2):  # the first run reads the file, the second the cache
+        r = _cli(str(path), "--tz", "UTC", "--json")
+        assert r.exit_code == 0
+        docs.append(json.loads(r.output, parse_constant=lambda c: pytest.fail(f"{c} is not JSON")))
+    assert docs[0] == docs[1]
+    assert docs[0]["groups"][0]["omp_usage"]["cacheRead"] is None  # omp's NaN, as JSON.stringify writes it
+    assert docs[0]["total"]["billed"]["input"] == 5
+
+
+def test_a_count_beyond_64_bits_does_not_break_the_cache(tmp_path: Path) -> None:
+    b = Builder("8888aaaa", "2026-01-05T00:00:00.000Z")
+    b.assistant("2026-01-05T00:00:01.000Z", _usage(10 ** 23, 1, 0.5))
+    path = b.write(tmp_path / "big.jsonl")
+    cache_dir = tmp_path / "cache"
+    first = stats([path], tz="UTC", cache=StatsCache(cache_dir))
+    assert first.total.billed.output == 1 and first.total.billed.cost == 0.5
+    r = _cli(str(path), "--tz", "UTC", "--csv")
+    assert r.exit_code == 0 and "Traceback" not in r.output
+
+
+def test_a_task_result_with_an_agent_that_spent_nothing_is_not_counted_twice(tmp_path: Path) -> None:
+    # omp leaves `usage` out of a result whose agent recorded none (failed before its first
+    # request); details.usage is then the sum of the other results, whose files hold the calls
+    root = tmp_path / "sessions" / "-w"
+    p = Builder("aaaa9999", "2026-02-01T10:00:00.000Z")
+    p.user("2026-02-01T10:00:01.000Z")
+    p.task("2026-02-01T10:05:00.000Z", [("AgentA", _usage(1000, 100, 1.0)), ("AgentB", _usage(0, 0, 0.0))])
+    del p.entries[-1]["message"]["details"]["results"][1]["usage"]
+    parent = p.write(root / "2026-02-01T10-00-00-000Z_aaaa9999.jsonl")
+    a = Builder("bbbb9999", "2026-02-01T10:01:00.000Z")
+    a.assistant("2026-02-01T10:01:02.000Z", _usage(1000, 100, 1.0), "gpt-5.1-codex", "openai")
+    a.write(root / "2026-02-01T10-00-00-000Z_aaaa9999" / "AgentA.jsonl")
+    (row,) = stats([parent], tz="UTC", cache=False).groups
+    assert row.extra["omp_usage"]["input"] == 1000
+    assert row.billed.input == row.current.input == 1000 and row.billed.requests == 1
+
+
+@pytest.mark.parametrize(("field", "value"), [(1, "yesterday"), (4, "12"), (9, True), (10, 1), (2, 7), ("cwd", 5)])
+def test_a_cache_entry_of_another_shape_is_read_again(tmp_path: Path, field: int | str, value: Any) -> None:
+    b = Builder("7777aaaa", "2026-01-06T00:00:00.000Z")
+    b.assistant("2026-01-06T00:00:01.000Z", _usage(5, 1, 0.5))
+    path = b.write(tmp_path / "s.jsonl")
+    cache_dir = tmp_path / "cache"
+    first = stats([path], by="project", tz="UTC", since="2026-01-01", cache=StatsCache(cache_dir))
+    doc = json.loads((cache_dir / CACHE_NAME).read_text())
+    data = doc["files"][str(path)]["data"]
+    if isinstance(field, str):
+        data[field] = value
+    else:
+        data["records"][0][field] = value
+    (cache_dir / CACHE_NAME).write_text(json.dumps(doc))
+    store = StatsCache(cache_dir)
+    again = stats([path], by="project", tz="UTC", since="2026-01-01", cache=store)
+    assert again.to_dict() == first.to_dict() and store.reads == 1
+
+
+def test_a_model_id_with_a_colon_is_kept_whole_for_a_missing_subagent(tmp_path: Path) -> None:
+    # resolvedModel is "provider/model" plus ":<thinking level>" only when a level was chosen
+    p = Builder("6666aaaa", "2026-01-07T00:00:00.000Z")
+    p.task("2026-01-07T00:00:01.000Z", [("AgentA", _usage(10, 1, 0.5)), ("AgentB", _usage(20, 2, 0.25))])
+    results = p.entries[-1]["message"]["details"]["results"]
+    results[0]["resolvedModel"] = "amazon-bedrock/anthropic.claude-3-5-sonnet-20240620-v1:0"
+    results[1]["resolvedModel"] = "amazon-bedrock/anthropic.claude-3-5-sonnet-20240620-v1:0:high"
+    path = p.write(tmp_path / "colon.jsonl")
+    report = stats([path], by="model", tz="UTC", cache=False)
+    assert {g.key: g.billed.input for g in report.groups} == {
+        "amazon-bedrock/anthropic.claude-3-5-sonnet-20240620-v1:0": 30}
+
+
+def test_a_branched_copy_of_a_task_result_is_not_billed_beside_the_subagent_file(tmp_path: Path) -> None:
+    # createBranchedSession() copies the entries but not the artifacts folder: the copy's task
+    # result has no subagent file beside it, while the original's calls were billed from that file
+    root = tmp_path / "sessions" / "-w"
+    parent = Builder("abab1212", "2026-02-03T09:00:00.000Z")
+    parent.user("2026-02-03T09:00:01.000Z")
+    parent.task("2026-02-03T09:05:00.000Z", [("AgentA", _usage(1000, 100, 1.0))])
+    p = parent.write(root / "2026-02-03T09-00-00-000Z_abab1212.jsonl")
+    a = Builder("cdcd3434", "2026-02-03T09:01:00.000Z")
+    a.assistant("2026-02-03T09:01:02.000Z", _usage(1000, 100, 1.0), "gpt-5.1-codex", "openai")
+    a.write(root / "2026-02-03T09-00-00-000Z_abab1212" / "AgentA.jsonl")
+    branch = Builder("efef5656", "2026-02-04T09:00:00.000Z")
+    branch.entries = json.loads(json.dumps(parent.entries))
+    branch.leaf = parent.leaf
+    branch.assistant("2026-02-04T09:00:02.000Z", _usage(40, 4, 0.25))
+    b = branch.write(root / "2026-02-04T09-00-00-000Z_efef5656.jsonl")
+    report = stats([p, b], tz="UTC", cache=False)
+    rows = {Path(g.key).name[-14:]: g for g in report.groups}
+    assert rows["abab1212.jsonl"].billed.input == 1000
+    assert rows["efef5656.jsonl"].billed.input == 40
+    assert rows["efef5656.jsonl"].current.input == 1040  # its conversation holds the copied result
+    assert report.total.billed.input == 1040
+
+
+def test_named_sessions_need_no_current_directory(family: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    def gone() -> str:
+        raise FileNotFoundError(2, "No such file or directory")  # the shell stands in a deleted folder
+
+    monkeypatch.setattr(os, "getcwd", gone)
+    assert stats([family["parent"]], root=family["root"], cache=False).files == 4
+    assert stats(all_sessions=True, root=family["root"], cache=False).files == 4

@@ -75,8 +75,9 @@ __all__ = ["CACHE_NAME", "FileUsage", "StatsCache", "StatsItem", "StatsOptionErr
            "read_file_usage", "stats"]
 
 CACHE_NAME: Final = "stats-usage.json"
-_VERSION: Final = 1
+_VERSION: Final = 2  # 2: task results without usage, model ids with a colon, omp NaN as null
 _SUFFIX: Final = ".jsonl"
+_LEVELS: Final = frozenset({"off", "minimal", "low", "medium", "high", "xhigh", "max"})  # thinking suffixes
 _MAX_DEPTH: Final = 16  # nested subagents; deeper folders are not followed (a symlink loop, not omp)
 
 
@@ -108,7 +109,15 @@ class UsageRecord:
 
     @classmethod
     def from_list(cls, v: Sequence[Any]) -> UsageRecord:
-        return cls(*v)
+        r = cls(*v)
+        # a cache entry of another shape (edited, another build): read the file rather than sum strings
+        if not (isinstance(r.kind, str) and isinstance(r.on_branch, bool)
+                and all(_count(x) is x for x in (r.input, r.output, r.cache_read, r.cache_write, r.total_tokens,
+                                                  r.cost))
+                and (r.timestamp is None or _count(r.timestamp) is r.timestamp)
+                and all(x is None or isinstance(x, str) for x in (r.provider, r.model, r.key, r.agent))):
+            raise ValueError("not a usage record")
+        return r
 
 
 @dataclass
@@ -129,6 +138,8 @@ class FileUsage:
 
     @classmethod
     def from_json(cls, path: str, d: dict[str, Any]) -> FileUsage:
+        if not all(d[k] is None or isinstance(d[k], str) for k in ("id", "title", "cwd", "created")):
+            raise ValueError("not a session's usage")
         return cls(path, d["id"], d["title"], d["cwd"], d["created"], d["omp"],
                    [UsageRecord.from_list(r) for r in d["records"]])
 
@@ -168,7 +179,10 @@ def _split_model(resolved: Any) -> tuple[str | None, str | None]:
     if not isinstance(resolved, str) or "/" not in resolved:
         return None, _str(resolved)
     provider, model = resolved.split("/", 1)
-    return provider or None, model.rsplit(":", 1)[0] or None
+    base, _, level = model.rpartition(":")
+    if level in _LEVELS:  # a model id may hold a colon of its own (``...-v1:0``)
+        model = base
+    return provider or None, model or None
 
 
 def _task_records(entry: dict[str, Any], message: dict[str, Any], ms: float | None, on_branch: bool,
@@ -178,11 +192,14 @@ def _task_records(entry: dict[str, Any], message: dict[str, Any], ms: float | No
     if not isinstance(usage, dict):
         return []  # omp counts nothing either
     results = details.get("results") if isinstance(details, dict) else None
-    if isinstance(results, list) and results and all(isinstance(r, dict) and isinstance(r.get("usage"), dict)
-                                                     for r in results):
-        # details.usage is the sum of the results' usage: one record per agent can be matched to its file
+    if isinstance(results, list) and results and all(isinstance(r, dict) for r in results) \
+            and any(isinstance(r.get("usage"), dict) for r in results):
+        # details.usage is the sum of the results' usage (a result whose agent recorded none has no
+        # ``usage`` and adds nothing): one record per agent can be matched to its file
         out = []
         for n, r in enumerate(results):
+            if not isinstance(r.get("usage"), dict):
+                continue
             provider, model = _split_model(r.get("resolvedModel"))
             agent = r.get("id") if isinstance(r.get("id"), str) else None
             out.append(_record("task", r["usage"], ms, provider, model, on_branch,
@@ -239,6 +256,8 @@ def read_file_usage(path: str | os.PathLike[str], storage: SessionStorage | None
             omp: dict[str, Any] | None = usage_statistics(entries)
         except ContextError:
             omp = None
+        if omp is not None:  # omp's NaN/Infinity (a missing count) as JSON.stringify and the cache write it
+            omp = {k: None if isinstance(v, float) and not math.isfinite(v) else v for k, v in omp.items()}
         on_branch = set(s.branch_indices()) if entries else set()
         parents = s.parent_index if entries else []
         # v1 ids are made up on every load: they identify nothing across files
@@ -306,7 +325,11 @@ class StatsCache:
         if not self.enabled or not self._dirty:
             return True
         files = {p: r for p, r in self._files.items() if p in self._seen or os.path.exists(p)}
-        if not replace_quietly(self.file, orjson.dumps({"version": _VERSION, "files": files})):
+        try:
+            data = orjson.dumps({"version": _VERSION, "files": files})
+        except TypeError:  # a count beyond 64 bits (orjson's limit): no cache this time
+            return False
+        if not replace_quietly(self.file, data):
             return False
         self._dirty = False
         return True
@@ -499,11 +522,14 @@ def stats(sessions: Iterable[str | os.PathLike[str]] | None = None, *, all_sessi
     zone_ = zone(tz)
     window = parse_window(since, until, zone_)
     base = Path(root) if root is not None else sessions_dir()
-    bucket = project_dir_name(cwd if cwd is not None else os.getcwd())
+
+    def bucket() -> str:  # only without SESSIONs or --all: the process may stand in a deleted folder
+        return project_dir_name(cwd if cwd is not None else os.getcwd())
+
     if storage is not None:
         prefix = os.fspath(root) if root is not None else str(sessions_dir()) + "/"
         tops = ([os.fspath(p) for p in sessions] if sessions is not None
-                else _stored_tops(storage, prefix, None if all_sessions else bucket))
+                else _stored_tops(storage, prefix, None if all_sessions else bucket()))
         trees = [_stored_tree(storage, p) for p in dict.fromkeys(tops)]
         store: StatsCache | _StoreReader = _StoreReader(storage)
     else:
@@ -512,7 +538,7 @@ def stats(sessions: Iterable[str | os.PathLike[str]] | None = None, *, all_sessi
         elif all_sessions:
             tops = _all_files(base)
         else:
-            tops = _project_files(base / bucket)
+            tops = _project_files(base / bucket())
         store = cache if isinstance(cache, StatsCache) else StatsCache(enabled=cache)
         trees = [_Node(p, None, _artifact_files(p, 1)) for p in dict.fromkeys(tops)]
     total_files = sum(1 for t in trees for _ in _walk(t))
@@ -571,6 +597,8 @@ def _place(read: list[tuple[_Node, dict[str, FileUsage]]], window: Window) -> li
             in_current = id(node) in current
             for r in usages[node.path].records:
                 if r.kind == "task" and r.agent in by_agent:
+                    if r.key is not None:  # billed here, from that file: a copy elsewhere is not (rule 2)
+                        billed_from.setdefault(r.key, node.path)
                     continue  # the subagent's own file holds these calls (rule 1)
                 billed = True
                 if r.key is not None:

@@ -108,6 +108,8 @@ def _instant(text: str, tz: tzinfo, end_of_day: bool, what: str) -> float:
     try:
         if _DATE.fullmatch(text):
             day = date.fromisoformat(text)
+            if end_of_day and day == date.max:  # no day after it to start at: its end is 24 hours on
+                return datetime.combine(day, time(0), tz).timestamp() * 1000 + 86_400_000
             if end_of_day:
                 day += timedelta(days=1)
             moment = datetime.combine(day, time(0), tz)
