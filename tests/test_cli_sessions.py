@@ -203,3 +203,32 @@ def test_cat_of_a_directory_is_one_line(tmp_path: Path) -> None:
     assert result.exit_code == 1 and isinstance(result.exception, SystemExit)  # not a traceback
     assert result.stderr.startswith("omp-session: ") and "directory" in result.stderr
     assert result.stderr.count("\n") == 1
+
+
+def test_sort_created_orders_by_the_header_timestamp_not_the_mtime(project: Path) -> None:
+    made = []
+    for text in ("first", "second", "third"):
+        made.append(make(project, text).get_session_file() or "")
+        time.sleep(0.01)  # distinct header timestamps (ms)
+    for path, mtime in zip(made, (3e9, 1e9, 2e9), strict=True):  # modified order: first, third, second
+        os.utime(path, (mtime, mtime))
+    code, out, _ = run("list", "--json", "--sort", "created", "--no-cache")
+    assert code == 0 and [r["first_message"] for r in json.loads(out)] == ["third", "second", "first"]
+    code, out, _ = run("list", "--json", "--sort", "created", "--reverse", "--no-cache")
+    assert code == 0 and [r["first_message"] for r in json.loads(out)] == ["first", "second", "third"]
+
+
+def test_an_unreadable_subagent_folder_is_not_a_traceback(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    a = make(project, "parent")
+    folder = Path((a.get_session_file() or "")[: -len(".jsonl")])
+    folder.mkdir()  # omp's artifacts folder, here one we may not read (another user's, or deleted meanwhile)
+    real = os.listdir
+
+    def listdir(path: str) -> list[str]:
+        if os.fspath(path) == os.fspath(folder):
+            raise PermissionError(13, "Permission denied", os.fspath(path))
+        return real(path)
+
+    monkeypatch.setattr(os, "listdir", listdir)
+    code, out, _ = run("list", "--jsonl")
+    assert code == 0 and [json.loads(x)["path"] for x in out.splitlines()] == [a.get_session_file()]

@@ -221,3 +221,27 @@ def test_cli_stats_fields(isolated: Path, tmp_path: Path) -> None:
     table = runner.invoke(cli, ["list", "--stats", "--sort", "cost"])
     assert table.exit_code == 0 and "hello" in table.stdout
     assert runner.invoke(cli, ["list", "--sort", "cost"]).exit_code == 2
+
+
+def test_a_damaged_ids_file_or_cached_usage_is_read_again_not_a_traceback(isolated: Path, tmp_path: Path) -> None:
+    sm = make(isolated)
+    path = sm.get_session_file() or ""
+    sm.close()
+    cache_file = tmp_path / "xdg-cache" / "omp-session" / CACHE_NAME
+    for damage in ("ids", "usage-list", "usage-dict", "usage-list-unchanged"):
+        cache = ListCache()
+        assert cache.stats(path) is not None and cache.save()
+        data = json.loads(cache_file.read_bytes())
+        rec = data["files"][path]["stats"]
+        if damage == "ids":
+            Path(rec["ids_file"]).write_bytes(b"[]")  # valid JSON, not the document we wrote
+        else:
+            rec["stats"]["usage"] = {"cost": 1} if damage == "usage-dict" else []
+            cache_file.write_bytes(json.dumps(data).encode())
+        if damage != "usage-list-unchanged":  # grown: the cached record would be folded into
+            with open(path, "a", encoding="utf-8") as f:
+                f.write(json.dumps({"type": "custom", "id": f"x-{damage}", "parentId": None, "customType": "k"})
+                        + "\n")
+        cache = ListCache()
+        assert cache.stats(path) == compute_stats(path) and cache.counts["stats_reads"] == 1
+        assert cache.save()

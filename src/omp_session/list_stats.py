@@ -306,6 +306,8 @@ def _stats_to_json(s: SessionStats) -> dict[str, Any]:
 
 
 def _stats_from_json(d: dict[str, Any]) -> SessionStats:
+    if d["usage"] is not None and not isinstance(d["usage"], dict):
+        raise TypeError("usage")  # a damaged record: read the file
     return SessionStats(int(d["entries"]), int(d["messages"]), int(d["branches"]), list(d["models"]), d["usage"])
 
 
@@ -416,15 +418,16 @@ class ListCache:
                     return None
                 appended = os.pread(f.fileno(), st.st_size - size, size)
             ids_doc = orjson.loads(Path(rec["ids_file"]).read_bytes())
-            if ids_doc.get("size") != size or ids_doc.get("path") != path:
+            if not isinstance(ids_doc, dict) or ids_doc.get("size") != size or ids_doc.get("path") != path:
                 return None
             old = _State(_stats_from_json(rec["stats"]), True, list(rec["leaves"]), list(rec["dangling"]),
                          list(ids_doc["ids"]))
+            if len(appended) != st.st_size - size:
+                return None
+            # inside the try: a damaged usage total (keys missing) fails while seeding the sum
+            return _append(old, scan_bytes(appended))
         except (OSError, KeyError, TypeError, ValueError, orjson.JSONDecodeError):
             return None
-        if len(appended) != st.st_size - size:
-            return None
-        return _append(old, scan_bytes(appended))
 
     def _remember(self, path: str, st: os.stat_result, state: _State) -> None:
         size = st.st_size

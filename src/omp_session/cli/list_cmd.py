@@ -91,8 +91,12 @@ def _subagents(info: SessionInfo, cache: ListCache, folders: set[str]) -> list[S
     folder = info.path[: -len(".jsonl")] if info.path.endswith(".jsonl") else None
     if folder is None or folder not in folders:
         return []
+    try:
+        names = sorted(os.listdir(folder))
+    except OSError:  # deleted since the directory scan, or not ours to read: no subagents to show
+        return []
     found = []
-    for name in sorted(os.listdir(folder)):
+    for name in names:
         if name.endswith(".jsonl") and not name.startswith(("__advisor", ".")):
             sub = cache.info(os.path.join(folder, name))
             if sub is not None:
@@ -260,7 +264,8 @@ def list_command(all_projects: bool, cwd: str | None, root: str | None, since: s
     if sort != "modified" or reverse:
         # subagents stay under their parent: sort the parents, then re-attach
         parents = [r for r in rows if r["subagent_of"] is None]
-        parents.sort(key=lambda r: _sort_key(r[key], sort == "title"), reverse=sort != "title")
+        # created is an ISO-8601 string: it orders as text (a number key would make it all 0)
+        parents.sort(key=lambda r: _sort_key(r[key], sort in ("title", "created")), reverse=sort != "title")
         if reverse:
             parents.reverse()
         children: dict[str, list[dict[str, Any]]] = {}
