@@ -117,3 +117,21 @@ def test_large_file_goes_through_chunks_and_pread(tmp_path: Path) -> None:
         assert j.source_size == path.stat().st_size
     finally:
         j.close()
+
+
+@pytest.mark.parametrize("depth", [600, 1100, 5000, 100_000])
+def test_deeply_nested_records_never_raise(tmp_path: Path, depth: int) -> None:
+    import omp_session
+
+    header = b'{"type":"session","version":3,"id":"s","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/w"}\n'
+    user = (b'{"type":"message","id":"u","parentId":null,"timestamp":"2026-01-01T00:00:00.000Z",'
+            b'"message":{"role":"user","content":"hi","timestamp":1}}\n')
+    deep = (b'{"type":"custom","id":"a","parentId":"u","timestamp":"2026-01-01T00:00:00.000Z","data":'
+            + b"[" * depth + b"]" * depth + b"}\n")
+    p = tmp_path / "deep.jsonl"
+    p.write_bytes(header + user + deep)
+    s = omp_session.open(p)
+    # kept at any depth (msgspec gives up near 1,000 levels; the exact scanner does not recurse);
+    # omp keeps it too, up to the depth where its own open throws (100,000 here)
+    assert [e["id"] for e in s.entries] == ["u", "a"] and not s.diagnostics
+    assert [m["role"] for m in s.build_session_context()["messages"]] == ["user"]

@@ -440,3 +440,136 @@ def test_redacted_files_open_in_omp_with_the_same_tree(planted: tuple[Path, Path
             assert after["branch"] == before["branch"] and after["leaf_id"] == before["leaf_id"], dst.name
         assert after["loader"]["malformed_records"] == 0 and not after["loader"]["invalid_header"]
         assert after["after_flush"]["changed"] is False, dst.name  # omp has nothing to fix in it
+
+
+# ----- review fixes -----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("form", [
+    "corp\\/vault+pass=W9 x!",                      # JSON text that escapes "/" (PHP, some Java)
+    "\\u0063orp\\u002Fvault\\u002bpass=W9\\u0020x!",  # JSON text with \\uXXXX escapes, either case
+    "corp%2Fvault%2Bpass%3DW9%20x!",                 # JavaScript encodeURIComponent keeps "!'()*"
+    "corp/vault%2Bpass%3dW9+x%21",                   # partly encoded, "+" for the space
+])
+def test_explicit_secret_json_escaped_or_partly_url_encoded(form: str) -> None:
+    m = Matcher(builtin=False, secrets=[("secret", EXPLICIT)])
+    assert m.scrub(f"a {form} b") == ("a [REDACTED:secret] b", ["secret"])
+
+
+def test_text_starting_like_an_image_url_or_blob_ref_is_scanned(tmp_path: Path) -> None:
+    key = BUILTIN["aws-access-key-id"]
+    texts = [f"data:image/png;base64,AAAA\nlater: {key}", f"blob:sha256:notahash {key}",
+             f"data:image/png;base64,AAAA\n{key}"]
+    f = tmp_path / "s.jsonl"
+    header = {"type": "session", "version": 3, "id": "01a22de6-8032-77dc-a320-124d5453cf73",
+              "timestamp": "2026-01-01T00:00:00.000Z", "cwd": "/tmp"}
+    lines = [header] + [{"type": "message", "id": f"e{k}", "parentId": f"e{k - 1}" if k else None,
+                         "timestamp": "2026-01-01T00:00:00.000Z",
+                         "message": {"role": "user", "content": t, "timestamp": 1}} for k, t in enumerate(texts)]
+    f.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    data = redact(f).to_bytes()
+    assert key.encode() not in data and data.count(b"[REDACTED:aws-access-key-id]") == 3
+
+
+@pytest.mark.parametrize("n", [2000])
+def test_cli_nesting_too_deep_even_to_read_is_a_one_line_error(tmp_path: Path, n: int) -> None:
+    f = tmp_path / "s.jsonl"
+    f.write_bytes(b'{"type":"session","version":3,"id":"01a22de6-8032-77dc-a320-124d5453cf73",'
+                  b'"timestamp":"2026-01-01T00:00:00.000Z","cwd":"/tmp"}\n{"type":"custom","customType":"x",'
+                  b'"id":"aaaaaaaa","parentId":null,"timestamp":"2026-01-01T00:00:00.000Z","data":'
+                  + b"[" * n + b"]" * n + b"}\n")
+    res = CliRunner().invoke(redact_cli, [str(f), "-o", str(tmp_path / "o.jsonl")])
+    assert res.exit_code == 1 and isinstance(res.exception, SystemExit), res.output
+    assert "nested too deeply" in res.output and len(res.output.strip().splitlines()) == 1
+    assert not (tmp_path / "o.jsonl").exists()
+
+
+def test_deeply_nested_value_is_a_one_line_error(tmp_path: Path) -> None:
+    f = tmp_path / "s.jsonl"
+    header = (b'{"type":"session","version":3,"id":"01a22de6-8032-77dc-a320-124d5453cf73",'
+              b'"timestamp":"2026-01-01T00:00:00.000Z","cwd":"/tmp"}\n')
+    n = 300  # the reader opens it; a recursive walk of it does not fit Python's default stack
+    f.write_bytes(header + b'{"type":"custom","customType":"x","id":"aaaaaaaa","parentId":null,'
+                  b'"timestamp":"2026-01-01T00:00:00.000Z","data":' + b'{"a":[' * n + b'"x"' + b']}' * n + b'}\n')
+    with omp_session.open(f) as s:
+        assert len(s.entries) == 1
+    with pytest.raises(RedactError, match=r"line 2.*nested too deeply"):
+        redact(f)
+    res = CliRunner().invoke(redact_cli, [str(f), "-o", str(tmp_path / "o.jsonl")])
+    assert res.exit_code == 1 and "nested too deeply" in res.output and "Traceback" not in res.output
+    assert not (tmp_path / "o.jsonl").exists()
+
+
+def test_cli_unusable_output_name_is_a_one_line_error(planted: tuple[Path, Path], tmp_path: Path) -> None:
+    path, _ = planted
+    out = tmp_path / ("x" * 300 + ".jsonl")  # stat() of it fails with "File name too long"
+    res = CliRunner().invoke(redact_cli, [str(path), "-o", str(out)])
+    assert res.exit_code == 1 and isinstance(res.exception, SystemExit)
+    assert "File name too long" in res.output and len(res.output.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("updated_at", ["AKIAZ7QX4MPLR2VN8KTY", "AKIAZ7QX4MPLR2VN8KTY " + "9" * 300])
+def test_title_slot_updated_at_is_scanned_and_an_oversized_slot_is_an_error(tmp_path: Path,
+                                                                            updated_at: str) -> None:
+    f = tmp_path / "s.jsonl"
+    slot = {"type": "title", "v": 1, "title": "t", "updatedAt": updated_at, "pad": ""}
+    header = {"type": "session", "version": 3, "id": "01a22de6-8032-77dc-a320-124d5453cf73",
+              "timestamp": "2026-01-01T00:00:00.000Z", "cwd": "/tmp"}
+    f.write_text(json.dumps(slot) + "\n" + json.dumps(header) + "\n")
+    with omp_session.open(f) as s:
+        assert s.title_slot is not None and s.title_slot.updated_at == updated_at
+    if len(updated_at) < 200:
+        assert b"AKIAZ7QX4MPLR2VN8KTY" not in redact(f).to_bytes()
+    else:
+        with pytest.raises(RedactError, match="title slot"):
+            redact(f)
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    # OpenAI replay payloads keep tool-call arguments as a JSON string: a quoted value with spaces
+    ('{"command":"login","password":"correct horse battery staple"}',
+     '{"command":"login","password":"[REDACTED:env-assignment]"}'),
+    ("DB_PASSWORD='two words here'", "DB_PASSWORD='[REDACTED:env-assignment]'"),
+    ('api_key: "a \\"quoted\\" one"', 'api_key: "[REDACTED:env-assignment]"'),
+    ('TOKEN="unterminated value', 'TOKEN="[REDACTED:env-assignment] value'),  # as before
+    # a name that is only the secret word (the name had to have a prefix before)
+    ("PASSWORD=hunter22", "PASSWORD=[REDACTED:env-assignment]"),
+    ("mysql --password=hunter22 db", "mysql --password=[REDACTED:env-assignment] db"),
+    ('{"token": "abc123def"}', '{"token": "[REDACTED:env-assignment]"}'),
+])
+def test_env_assignment_quoted_value_is_redacted_whole(text: str, expected: str) -> None:
+    assert Matcher().scrub(text) == (expected, ["env-assignment"])
+
+
+def test_explicit_secret_that_is_a_json_number(tmp_path: Path) -> None:
+    f = tmp_path / "s.jsonl"
+    header = {"type": "session", "version": 3, "id": "01a22de6-8032-77dc-a320-124d5453cf73",
+              "timestamp": "2026-01-01T00:00:00.000Z", "cwd": "/tmp"}
+    entry = {"type": "custom", "customType": "x", "id": "aaaaaaaa", "parentId": None,
+             "timestamp": "2026-01-01T00:00:00.000Z", "data": {"pin": 48151623, "n": [2.5, 48151623], "ok": 7}}
+    f.write_text(json.dumps(header) + "\n" + json.dumps(entry) + "\n")
+    result = redact(f, RedactRules(secrets=["48151623"]))
+    assert b"48151623" not in result.to_bytes()
+    assert result.entries[0]["data"] == {"pin": "[REDACTED:secret]", "n": [2.5, "[REDACTED:secret]"], "ok": 7}
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("postgres://admin:p@ssw0rd@db.example.com/app", "postgres://admin:[REDACTED:url-password]@db.example.com/app"),
+    ("redis://:s3cretpass@localhost:6379/0", "redis://:[REDACTED:url-password]@localhost:6379/0"),  # no user
+    ("see https://host:8080/a?to=x@y.z", "see https://host:8080/a?to=x@y.z"),
+])
+def test_url_password_with_at_sign_or_without_user(text: str, expected: str) -> None:
+    assert Matcher().scrub(text)[0] == expected
+
+
+def test_secret_key_value_starting_with_a_bracket_is_redacted(tmp_path: Path) -> None:
+    f = tmp_path / "s.jsonl"
+    header = {"type": "session", "version": 3, "id": "01a22de6-8032-77dc-a320-124d5453cf73",
+              "timestamp": "2026-01-01T00:00:00.000Z", "cwd": "/tmp"}
+    entry = {"type": "custom", "customType": "x", "id": "aaaaaaaa", "parentId": None,
+             "timestamp": "2026-01-01T00:00:00.000Z",
+             "data": {"password": "[Br4cketed pass", "token": "[REDACTED:secret-key-value]"}}
+    f.write_text(json.dumps(header) + "\n" + json.dumps(entry) + "\n")
+    result = redact(f)
+    assert result.entries[0]["data"] == {"password": "[REDACTED:secret-key-value]",
+                                         "token": "[REDACTED:secret-key-value]"}
+    assert [x.path for x in result.findings] == ["$.data.password"]  # an existing marker is not counted again

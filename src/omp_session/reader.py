@@ -426,7 +426,7 @@ def _take(j: Journal, chunk: bytes | bytearray, limit: int, starts: list[int], e
     """Validate ``chunk[:limit]`` in one msgspec call and keep its records if there is one per line."""
     try:
         envs = _DECODER.decode_lines(chunk if limit == len(chunk) else memoryview(chunk)[:limit])
-    except (msgspec.DecodeError, msgspec.ValidationError):
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):  # too deep for msgspec
         return False
     if len(envs) != len(starts):
         return False
@@ -577,7 +577,7 @@ def _parse_exact(j: Journal, p: int) -> int:
             start = p + len(text[:err.pos].encode("utf-8", "surrogatepass"))
             j.malformed.append(MalformedSpan(start, n))
             return n
-        except codec.JSONSyntaxError:
+        except (codec.JSONSyntaxError, RecursionError):  # too deep to scan: malformed, never raised
             e = block.find(b"\n")
             e = n if e < 0 else p + e
             if not _is_blank_js(src.read(p, e)):

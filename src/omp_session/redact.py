@@ -50,6 +50,9 @@ CUSTOM_MARKER = "[REDACTED: custom content removed]"
 _ENVELOPE = frozenset({"type", "id", "parentId", "timestamp", "targetId", "fromId", "firstKeptEntryId",
                        "providerReplayThroughEntryId", "version"})
 _MESSAGE_FIXED = frozenset({"role", "toolCallId", "timestamp"})
+_MARKER = re.compile(r"\[REDACTED[^\]]*\]")  # already redacted (e.g. a file redacted twice)
+# Only a whole blob ref or base64 image data URL is skipped: text that merely starts like one is text.
+_NOT_TEXT = re.compile(r"blob:sha256:[0-9a-f]{64}|data:image/[A-Za-z0-9.+\-]+;base64,[A-Za-z0-9+/=]*")
 
 
 class RedactError(SessionError):
@@ -166,6 +169,8 @@ class _Redactor:
         self.line: int | None = None
         self.entry_id: str | None = None
         self.removed_calls: set[str] = set()
+        # a --secret / --secrets-from value may be a number (a PIN, an account id) stored unquoted
+        self.number_secrets = any(d.category in ("secret", "secrets-file") for d in matcher.detectors)
 
     def note(self, category: str, action: str, path: str) -> None:
         self.findings.append(Finding(category, action, self.line, self.entry_id, path))
@@ -173,7 +178,7 @@ class _Redactor:
     # ----- strings
 
     def text(self, s: str, path: str, *, image_data: bool = False) -> str:
-        if s.startswith(BLOB_PREFIX) or image_data or s.startswith("data:image/"):
+        if image_data or (s.startswith((BLOB_PREFIX, "data:image/")) and _NOT_TEXT.fullmatch(s)):
             return s  # image bytes and blob hashes: not text, and a chance hit would corrupt them
         out, categories = self.m.scrub(s)
         for c in categories:
@@ -197,6 +202,11 @@ class _Redactor:
             return self.seq(v, path, key)
         if isinstance(v, dict):
             return self.obj(v, path, key)
+        if self.number_secrets and not fixed and isinstance(v, int | float) and not isinstance(v, bool):
+            hits = [h for h in self.m.hits(codec.stringify(v) or "") if h.category in ("secret", "secrets-file")]
+            if hits:
+                self.note(hits[0].category, "redacted", path)
+                return marker(hits[0].category)
         return v
 
     def seq(self, items: list[Any], path: str, key: str | None) -> list[Any]:
@@ -236,7 +246,7 @@ class _Redactor:
                 self.note("image", "dropped", sub)
                 out[new_key] = []
                 continue
-            if isinstance(v, str) and k not in fixed_keys and secret_key_name(k) and v and not v.startswith("["):
+            if isinstance(v, str) and k not in fixed_keys and secret_key_name(k) and v and not _MARKER.fullmatch(v):
                 self.note("secret-key-value", "redacted", sub)
                 out[new_key] = marker("secret-key-value")
                 continue
@@ -399,16 +409,26 @@ def redact(session: Session | str | os.PathLike[str], rules: RedactRules | None 
     slot = session.title_slot
     if slot is not None:
         r.line = 1
-        slot = TitleSlot(r.text(slot.title, "$.title"), slot.source, slot.updated_at)
+        slot = TitleSlot(r.text(slot.title, "$.title"), slot.source, r.text(slot.updated_at, "$.updatedAt"))
+        try:
+            build_title_slot(slot.title, slot.source, slot.updated_at)
+        except ValueError:  # omp reads a slot of any width; one whose metadata passes 256 bytes cannot be rebuilt
+            raise RedactError(f"{session.path or 'session'}: line 1: title slot metadata longer than 256 bytes; "
+                              "cannot rewrite it") from None
     r.line = j.line_of(j.start(0)) if len(j) else None
-    header = r.obj(session.header, "$", None, _ENVELOPE)
-    assert isinstance(header, dict)
     entries: list[Any] = []
-    for k, e in enumerate(session.entries):
-        r.line = session.line_of_entry(k)
-        eid = e.get("id") if isinstance(e, dict) else None
-        r.entry_id = eid if isinstance(eid, str) else None
-        entries.append(r.entry(e))
+    try:
+        header = r.obj(session.header, "$", None, _ENVELOPE)
+        for k, e in enumerate(session.entries):
+            r.line = session.line_of_entry(k)
+            eid = e.get("id") if isinstance(e, dict) else None
+            r.entry_id = eid if isinstance(eid, str) else None
+            entries.append(r.entry(e))
+    except RecursionError:
+        # the reader accepts deeper nesting than this recursive walk fits in Python's stack
+        raise RedactError(f"{session.path or 'session'}: line {r.line}"
+                          + (f" entry {r.entry_id}" if r.entry_id else "") + ": nested too deeply to redact") from None
+    assert isinstance(header, dict)
     if r.removed_calls:
         _drop_removed_results(r, session, entries)
     r.entry_id = None

@@ -94,15 +94,18 @@ BUILTIN_DETECTORS: tuple[Detector, ...] = (
     Detector("jwt", re.compile(_L + r"eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*")),
     # scheme://user:password@host: only the password goes, the user and host stay readable.
     Detector("url-password", re.compile(
-        r"\b[A-Za-z][A-Za-z0-9+.\-]{0,30}://[^\s:/?#@\"'<>\[\]]+:(?P<s>[^\s/?#@\"'<>]+)@"), "s"),
+        # (the user may be empty, redis://:pw@host; the password runs to the last "@" of the authority)
+        r"\b[A-Za-z][A-Za-z0-9+.\-]{0,30}://[^\s:/?#@\"'<>\[\]]*:(?P<s>[^\s/?#\"'<>]+)@"), "s"),
     # Authorization: Bearer|Basic|Token <credential> (also as a JSON or header-dict key in text).
     Detector("authorization-header", re.compile(
         r"(?i)\b(?:proxy-)?authorization[\"']?\s*[:=]\s*[\"']?(?:(?:bearer|basic|token|digest)\s+)?"
         r"(?P<s>[^\s\"',;}]{4,})"), "s"),
     # NAME=value where NAME ends in a secret-looking word (.env files, shell, YAML, JSON in text).
     Detector("env-assignment", re.compile(
-        r"(?i)(?<![A-Za-z0-9_])[A-Za-z_][A-Za-z0-9_]*?[_\-]?" + _SECRET_WORDS +
-        r"(?![A-Za-z0-9])[\"']?[ \t]*[:=][ \t]*[\"']?(?P<s>(?![\"'$<\[{(])[^\s\"'`,;]{3,})"), "s"),
+        r"(?i)(?<![A-Za-z0-9_])(?:[A-Za-z_][A-Za-z0-9_]*?[_\-]?)?" + _SECRET_WORDS +
+        r"(?![A-Za-z0-9])[\"']?[ \t]*[:=][ \t]*[\"']?(?P<s>(?![\"'$<\[{(])"
+        # a quoted value goes whole, up to its closing quote (JSON arguments: "password":"a b c")
+        r"(?:(?<=\")(?:[^\"\\\n]|\\.){3,}(?=\")|(?<=')[^'\n]{3,}(?=')|[^\s\"'`,;]{3,}))"), "s"),
 )
 
 # Object keys whose string value is a secret as a whole (``{"apiKey": "…"}`` in tool arguments,
@@ -154,6 +157,27 @@ def encoded_forms(secret: str) -> list[str]:
     return sorted(forms, key=lambda s: (-len(s), s))
 
 
+_JSON_SHORT = {'"': '"', "\\": "\\", "/": "/", "\b": "b", "\f": "f", "\n": "n", "\r": "r", "\t": "t"}
+
+
+def _any_escape_regex(secret: str) -> str:
+    """A regex for ``secret`` with each character raw, ``%XX``-encoded (either case, ``+`` for a
+    space) or JSON-escaped (``\\uXXXX`` either case, ``\\/``, ``\\"`` …), in any mix: encoders
+    differ in what they leave alone (``encodeURIComponent`` keeps ``!'()*``, PHP escapes ``/``)."""
+    parts: list[str] = []
+    for c in secret:
+        alts = [re.escape(c), "(?i:" + "".join(f"%{b:02X}" for b in c.encode("utf-8", "surrogatepass")) + ")"]
+        cp = ord(c)
+        units = [cp] if cp < 0x10000 else [0xD800 + ((cp - 0x10000) >> 10), 0xDC00 + ((cp - 0x10000) & 0x3FF)]
+        alts.append("(?i:" + "".join(f"\\\\u{u:04X}" for u in units) + ")")
+        if c in _JSON_SHORT:
+            alts.append("\\\\" + re.escape(_JSON_SHORT[c]))
+        if c == " ":
+            alts.append("\\+")
+        parts.append("(?:" + "|".join(alts) + ")")
+    return "".join(parts)
+
+
 class Matcher:
     """Everything one ``redact`` run looks for, compiled once."""
 
@@ -161,11 +185,14 @@ class Matcher:
                  patterns: Sequence[str | re.Pattern[str]] = ()) -> None:
         self.detectors: list[Detector] = list(BUILTIN_DETECTORS) if builtin else []
         by_category: dict[str, set[str]] = {}
+        values: dict[str, set[str]] = {}
         for category, value in secrets:
             if len(value) >= MIN_SECRET_LEN:
                 by_category.setdefault(category, set()).update(encoded_forms(value))
+                values.setdefault(category, set()).add(value)
         for category, forms in by_category.items():
-            alternation = "|".join(re.escape(f) for f in sorted(forms, key=lambda s: (-len(s), s)))
+            alternation = "|".join([_any_escape_regex(v) for v in sorted(values[category], key=lambda s: (-len(s), s))]
+                                   + [re.escape(f) for f in sorted(forms, key=lambda s: (-len(s), s))])
             self.detectors.append(Detector(category, re.compile(alternation)))
         for p in patterns:
             try:

@@ -78,12 +78,17 @@ def redact(session: str, out: Path, report: bool, as_json: bool, secrets: tuple[
         path = resolve_session(session)
     except SessionError as e:
         _fail(str(e))
-    if os.path.abspath(out) == os.path.abspath(path) or (out.exists() and os.path.samefile(out, path)):
+    try:
+        out_exists = out.exists()  # stat() can fail, e.g. "File name too long"
+        same = os.path.abspath(out) == os.path.abspath(path) or (out_exists and os.path.samefile(out, path))
+    except OSError as e:
+        _fail(f"{out}: {e.strerror or e}")
+    if same:
         _fail(f"{out}: is the input session; redact never writes in place (choose another -o)")
     rules = RedactRules(secrets=secrets, secrets_files=secrets_files, patterns=patterns, builtin=not no_builtin,
                         paths=paths, drop_tool_output=drop_tool_output, drop_images=drop_images,
                         drop_thinking=drop_thinking, drop_custom=drop_custom)
-    if out.exists() and not force:
+    if out_exists and not force:
         _fail(f"{out}: already exists (use --force to replace it)")  # before the work, not after
     try:
         result = redact_session(path, rules)
@@ -92,4 +97,6 @@ def redact(session: str, out: Path, report: bool, as_json: bool, secrets: tuple[
         _fail(str(e))
     except OSError as e:
         _fail(f"{e.filename or path}: {e.strerror or e}")
+    except RecursionError:  # the reader's JSON parser has a depth limit too
+        _fail(f"{path}: nested too deeply to read")
     _print_report(result, written, as_json, report)
