@@ -41,6 +41,7 @@ from omp_session.repair import (
     quarantine_path,
 )
 from omp_session.session import Session
+from omp_session.title import build_title_slot
 
 DATA = Path(__file__).resolve().parent / "data" / "repair"
 ORACLE = Path(os.environ.get("OMP_ORACLE_DIR", Path(__file__).resolve().parents[2] / "shared" / "oracle"))
@@ -170,6 +171,46 @@ def test_cycles_are_cut_at_the_first_entry_of_the_cycle() -> None:
     recs = {r["id"]: r for r in _records(plan.output)[1:]}
     assert recs["aaaa0002"]["parentId"] is None and recs["eeee0001"]["parentId"] is None
     assert _branch_ids(plan.output) == ["aaaa0002", "aaaa0003", "aaaa0004", "eeee0002"]
+
+
+_H = (b'{"type":"session","version":3,"id":"019a2b3c-4d5e-7f60-8a1b-2c3d4e5f6071",'
+      b'"timestamp":"2026-03-01T09:00:00.000Z","cwd":"/p"}\n')
+
+
+def _msg(entry_id: str, parent: str | None, text: str) -> bytes:
+    return codec.dumps_line({"type": "message", "id": entry_id, "parentId": parent,
+                             "timestamp": "2026-03-01T09:00:01.000Z",
+                             "message": {"role": "user", "content": text, "timestamp": 1}})
+
+
+def test_copy_written_again_after_another_entry_reused_its_id_keeps_its_children() -> None:
+    """x, then a different entry with id x, then x again: omp resolves x to that last copy, so
+    the child written after it must stay on x's content, not move to the other entry."""
+    data = _H + _msg("x", None, "first") + _msg("x", "x", "other") + _msg("x", None, "first") + _msg("c", "x", "child")
+    with Session(scan_bytes(data)) as s:
+        before = [e["message"]["content"] for e in s.get_branch()]
+    plan = plan_repair_bytes(data)
+    check_guarantees(data, plan)
+    with Session(scan_bytes(plan.output)) as s:
+        assert [e["message"]["content"] for e in s.get_branch()] == before == ["first", "child"]
+
+
+def test_a_deeply_nested_torn_line_is_quarantined_without_quadratic_search() -> None:
+    """Each '{"' of a torn line was tried as the start of a glued record, each try parsing to the
+    line's end: 8000 nested objects took half a minute, 100000 hours. A glued record ends the line."""
+    data = _H + b'{"a":' * 100_000 + b"\n" + _msg("a1", None, "kept")
+    plan = plan_repair_bytes(data)
+    assert [f.code for f in plan.changes] == ["malformed-record", "rescued-record"]
+    check_guarantees(data, plan)
+
+
+def test_a_crlf_title_slot_of_256_bytes_is_written_with_lf() -> None:
+    slot = build_title_slot("hello", "user", "2026-03-01T09:00:00.000Z")
+    data = slot[:-4] + b'"}\r\n' + _H.replace(b"\n", b"\r\n")  # one pad space less: still 256 bytes
+    assert scan_bytes(data).slot is not None
+    plan = plan_repair_bytes(data)
+    assert plan.output[:256] == slot
+    check_guarantees(data, plan)
 
 
 def test_header_rebuilt_from_file_name() -> None:
@@ -459,3 +500,16 @@ def test_repaired_files_pass_the_validator_when_present(tmp_path: Path) -> None:
         if errors:
             bad[name] = errors
     assert not bad, bad
+
+
+def test_an_existing_output_is_refused_without_force(tmp_path: Path) -> None:
+    out = tmp_path / "fixed.jsonl"
+    out.write_bytes(b"somebody's file\n")
+    plan = plan_repair(DATA / "duplicate_line.jsonl")
+    with pytest.raises(RepairError, match="already exists"):
+        apply_repair(plan, out=out)
+    assert out.read_bytes() == b"somebody's file\n"
+    result = CliRunner().invoke(repair_cmd, [str(DATA / "duplicate_line.jsonl"), "-o", str(out)])
+    assert result.exit_code == 1 and "already exists" in result.stderr
+    assert CliRunner().invoke(repair_cmd, [str(DATA / "duplicate_line.jsonl"), "-o", str(out), "--force"]).exit_code == 0
+    assert out.read_bytes() != b"somebody's file\n"

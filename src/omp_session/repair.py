@@ -204,12 +204,14 @@ def _fix_slot(j: Journal, data: bytes, near_miss: Rec | None, rs: Records) -> by
             pad = codec.loads(line.decode("utf-8")).get("pad", "")
         except (ValueError, AttributeError):
             pad = None
-        if len(line) == TITLE_SLOT_BYTES and isinstance(pad, str) and not pad.strip(" "):
+        crlf = line.endswith(b"\r\n")
+        if len(line) == TITLE_SLOT_BYTES and isinstance(pad, str) and not pad.strip(" ") and not crlf:
             return line
         slot = j.slot
         return _rebuilt_slot(slot.title, slot.source, slot.updated_at, line, start, rs,
                              f"the title slot is {len(line)} bytes, not 256 (omp's in-place title update would "
                              "overwrite the header)" if len(line) != TITLE_SLOT_BYTES else
+                             "the title slot ends in CR LF" if crlf else
                              "the title slot's pad is not all spaces")
     if near_miss is None:
         return b""
@@ -263,10 +265,11 @@ def _check_output(plan: RepairPlan, blob_store: Any) -> None:
 
 
 def apply_repair(plan: RepairPlan, *, out: str | os.PathLike[str] | None = None,
-                 in_place: bool = False) -> RepairResult:
-    """Write the repaired file: a copy at ``out``, or over the original (``in_place``: atomic
-    replace, the original kept as ``PATH.bak``). Quarantined records go to
-    ``<target>.quarantine.jsonl`` (appended to, never overwritten).
+                 in_place: bool = False, force: bool = False) -> RepairResult:
+    """Write the repaired file: a copy at ``out`` (an existing file there is refused unless
+    ``force``), or over the original (``in_place``: atomic replace, the original kept as
+    ``PATH.bak``). Quarantined records go to ``<target>.quarantine.jsonl`` (appended to, never
+    overwritten).
 
     In place, refuses with :class:`RepairConflictError` when the file changed since it was
     planned (size, mtime and SHA-256 compared), before anything is written.
@@ -281,6 +284,8 @@ def apply_repair(plan: RepairPlan, *, out: str | os.PathLike[str] | None = None,
         raise RepairError(f"{target}: is the file being repaired; use in_place=True (--in-place) to replace it")
     if os.path.isdir(target):
         raise RepairError(f"{target}: is a directory")
+    if os.path.lexists(target) and not force:
+        raise RepairError(f"{target}: already exists (use --force to replace it)")
     quarantine = _write_quarantine(plan, target)
     _atomic_write(target, plan.output)
     return RepairResult(target, None, quarantine)

@@ -177,7 +177,8 @@ def _rescue(j: Journal, start: int, end: int, out: Records) -> list[tuple[Rec | 
             found.append((rec, "rec"))
             continue
         # a torn write: the start of one record with a complete record glued after it
-        for m in _EMBEDDED.finditer(core, 1):
+        # only a line ending in '}' can end in a complete record: each try parses to the line's end
+        for m in _EMBEDDED.finditer(core, 1) if core.endswith(b"}") else ():
             rec = _whole(core[m.start():], at + m.start(), line)
             if rec is not None:
                 out.quarantine(line, at, core[: m.start()], "malformed: not a complete JSON value "

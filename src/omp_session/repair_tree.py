@@ -95,10 +95,18 @@ def drop_duplicates(rs: Records) -> None:
     """A record written twice (same id, same content) is kept once: the first copy, unless a copy
     is the file's last record, because omp resumes from the last record (S6.1)."""
     recs = rs.recs
-    copies: dict[bytes, list[int]] = {}
+    copies: dict[tuple[bytes, int], list[int]] = {}
+    # a copy written after a different entry reused its id is not a repeat: omp's index moved to
+    # that other entry in between and back to this copy after it, so fresh_ids must tell them apart
+    turn: dict[str, tuple[bytes, int]] = {}
     for i, rec in enumerate(recs):
-        if i and _id(rec.value) is not None:
-            copies.setdefault(codec.dumps_line(rec.value), []).append(i)
+        own = _id(rec.value)
+        if i and own is not None:
+            line = codec.dumps_line(rec.value)
+            prev = turn.get(own)
+            n = 0 if prev is None else prev[1] if prev[0] == line else prev[1] + 1
+            turn[own] = (line, n)
+            copies.setdefault((line, n), []).append(i)
     drop: set[int] = set()
     last = len(recs) - 1
     for where in copies.values():

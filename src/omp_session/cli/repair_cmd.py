@@ -50,8 +50,9 @@ def _json(plan: RepairPlan, result: RepairResult | None) -> None:
 @click.option("-o", "--output", "out", type=click.Path(path_type=Path), default=None,
               help="Write the repaired session to OUT (quarantine: OUT.quarantine.jsonl).")
 @click.option("--in-place", is_flag=True, help="Replace PATH atomically; the original is kept as PATH.bak.")
+@click.option("--force", is_flag=True, help="With -o: replace OUT if it exists.")
 @click.option("--json", "as_json", is_flag=True, help="Print the plan as one JSON object.")
-def repair(path: Path, out: Path | None, in_place: bool, as_json: bool) -> None:
+def repair(path: Path, out: Path | None, in_place: bool, force: bool, as_json: bool) -> None:
     """Repair a damaged session file so omp can open it, losing nothing readable.
 
     Without -o or --in-place, prints what would be fixed (what, where, why) and writes nothing.
@@ -69,7 +70,7 @@ def repair(path: Path, out: Path | None, in_place: bool, as_json: bool) -> None:
         plan = plan_repair(path)
         result = None
         if out is not None:
-            result = apply_repair(plan, out=out)
+            result = apply_repair(plan, out=out, force=force)
         elif in_place:
             result = apply_repair(plan, in_place=True)
     except SessionError as e:
