@@ -428,3 +428,61 @@ def test_cli_resolves_session_ids(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
         assert code == 0 and "find me by id" in out, err
     code, _, err = run("zzzz-no-such", "--format", "md")
     assert code == 1 and err.startswith("omp-session: no session matches")
+
+
+def _deep_session(tmp_path: Path) -> Path:
+    """Tool arguments, user content and an unknown block nested deeper than Python's recursion
+    limit (the reader takes them through its exact scanner)."""
+    deep = "[" * 5000 + "]" * 5000
+    head = '"timestamp":"2026-01-01T00:00:01.000Z"'
+    lines = ['{"type":"session","version":3,"id":"s1","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/x"}',
+             '{"type":"message","id":"a1","parentId":null,' + head + ',"message":{"role":"user","content":"hi"}}',
+             '{"type":"message","id":"a2","parentId":"a1",' + head + ',"message":{"role":"assistant","content":'
+             '[{"type":"toolCall","id":"c","name":"x","arguments":{"d":' + deep + '}},{"type":"odd","v":'
+             + deep + '}]}}',
+             '{"type":"message","id":"a3","parentId":"a2",' + head + ',"message":{"role":"user","content":'
+             + deep + '}}']
+    path = tmp_path / "deep.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def test_markdown_of_deeply_nested_content_is_no_traceback(tmp_path: Path) -> None:
+    path = _deep_session(tmp_path)
+    md = export(str(path), "md", all_branches=True)
+    bodies = fences(md)
+    assert any(b.startswith('{"d":[[[') for b in bodies)  # the arguments, whole
+    assert any(b.startswith("[[[[") and b.count("[") == 4999 for b in bodies)  # the user content's one block
+    assert "Block of type `odd`" in md
+
+
+def test_tree_of_deeply_nested_content_is_no_traceback(tmp_path: Path) -> None:
+    from omp_session.cli import cli
+
+    path = _deep_session(tmp_path)
+    for args in (["tree", str(path)], ["tree", "--json", str(path)]):
+        result = CliRunner().invoke(cli, args)
+        assert result.exit_code == 0, result.output
+        assert "a2" in result.output and "→ x(" in result.output
+
+
+def test_tree_shows_every_entry_of_a_long_session(tmp_path: Path) -> None:
+    from omp_session.cli import cli
+
+    sm = new_manager(tmp_path)
+    ids = [sm.append_message(user(f"question {i}")) for i in range(60)]
+    sm.append_message(assistant(text("answer")))  # omp writes the file once an answer exists
+    sm.branch(ids[29])
+    sm.append_message(user("side"))
+    result = CliRunner(env={"COLUMNS": "80"}).invoke(cli, ["tree", str(saved(sm))])
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    for want in [f"user: question {i}" for i in range(60)] + ["user: side"]:
+        assert sum(line.endswith(want) for line in lines) == 1, want
+    # a linear run stays at one indent; only the fork after question 29 indents: each branch under
+    # the fork point, the rest of a branch under its first entry
+    indent = {line.rstrip().rsplit(": ", 1)[1]: line.index("user") for line in lines if "user: " in line}
+    assert indent["question 0"] == indent["question 29"]
+    assert indent["question 30"] == indent["side"] > indent["question 29"]
+    assert indent["question 59"] == indent["question 31"] > indent["question 30"]
+    assert any(line.endswith("assistant: answer") for line in lines)

@@ -175,3 +175,15 @@ def test_diagnostics_name_what_omp_trips_on(name: str, codes: set[str]) -> None:
         assert {d.code for d in s.diagnostics} == codes
         assert all(d.line is not None for d in s.diagnostics if d.code != "invalid-utf8" and d.code != "duplicate-id"
                    and d.code != "tree-cycle")
+
+
+def test_a_label_whose_target_is_an_object_does_not_break_labels(tmp_path: Path) -> None:
+    rows = [{"type": "session", "version": 3, "id": "s", "timestamp": "2026-01-01T00:00:00.000Z", "cwd": "/w"},
+            {"type": "message", "id": "u", "parentId": None, "timestamp": "2026-01-01T00:00:00.000Z",
+             "message": {"role": "user", "content": "hi", "timestamp": 1}},
+            {"type": "label", "id": "l", "parentId": "u", "timestamp": "2026-01-01T00:00:00.000Z",
+             "targetId": {"x": [1]}, "label": "odd"}]
+    p = tmp_path / "s.jsonl"
+    p.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    s = omp_session.open(p)
+    assert s.labels() == {'{"x":[1]}': "odd"} and s.get_label("u") is None

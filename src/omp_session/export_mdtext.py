@@ -17,6 +17,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from . import codec
 from .blobs import BLOB_PREFIX
 from .codec import UNDEFINED
 from .jsvalue import ContextError
@@ -86,11 +87,17 @@ def fence(text: str, info: str = "text") -> str:
 
 
 def compact_json(value: Any) -> str:
-    return json.dumps(_plain(value), ensure_ascii=False, default=str)
+    try:
+        return json.dumps(_plain(value), ensure_ascii=False, default=str)
+    except RecursionError:  # nested deeper than json.dumps goes (the reader takes such records)
+        return codec.stringify(value) or "null"
 
 
 def pretty_json(value: Any) -> str:
-    return json.dumps(_plain(value), ensure_ascii=False, indent=2, default=str)
+    try:
+        return json.dumps(_plain(value), ensure_ascii=False, indent=2, default=str)
+    except RecursionError:  # nested deeper than json.dumps goes: printed compact, but whole
+        return codec.stringify(value) or "null"
 
 
 def _plain(value: Any) -> Any:

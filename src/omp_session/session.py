@@ -505,7 +505,7 @@ class Session:
     def labels(self) -> dict[Any, Any]:
         """targetId -> label for every label in effect (latest wins, branch-independent)."""
         self._label_map()
-        return {self._label_targets[k]: v for k, v in self._labels.items()} if self._labels else {}
+        return {_hashable(self._label_targets[k]): v for k, v in self._labels.items()} if self._labels else {}
 
     def get_tree(self) -> Tree:
         if self._tree is None:
@@ -690,6 +690,12 @@ class Session:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _hashable(target: Any) -> Any:
+    """A label's targetId as a dict key: an object or array (no entry can have it as its id) as
+    its JSON text."""
+    return codec.stringify(target) if isinstance(target, dict | list) else target
 
 
 def read_session(path: str | os.PathLike[str], *, blob_store: Any = None) -> Session:

@@ -48,6 +48,13 @@ def _clip(text: str, width: int = 80) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
+def _dumps(value: Any) -> str:
+    try:
+        return json.dumps(value)
+    except RecursionError:  # nested deeper than json.dumps goes (the reader takes such records)
+        return codec.stringify(value) or "null"
+
+
 def _text_of(content: Any) -> str:
     if isinstance(content, str):
         return content
@@ -60,7 +67,7 @@ def _text_of(content: Any) -> str:
             if kind == "text":
                 parts.append(str(block.get("text", "")))
             elif kind == "toolCall":
-                parts.append(f"→ {block.get('name')}({_clip(json.dumps(block.get('arguments')), 40)})")
+                parts.append(f"→ {block.get('name')}({_clip(_dumps(block.get('arguments')), 40)})")
             elif kind == "image":
                 parts.append("[image]")
         return " ".join(parts)
@@ -70,7 +77,7 @@ def _text_of(content: Any) -> str:
 def summary(entry: Any) -> str:
     """A one-line description of an entry."""
     if not isinstance(entry, dict):
-        return f"(non-object record: {_clip(json.dumps(entry), 40)})"
+        return f"(non-object record: {_clip(_dumps(entry), 40)})"
     kind = entry.get("type")
     if kind == "message" and isinstance(entry.get("message"), dict):
         msg = entry["message"]
@@ -215,9 +222,21 @@ def tree(s: Session, as_json: bool, *, depth: int | None = None, only_messages: 
         _emit_json(out)
         return
     root = RichTree(f"[bold]{escape(str(s.get_session_name() or (s.header or {}).get('id', s.path)))}[/bold]")
-    stack: list[Any] = [root]
-    for node, level in rows:
-        del stack[level + 1:]
+    # A run without forks stays at one indent: nesting every entry pushed a long session's lines
+    # past the terminal width, where they were cut off. Only a fork indents: each of its branches
+    # hangs under the fork point, and the rest of that branch is listed under its first entry.
+    parents: list[int] = []  # row index of each row's shown parent, -1 at the top
+    last_at: list[int] = []  # row index of the latest row per shown level
+    for i, (_node, level) in enumerate(rows):
+        del last_at[level:]
+        parents.append(last_at[-1] if last_at else -1)
+        last_at.append(i)
+    kids = Counter(parents)
+    nodes: list[Any] = []  # each row's rich node
+    runs: list[Any] = []  # where each row's only child goes: the row's own run of entries
+    for i, (node, _level) in enumerate(rows):
+        p = parents[i]
+        container = root if p < 0 else runs[p] if kids[p] == 1 else nodes[p]
         entry = s.entry_at(node)
         label = s.get_label(s.ids[node])
         kind = entry.get("type") if isinstance(entry, dict) else None
@@ -230,10 +249,8 @@ def tree(s: Session, as_json: bool, *, depth: int | None = None, only_messages: 
             text = f"  [dim]{escape(str(s.ids[node]))} {text}[/dim]"
         if label is not None:
             text += f" [cyan]{escape(f'[{label}]')}[/cyan]"
-        while len(stack) <= level:
-            stack.append(stack[-1])
-        branch = stack[level].add(text)
-        stack.append(branch)
+        nodes.append(container.add(text))
+        runs.append(nodes[-1] if kids[p] > 1 else container)
     console = _console()
     with paged(console):
         console.print(root)
