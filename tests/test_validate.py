@@ -244,3 +244,119 @@ def test_repair_refuses_an_archive(tmp_path: Path) -> None:
     archived.write_bytes(gzip.compress((DATA / "malformed.jsonl").read_bytes()))
     with pytest.raises(RepairError, match="gunzip"):
         plan_repair(archived)
+
+
+_T = "2026-01-01T00:00:01.000Z"
+_HEADER = {"type": "session", "version": 3, "id": "s1", "timestamp": _T, "cwd": "/tmp"}
+
+
+def _write(path: Path, records: list[object]) -> Path:
+    path.write_text("".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in records))
+    return path
+
+
+def test_infinite_header_version_is_reported_not_raised(tmp_path: Path) -> None:
+    # JSON numbers beyond double range parse as infinity; int(inf) raised OverflowError
+    path = _write(tmp_path / "s.jsonl", ['{"type":"session","version":1e999,"id":"s1","timestamp":"' + _T + '","cwd":"/"}'])
+    assert [(d.code, d.line) for d in validate(path)] == [("version-invalid", 1)]
+
+
+def test_reused_tool_call_id_is_not_an_orphan(tmp_path: Path) -> None:
+    # some providers number tool calls per turn ("call_0"): each result still answers the call above it
+    def call(i: str, p: str) -> dict[str, object]:
+        return {"type": "message", "id": i, "parentId": p, "timestamp": _T, "message": {
+            "role": "assistant", "content": [{"type": "toolCall", "id": "call_0", "name": "x", "arguments": {}}],
+            "usage": {"cost": {"total": 0}}}}
+
+    def result(i: str, p: str) -> dict[str, object]:
+        return {"type": "message", "id": i, "parentId": p, "timestamp": _T,
+                "message": {"role": "toolResult", "toolCallId": "call_0", "content": []}}
+
+    user = {"type": "message", "id": "u", "parentId": None, "timestamp": _T, "message": {"role": "user", "content": "hi"}}
+    path = _write(tmp_path / "s.jsonl", [_HEADER, user, call("a1", "u"), result("r1", "a1"), call("a2", "r1"),
+                                         result("r2", "a2")])
+    assert validate(path) == []
+    # the detailed path (a non-object record forces it) agrees
+    path = _write(tmp_path / "t.jsonl", [_HEADER, user, call("a1", "u"), result("r1", "a1"), "1", call("a2", "r1"),
+                                         result("r2", "a2")])
+    assert [d.code for d in validate(path)] == ["non-object-record"]
+
+
+def test_reader_findings_over_the_cap_are_summed_up(tmp_path: Path) -> None:
+    from omp_session.validate_report import MAX_PER_CODE
+
+    path = _write(tmp_path / "s.jsonl", [_HEADER, *["null"] * (MAX_PER_CODE + 2)])
+    found = [d for d in validate(path) if d.code == "omp-cannot-open"]
+    assert len(found) == MAX_PER_CODE + 1
+    assert found[-1].message == "2 more findings of this kind are not listed"
+
+
+@pytest.mark.parametrize("stamp", ["2026-13-01T00:00:00.000Z", "2026-01-01T23:60:00.000Z", "2026-01-45T99:00:00.000Z"])
+def test_iso_shaped_timestamp_date_parse_rejects(tmp_path: Path, stamp: str) -> None:
+    user = {"type": "message", "id": "u", "parentId": None, "timestamp": stamp, "message": {"role": "user", "content": "hi"}}
+    assert [(d.code, d.line) for d in validate(_write(tmp_path / "s.jsonl", [_HEADER, user]))] == [
+        ("entry-timestamp-invalid", 2)]
+
+
+def test_cli_prints_lone_surrogates_without_crashing(tmp_path: Path) -> None:
+    # JSON allows "\ud800" escapes and JSON.stringify writes them; they cannot be encoded as UTF-8
+    path = tmp_path / "s.jsonl"
+    path.write_text(json.dumps(_HEADER) + '\n{"type":"message","id":"\\ud800x","parentId":"gone","timestamp":"'
+                    + _T + '","message":{"role":"user","content":"hi"}}\n')
+    code, out = run(str(path))
+    assert code == 0 and "parent-missing" in out and "1 file(s) checked" in out
+    code, out = run("--json", str(path))
+    assert code == 0 and json.loads(out)["entry_id"] == "\ud800x"
+
+
+def test_cli_shows_no_compressed_bytes_for_an_archive(tmp_path: Path) -> None:
+    import gzip
+
+    archived = tmp_path / "s.jsonl.gz"
+    archived.write_bytes(gzip.compress((DATA / "null_record.jsonl").read_bytes()))
+    code, out = run(str(archived))
+    assert code == 1 and "line 3" in out and "\ufffd" not in out
+
+
+def test_truncation_notice_in_a_v1_file_names_no_made_up_id(tmp_path: Path) -> None:
+    # v1 entries hold no ids: the ones omp's migration invents are random and name nothing on disk
+    header = {"type": "session", "id": "s1", "timestamp": _T, "cwd": "/tmp"}
+    user = {"type": "message", "timestamp": _T,
+            "message": {"role": "user", "content": "x\n\n[Session persistence truncated large content]"}}
+    found = [d for d in validate(_write(tmp_path / "s.jsonl", [header, user])) if d.code == "content-truncated"]
+    assert [(d.line, d.entry_id) for d in found] == [(2, None)]
+
+
+def test_long_title_slot_reports_its_real_width(tmp_path: Path) -> None:
+    slot = '{"type":"title","v":1,"title":"' + "t" * 5000 + '","source":"user","updatedAt":"' + _T + '","pad":"x"}'
+    found = validate(_write(tmp_path / "s.jsonl", [slot, _HEADER]))
+    assert [(d.code, d.line) for d in found] == [("title-slot-long", 1), ("title-slot-pad", 1)]
+    assert f"{len(slot) + 1} bytes" in found[0].message
+
+
+_DEEP = "[" * 3000 + "]" * 3000  # valid JSON nested deeper than repr() can go
+
+
+@pytest.mark.parametrize("record", [
+    '{"type":"label","id":"a","parentId":"u","timestamp":"T","targetId":DEEP}',
+    '{"type":"compaction","id":"a","parentId":"u","timestamp":"T","firstKeptEntryId":DEEP,"summary":"s"}',
+    '{"type":"message","id":"a","parentId":"u","timestamp":"T","message":{"role":"toolResult","toolCallId":DEEP}}',
+    '{"type":"message","id":"a","parentId":"u","timestamp":"T","message":{"role":"assistant","content":'
+    '[{"type":"toolCall","id":DEEP}]}}',
+])
+def test_deeply_nested_references_are_reported_not_raised(tmp_path: Path, record: str) -> None:
+    user = {"type": "message", "id": "u", "parentId": None, "timestamp": _T, "message": {"role": "user", "content": "x"}}
+    path = _write(tmp_path / "s.jsonl", [_HEADER, user, record.replace("DEEP", _DEEP).replace('"T"', f'"{_T}"'),
+                                         '{"type":"message","id":"z","parentId":"a","timestamp":"' + _T
+                                         + '","message":{"role":"user","content":"x"}}'])
+    found = validate(path)
+    assert found and all(d.line == 3 and "object at 0x" not in d.message for d in found)
+
+
+def test_deeply_nested_header_values_are_reported_not_raised(tmp_path: Path) -> None:
+    deep = "[" * 1500 + "]" * 1500  # fits in the 4 KiB the title-slot check reads
+    slot = '{"type":"title","v":' + deep + ',"title":"t","source":"user","updatedAt":"' + _T + '","pad":""}'
+    assert "title-slot-invalid" in [d.code for d in validate(_write(tmp_path / "a.jsonl", [slot, _HEADER]))]
+    header = {**_HEADER, "parentSession": "P"}
+    path = _write(tmp_path / "b.jsonl", [json.dumps(header).replace('"P"', _DEEP)])
+    assert [d.code for d in validate(path)] == ["parent-session"]

@@ -59,7 +59,7 @@ _PATHS = [("id",), ("parentId",), ("timestamp",), ("type",), ("message",), ("mes
           ("message", "usage", "cost", "total")]
 _VALUES = [None, "", "x", 0, 1.5, True, [], {}, ["s"], "2026-01-01T00:00:00Z", "2026-01-01T00:00:00.000Z",
            "toolResult", "user", "label", "compaction", "custom_message", "model_change", "ttsr_injection",
-           "\u0661\u0662\u0663\u0664-01-01T00:00:00.000Z"]
+           "\u0661\u0662\u0663\u0664-01-01T00:00:00.000Z", "2026-13-01T00:00:00.000Z", "2026-02-31T24:00:00.000Z"]
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -77,7 +77,7 @@ def test_mutated_entries_agree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         if value == "DELETE":
             target.pop(path[-1], None)
         else:
-            target[path[-1]] = value
+            target[path[-1]] = json.loads(json.dumps(value))  # a copy: _VALUES holds mutable {} and []
     header = {"type": "session", "version": 3, "id": "s", "timestamp": "2026-01-01T00:00:00.000Z", "cwd": "/w"}
     p = tmp_path / "s.jsonl"
     p.write_text("".join(json.dumps(x, separators=(",", ":")) + "\n" for x in (header, entry)))

@@ -22,7 +22,7 @@ from .reader import STREAMING_THRESHOLD, Journal, _decode, scan_file
 from .session import Session, scan_archived
 from .title import TITLE_SLOT_BYTES
 from .validate_entries import scan_entries
-from .validate_report import Report
+from .validate_report import Report, show
 from .validate_tree import check_tree
 
 __all__ = ["validate"]
@@ -97,7 +97,7 @@ def _validate(s: Session, path: str | None, blobs_dir: str | os.PathLike[str] | 
     _title_slot(j, report)
     _header(s, path, report)
     _encoding(s, report)
-    got = scan_entries(j, report, s.ids)
+    got = scan_entries(j, report, None if s.ids_made_up else s.ids)  # a v1 file's ids are random
     _utf8(s, report, got.bad_utf8)
     for k in got.headers_after_first:
         report.add("header-not-first" if s.header is None else "extra-header",
@@ -178,6 +178,7 @@ def _title_slot(j: Journal, report: Report) -> None:
     if lf >= 0:
         line = line[:lf]
     if j.slot is not None:
+        line = j.read(start, j.body_start - 1)  # the whole slot: the reader parsed it in full already
         width = len(line) + 1
         if width < TITLE_SLOT_BYTES:
             report.add("title-slot-short", Severity.ERROR, f"the title slot is {width} bytes, not 256: omp's "
@@ -208,11 +209,11 @@ def _first_value(line: bytes) -> dict[str, Any]:
 def _slot_problem(value: dict[str, Any]) -> str:
     v = value.get("v")
     if isinstance(v, bool) or v != 1:
-        return f"v is {v!r}, not 1"
+        return f"v is {show(v)}, not 1"
     for key in ("title", "updatedAt", "pad"):
         if not isinstance(value.get(key), str):
             return f"{key} is not a string"
-    return f"source is {value.get('source')!r}, not \"auto\" or \"user\""
+    return f"source is {show(value.get('source'))}, not \"auto\" or \"user\""
 
 
 def _header(s: Session, path: str | None, report: Report) -> None:
@@ -228,8 +229,8 @@ def _header(s: Session, path: str | None, report: Report) -> None:
                    "regenerates every id and chains the entries in file order, flattening branches",
                    offset=at)
     elif isinstance(version, bool) or not isinstance(version, int | float):
-        report.add("version-invalid", Severity.WARNING, f"version is {version!r}, not a number", offset=at)
-    elif version != int(version):
+        report.add("version-invalid", Severity.WARNING, f"version is {show(version)}, not a number", offset=at)
+    elif isinstance(version, float) and not version.is_integer():  # int() of 1e999 (inf) overflows
         report.add("version-invalid", Severity.WARNING, f"version {version!r} is not an integer", offset=at)
     elif version == 2:
         report.add("version-legacy", Severity.INFO, "a version 2 session: omp migrates it to 3 on its "
@@ -248,7 +249,7 @@ def _header(s: Session, path: str | None, report: Report) -> None:
                    offset=at)
     parent = header.get("parentSession")
     if parent is not None:
-        report.add("parent-session", Severity.INFO, f"forked or branched from {parent!r} (a path or a "
+        report.add("parent-session", Severity.INFO, f"forked or branched from {show(parent)} (a path or a "
                    "session id; it may no longer exist)", offset=at)
     m = _FILENAME_ID.search(Path(path).name) if path else None
     if m and isinstance(header.get("id"), str) and m.group(1) != header["id"]:

@@ -35,7 +35,9 @@ from .validate_report import Report
 __all__ = ["KNOWN_TYPES", "Collected", "call_key", "scan_entries"]
 
 _BLOCK = 1024 * 1024
-_ISO = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z\Z")
+# toISOString()'s shape with field ranges Date.parse accepts; anything else is asked of date_parse
+_ISO = re.compile(r"[0-9]{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12][0-9]|3[01])T(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]"
+                  r"\.[0-9]{3}Z\Z")
 TRUNCATION_NOTICE = b"\\n\\n[Session persistence truncated large content]"
 KNOWN_TYPES = frozenset({
     "message", "model_change", "thinking_level_change", "service_tier_change", "compaction", "branch_summary",
@@ -84,7 +86,8 @@ _FIELDS = _Entry.__struct_fields__
 class Collected:
     """What the tree checks need after the pass: small per-kind lists, never whole entries."""
 
-    calls: dict[Any, int] = field(default_factory=dict)  # toolCall id -> entry index
+    # toolCall id -> entry indices: providers may reuse ids ("call_0") across turns
+    calls: dict[Any, list[int]] = field(default_factory=dict)
     results: list[tuple[int, Any]] = field(default_factory=list)  # (entry index, toolCallId)
     refs: list[tuple[int, str, Any]] = field(default_factory=list)  # (entry index, field, id)
     last_is_object: bool = True
@@ -176,7 +179,7 @@ class _Checker:
                 elif type(m) is AssistantMessage:
                     for block in m.content:
                         if type(block) is ToolCallBlock:
-                            calls[call_key(block.id)] = k
+                            _add_call(calls, call_key(block.id), k)
             elif t is CompactionEntry:
                 refs.append((k, "firstKeptEntryId", e.firstKeptEntryId))
                 if e.providerReplayThroughEntryId is not UNDEFINED:
@@ -287,7 +290,7 @@ class _Checker:
             for block in content:
                 kind = block.type if type(block) is _Block else _get(block, "type")
                 if kind == "toolCall":
-                    self.out.calls[call_key(_get(block, "id"))] = i - 1
+                    _add_call(self.out.calls, call_key(_get(block, "id")), i - 1)
         if usage is not UNDEFINED and usage is not None:
             cost = usage.get("cost", UNDEFINED) if type(usage) is dict else UNDEFINED
             total = cost.get("total") if type(cost) is dict else UNDEFINED
@@ -332,12 +335,26 @@ class _Checker:
             self.add(i, "custom-message-invalid", Severity.WARNING, "custom_message: " + "; ".join(problems))
 
 
+def _add_call(calls: dict[Any, list[int]], key: Any, k: int) -> None:
+    at = calls.setdefault(key, [])
+    if not at or at[-1] != k:
+        at.append(k)
+
+
+class _TooDeep:
+    def __repr__(self) -> str:
+        return "a value nested too deeply to show"
+
+
 def call_key(value: Any) -> Any:
     """A dict key for a tool call id of any JSON type (ids of different types never match)."""
     try:
         hash(value)
     except TypeError:
-        return repr(value)
+        try:
+            return repr(value)
+        except RecursionError:  # nested deeper than repr() goes: matches nothing, as in JS
+            return _TooDeep()
     return (type(value).__name__, value) if not isinstance(value, str) else value
 
 

@@ -9,11 +9,19 @@ from typing import Any
 from .diagnostics import Diagnostic, Severity
 from .reader import Journal
 
-__all__ = ["MAX_PER_CODE", "Report"]
+__all__ = ["MAX_PER_CODE", "Report", "show"]
 
 # A file where every entry is damaged the same way must not produce a list as large as the file:
 # after this many findings of one code, the rest are counted in one closing finding.
 MAX_PER_CODE = 1000
+
+
+def show(value: Any) -> str:
+    """``repr(value)`` for a message; JSON nests deeper than repr() can recurse."""
+    try:
+        return repr(value)
+    except RecursionError:
+        return f"a {type(value).__name__} nested too deeply to show"
 
 
 class Report:
@@ -43,6 +51,8 @@ class Report:
         self._counts[diagnostic.code] = count
         if count <= MAX_PER_CODE:
             self.found.append(diagnostic)
+        elif diagnostic.code not in self._first_over:
+            self._first_over[diagnostic.code] = diagnostic
 
     def result(self) -> list[Diagnostic]:
         out = list(self.found)

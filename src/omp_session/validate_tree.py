@@ -14,7 +14,7 @@ from .diagnostics import Severity
 from .session import Session
 from .tree import js_key, js_truthy
 from .validate_entries import KNOWN_TYPES, Collected, call_key
-from .validate_report import Report
+from .validate_report import Report, show
 
 __all__ = ["check_tree"]
 
@@ -106,36 +106,41 @@ def _references(s: Session, got: Collected, add: Any) -> None:
         target = s.index_of(ref) if ref is not UNDEFINED else None
         if name == "targetId":
             if target is None:
-                add(k, "label-target-missing", Severity.WARNING, f"label targetId {ref!r} names no entry")
+                add(k, "label-target-missing", Severity.WARNING, f"label targetId {show(ref)} names no entry")
             continue
         if target is None:
-            add(k, "compaction-ref-missing", Severity.WARNING, f"compaction {name} {ref!r} names no entry: "
+            add(k, "compaction-ref-missing", Severity.WARNING, f"compaction {name} {show(ref)} names no entry: "
                 "the compaction keeps no earlier messages")
         elif not _is_ancestor(s, target, k):
-            add(k, "compaction-ref-off-path", Severity.WARNING, f"compaction {name} {ref!r} is not on the "
+            add(k, "compaction-ref-off-path", Severity.WARNING, f"compaction {name} {show(ref)} is not on the "
                 "compaction's own branch: the compaction keeps no earlier messages")
 
 
 def _tool_pairs(s: Session, pidx: Sequence[int], got: Collected, add: Any) -> None:
     answered: set[Any] = set()
+    targets: dict[Any, list[int] | set[int]] = {}
     for k, call_id in got.results:
         key = call_key(call_id)
         answered.add(key)
-        c = got.calls.get(key)
-        if c is None or not _reaches(pidx, k, c):
-            add(k, "tool-result-orphan", Severity.WARNING, f"a toolResult for call {call_id!r} that no "
+        calls = got.calls.get(key)
+        if calls is not None and key not in targets:
+            targets[key] = calls if len(calls) < 8 else set(calls)
+        if calls is None or not _reaches(pidx, k, targets[key]):
+            add(k, "tool-result-orphan", Severity.WARNING, f"a toolResult for call {show(call_id)} that no "
                 "toolCall on its branch made")
     children = _has_children(pidx)
-    for key, c in got.calls.items():
-        if key not in answered and children[c]:
-            add(c, "tool-call-dangling", Severity.WARNING, f"tool call {key!r} has no result although the "
-                "branch goes on: omp strips the call from the context")
+    for key, calls in got.calls.items():
+        if key not in answered:
+            for c in calls:
+                if children[c]:
+                    add(c, "tool-call-dangling", Severity.WARNING, f"tool call {show(key)} has no result although "
+                        "the branch goes on: omp strips the call from the context")
 
 
-def _reaches(pidx: Sequence[int], k: int, target: int) -> bool:
+def _reaches(pidx: Sequence[int], k: int, targets: list[int] | set[int]) -> bool:
     seen = 0
     while k >= 0 and seen < _ANCESTOR_STEPS:
-        if k == target:
+        if k in targets:
             return True
         nxt = pidx[k]
         if nxt == k:

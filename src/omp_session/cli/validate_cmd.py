@@ -108,7 +108,10 @@ def validate(paths: tuple[Path, ...], recursive: bool, strict: bool, as_json: bo
             for d in found:
                 record = {"path": str(path), "code": d.code, "severity": d.severity.value, "message": d.message,
                           "line": d.line, "offset": d.offset, "entry_id": d.entry_id}
-                sys.stdout.write(json.dumps(record, ensure_ascii=False) + "\n")
+                text = json.dumps(record, ensure_ascii=False)
+                if not _encodable(text):  # lone surrogates (\ud800 escapes, undecodable file names)
+                    text = json.dumps(record)
+                sys.stdout.write(text + "\n")
             continue
         _render(console, path, found)
     if not as_json:
@@ -116,20 +119,34 @@ def validate(paths: tuple[Path, ...], recursive: bool, strict: bool, as_json: bo
     sys.exit(1 if failed else 0)
 
 
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _safe(text: str) -> str:
+    """``text`` with lone surrogates written as escapes: the terminal cannot take them."""
+    return text if _encodable(text) else text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def _render(console: Console, path: Path, found: list[Diagnostic]) -> None:
     if not found:
-        console.print(f"[green]ok[/] {escape(str(path))}")
+        console.print(f"[green]ok[/] {escape(_safe(str(path)))}")
         return
     counts = {s: sum(d.severity is s for d in found) for s in Severity}
     summary = ", ".join(f"{n} {s.value}(s)" for s, n in counts.items() if n)
-    console.print(f"[bold]{escape(str(path))}[/]: {summary}")
+    console.print(f"[bold]{escape(_safe(str(path)))}[/]: {summary}")
     for d in sorted(found, key=lambda d: (d.line is None, d.line or 0)):
         where = ", ".join(p for p in (f"line {d.line}" if d.line is not None else "",
                                       f"byte {d.offset}" if d.offset is not None else "",
                                       f"entry {d.entry_id}" if d.entry_id else "") if p)
         style = _STYLE[d.severity]
         console.print(f"  [{style}]{d.severity.value}[/] [dim]{escape(d.code)}[/]"
-                      + (f" ({escape(where)})" if where else "") + f": {escape(d.message)}")
-        text = _line_text(str(path), d.offset)
+                      + (f" ({escape(_safe(where))})" if where else "") + f": {escape(_safe(d.message))}")
+        # offsets of an archive or a --store key point into content this path does not hold as is
+        text = _line_text(str(path), d.offset) if active_store() is None and path.suffix != ".gz" else None
         if text:
             console.print(f"      [dim]{escape(text)}[/]")
