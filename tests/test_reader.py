@@ -135,3 +135,13 @@ def test_deeply_nested_records_never_raise(tmp_path: Path, depth: int) -> None:
     # omp keeps it too, up to the depth where its own open throws (100,000 here)
     assert [e["id"] for e in s.entries] == ["u", "a"] and not s.diagnostics
     assert [m["role"] for m in s.build_session_context()["messages"]] == ["user"]
+
+
+def test_a_deeply_nested_header_version_does_not_raise(tmp_path: Path) -> None:
+    import omp_session
+
+    p = tmp_path / "v.jsonl"
+    p.write_bytes(b'{"type":"session","version":' + b"[" * 3000 + b"3" + b"]" * 3000
+                  + b',"id":"s","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/w"}\n')
+    s = omp_session.open(p)
+    assert s.header is not None and s.migrated  # NaN is not >= 3: migrated, as omp would flag it

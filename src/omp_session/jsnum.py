@@ -42,7 +42,10 @@ def to_number(value: Any) -> float:
     if isinstance(value, str):
         return _string_to_number(value)
     if isinstance(value, list):
-        return _string_to_number(_array_to_string(value))
+        try:
+            return _string_to_number(_array_to_string(value))
+        except RecursionError:  # nested thousands deep: JavaScript overflows its stack too
+            return math.nan
     return math.nan
 
 
