@@ -413,3 +413,50 @@ def test_a_deleted_file_is_written_again_whole(tmp_path: Path) -> None:
     sm.append_message(USER)
     s = omp_session.open(path)
     assert s.header is not None and len(s.entries) == 3
+
+
+class _FailingBlobs(MemoryBlobStore):
+    """A blob store on a full disk until ``fail`` is cleared."""
+
+    fail = True
+
+    def put(self, data: bytes, mime_type: str | None = None) -> str:
+        if self.fail:
+            raise OSError(28, "No space left on device")
+        return super().put(data, mime_type)
+
+
+def test_a_failed_blob_write_is_latched_and_the_entry_is_written_later(tmp_path: Path) -> None:
+    blobs = _FailingBlobs()
+    sm = SessionManager.create(str(tmp_path), str(tmp_path / "sessions"), blob_store=blobs)
+    sm.append_message(USER)
+    sm.append_message(ASSISTANT)
+    image = {"role": "user", "content": [{"type": "image", "data": "A" * 2000, "mimeType": "image/png"}],
+             "timestamp": 3}
+    with pytest.raises(PersistenceError):
+        sm.append_message(image)
+    with pytest.raises(PersistenceError):
+        sm.flush()  # not forgotten: the entry is not on disk
+    blobs.fail = False
+    last = sm.append_message(USER)  # retries a whole-file rewrite, which now carries the image entry
+    sm.close()
+    s = omp_session.open(sm.get_session_file() or "")
+    assert len(s.entries) == 4 and s.entries[-1]["id"] == last
+    assert s.entries[2]["message"]["content"][0]["data"].startswith("blob:sha256:")
+
+
+def test_a_deleted_file_is_written_again_whole_by_a_title_change(tmp_path: Path) -> None:
+    path = saved(tmp_path)
+    sm = SessionManager.open(path, blob_store=MemoryBlobStore())
+    path.unlink()
+    assert sm.set_session_name("renamed", "user")  # as an append would: the file comes back whole
+    sm.append_message(USER)
+    s = omp_session.open(path)
+    assert s.header is not None and s.name == "renamed" and len(s.entries) == 4
+
+
+def test_a_session_path_under_a_file_is_a_clear_error(tmp_path: Path) -> None:
+    (tmp_path / "afile").write_text("x")
+    with pytest.raises(PersistenceError, match="afile"):
+        SessionManager.open(tmp_path / "afile" / "s.jsonl", blob_store=MemoryBlobStore())
+    assert (tmp_path / "afile").read_text() == "x"

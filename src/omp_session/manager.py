@@ -361,12 +361,16 @@ class SessionManager:
             return
         if lazy and not self._should_have_file():
             return
-        body = self.file_body()
         try:
+            body = self.file_body()  # may store blobs: a full blob disk fails the write too
             self._storage.replace(self._session_file, body, self._expected_size)
         except SessionError as e:
             self._latch(e)
             raise
+        except OSError as e:
+            error = PersistenceError(self._session_file, "writing the session file", e)
+            self._latch(error)
+            raise error from e
         self._failure = None
         self._expected_size = len(body)
         self._file_is_current = True
@@ -390,7 +394,15 @@ class SessionManager:
         if not self._file_is_current or self._rewrite_required:
             self._rewrite(lazy=True)
             return
-        line = self._line(entry)
+        try:
+            line = self._line(entry)
+        except SessionError as e:
+            self._latch(e)
+            raise
+        except OSError as e:  # the blob store failed: the entry must not be skipped on disk
+            error = PersistenceError(self._session_file, "storing an image in the blob store", e)
+            self._latch(error)
+            raise error from e
         try:
             added = self._storage.append(self._session_file, line)
         except FileNotFoundError:
@@ -586,8 +598,11 @@ class SessionManager:
         if not self._should_have_file():
             self._file_is_current = False
             return
-        if not self._file_is_current or self._rewrite_required or not self._has_title_slot \
-                or self._storage.size(path) is None:
+        if self._storage.size(path) is None:
+            self._expected_size = None  # deleted under us: written again, whole, as an append does
+            self._rewrite()
+            return
+        if not self._file_is_current or self._rewrite_required or not self._has_title_slot:
             self._rewrite()
             return
         try:

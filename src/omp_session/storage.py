@@ -113,7 +113,7 @@ class FileStorage:
     def size(self, path: str) -> int | None:
         try:
             return os.stat(path).st_size
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):
             return None
 
     def read(self, path: str) -> bytes:
