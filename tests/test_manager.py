@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 import omp_session
+from message_samples import ASSISTANT
 from omp_session.blobs import BlobStore, MemoryBlobStore
 from omp_session.errors import EditError, EntryNotFoundError, LockError, PersistenceError, WriteConflictError
 from omp_session.locking import lock_path
@@ -23,12 +24,6 @@ from omp_session.manager import SessionManager
 from omp_session.title import build_title_slot
 
 USER = {"role": "user", "content": "hello", "timestamp": 1}
-ASSISTANT = {"role": "assistant", "content": [{"type": "text", "text": "hi"}], "api": "anthropic-messages",
-             "provider": "anthropic", "model": "m", "usage": {"input": 1, "output": 1, "cacheRead": 0,
-                                                           "cacheWrite": 0, "totalTokens": 2,
-                                                           "cost": {"input": 0, "output": 0, "cacheRead": 0,
-                                                                    "cacheWrite": 0, "total": 0.001}},
-             "stopReason": "stop", "timestamp": 2}
 
 
 @pytest.fixture(autouse=True)

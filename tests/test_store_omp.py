@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from message_samples import ASSISTANT
 from omp_session.blobs import MemoryBlobStore
 from omp_session.manager import SessionManager
 from omp_session.store import open_store
@@ -25,12 +26,6 @@ ORACLE_HOME = Path(os.environ.get("OMP_ORACLE_HOME", Path.home() / ".cache" / "o
 BUN = ORACLE_HOME / "node_modules" / "bun" / "bin" / "bun.exe"
 SCRIPT = Path(__file__).parent / "stores" / "omp_sql_store.ts"
 
-ASSISTANT = {"role": "assistant", "content": [{"type": "text", "text": "hi"}], "api": "anthropic-messages",
-             "provider": "anthropic", "model": "m", "usage": {"input": 1, "output": 1, "cacheRead": 0,
-                                                           "cacheWrite": 0, "totalTokens": 2,
-                                                           "cost": {"input": 0, "output": 0, "cacheRead": 0,
-                                                                    "cacheWrite": 0, "total": 0.001}},
-             "stopReason": "stop", "timestamp": 2}
 
 
 class Target:

@@ -10,6 +10,7 @@ from urllib.parse import quote
 
 import pytest
 
+from message_samples import ASSISTANT
 from omp_session.blobs import MemoryBlobStore
 from omp_session.errors import PersistenceError, WriteConflictError
 from omp_session.manager import SessionManager
@@ -26,12 +27,6 @@ from stores.sqlutil import (
 )
 
 USER = {"role": "user", "content": "héllo ✓ 𝄞", "timestamp": 1}
-ASSISTANT = {"role": "assistant", "content": [{"type": "text", "text": "hi"}], "api": "anthropic-messages",
-             "provider": "anthropic", "model": "m", "usage": {"input": 1, "output": 1, "cacheRead": 0,
-                                                           "cacheWrite": 0, "totalTokens": 2,
-                                                           "cost": {"input": 0, "output": 0, "cacheRead": 0,
-                                                                    "cacheWrite": 0, "total": 0.001}},
-             "stopReason": "stop", "timestamp": 2}
 KEY = "/home/u/.omp/agent/sessions/--work--/2026-01-01T00-00-00-000Z_0197.jsonl"
 
 

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+from message_samples import ASSISTANT
 from omp_session.blobs import MemoryBlobStore
 from omp_session.cli import cli
 from omp_session.manager import SessionManager
@@ -21,12 +22,6 @@ from omp_session.sync import sync_urls
 from stores.sqlutil import SQL_BACKENDS, drop_table, fresh_table, store_url
 
 USER = {"role": "user", "content": "hello ✓", "timestamp": 1}
-ASSISTANT = {"role": "assistant", "content": [{"type": "text", "text": "hi"}], "api": "anthropic-messages",
-             "provider": "anthropic", "model": "m", "usage": {"input": 1, "output": 1, "cacheRead": 0,
-                                                           "cacheWrite": 0, "totalTokens": 2,
-                                                           "cost": {"input": 0, "output": 0, "cacheRead": 0,
-                                                                    "cacheWrite": 0, "total": 0.001}},
-             "stopReason": "stop", "timestamp": 2}
 
 
 @pytest.fixture

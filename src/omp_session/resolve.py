@@ -39,13 +39,28 @@ def _session_id(name: str) -> str:
     return stem.split("_", 1)[1] if "_" in stem else stem
 
 
+def name_matches(name: str, prefix: str) -> bool:
+    """Whether the session file ``name`` (no folder) is named by the id or name ``prefix``."""
+    p = prefix.lower()
+    return _session_id(name).lower().startswith(p) or name.lower().startswith(p)
+
+
+def pick_one(candidates: list[str], arg: str, nowhere: str) -> str:
+    """The one candidate ``arg`` names; else SessionNotFoundError(``nowhere``) or AmbiguousSessionError."""
+    if len(candidates) == 1:
+        return candidates[0]
+    if not candidates:
+        raise SessionNotFoundError(nowhere)
+    shown = "\n  ".join(candidates[:20]) + ("\n  …" if len(candidates) > 20 else "")
+    raise AmbiguousSessionError(f"{arg!r} matches {len(candidates)} sessions:\n  {shown}", candidates)
+
+
 def _matches(directory: Path, prefix: str) -> list[str]:
     try:
         names = sorted(n for n in os.listdir(directory) if n.endswith(_SUFFIXES) and not n.startswith("."))
     except OSError:
         return []
-    p = prefix.lower()
-    return [str(directory / n) for n in names if _session_id(n).lower().startswith(p) or n.lower().startswith(p)]
+    return [str(directory / n) for n in names if name_matches(n, prefix)]
 
 
 def resolve_session(arg: str, cwd: str | None = None, *, root: str | os.PathLike[str] | None = None) -> str:
@@ -73,9 +88,4 @@ def resolve_session(arg: str, cwd: str | None = None, *, root: str | os.PathLike
         except OSError:
             buckets = []
         candidates = [m for d in buckets for m in _matches(d, arg)]
-        if len(candidates) == 1:
-            return candidates[0]
-    if not candidates:
-        raise SessionNotFoundError(f"no session matches {arg!r} (looked in {bucket} and every project under {base})")
-    shown = "\n  ".join(candidates[:20]) + ("\n  …" if len(candidates) > 20 else "")
-    raise AmbiguousSessionError(f"{arg!r} matches {len(candidates)} sessions:\n  {shown}", candidates)
+    return pick_one(candidates, arg, f"no session matches {arg!r} (looked in {bucket} and every project under {base})")

@@ -20,7 +20,7 @@ import click
 from .. import open as open_file_session
 from ..errors import SessionError, SessionFileError
 from ..paths import project_dir_name
-from ..resolve import AmbiguousSessionError, SessionNotFoundError, resolve_session
+from ..resolve import SessionNotFoundError, name_matches, pick_one, resolve_session
 from ..session import Session
 from ..storage import SessionStorage
 from ..store import StoreURL, open_store, parse_store_url, read_stored_session
@@ -60,12 +60,6 @@ def active_store() -> tuple[StoreURL, SessionStorage] | None:
     return found if isinstance(found, tuple) else None
 
 
-def _session_id(key: str) -> str:
-    name = key.rsplit("/", 1)[-1]
-    stem = name[: -len(".jsonl")] if name.endswith(".jsonl") else name
-    return stem.split("_", 1)[1] if "_" in stem else stem
-
-
 def resolve_in_store(arg: str, parsed: StoreURL, storage: SessionStorage, cwd: str | None = None) -> str:
     """The key ``arg`` names in the store (see the module docstring)."""
     root = parsed.root
@@ -82,22 +76,14 @@ def resolve_in_store(arg: str, parsed: StoreURL, storage: SessionStorage, cwd: s
         # omp's order: newest modified first, then (the name starts with the creation time) the
         # last name, which also decides between sessions restored with the same mtime
         return max(found, key=lambda f: (f.mtime_ms, f.path)).path
-    low = arg.lower()
-
     def matches(prefix: str, depth: int) -> list[str]:
         # as among the files: sessions directly in a bucket, not transcripts in artifacts folders
         files = [f for f in storage.scan(prefix) if f.path[len(prefix):].count("/") <= depth
                  and not f.path.rsplit("/", 1)[-1].startswith(".")]
-        return [f.path for f in files
-                if _session_id(f.path).lower().startswith(low) or f.path.rsplit("/", 1)[-1].lower().startswith(low)]
+        return [f.path for f in files if name_matches(f.path.rsplit("/", 1)[-1], arg)]
 
     candidates = matches(bucket, 0) or matches(root, 1)  # root: a store whose root is one bucket too
-    if len(candidates) == 1:
-        return candidates[0]
-    if not candidates:
-        raise SessionNotFoundError(f"{parsed.name}: no session matches {arg!r} under {root}")
-    shown = "\n  ".join(candidates[:20]) + ("\n  …" if len(candidates) > 20 else "")
-    raise AmbiguousSessionError(f"{arg!r} matches {len(candidates)} sessions:\n  {shown}", candidates)
+    return pick_one(candidates, arg, f"{parsed.name}: no session matches {arg!r} under {root}")
 
 
 def resolve_any(arg: str) -> str:
