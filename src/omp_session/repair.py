@@ -12,14 +12,13 @@ S6, S14). ``docs/repair.md`` states every rule; applying writes atomically (S8.4
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import os
 import re
-import secrets
 from typing import Any
 
 from . import codec
+from .atomic import write_new_file
 from .diagnostics import Severity
 from .errors import SessionFileError, WriteConflictError
 from .ids import iso_timestamp, new_session_id
@@ -287,7 +286,7 @@ def apply_repair(plan: RepairPlan, *, out: str | os.PathLike[str] | None = None,
     if os.path.lexists(target) and not force:
         raise RepairError(f"{target}: already exists (use --force to replace it)")
     quarantine = _write_quarantine(plan, target)
-    _atomic_write(target, plan.output)
+    write_new_file(target, [plan.output], force=force, error=RepairError)
     return RepairResult(target, None, quarantine)
 
 
@@ -301,7 +300,7 @@ def _apply_in_place(plan: RepairPlan) -> RepairResult:
     while os.path.lexists(backup):  # an earlier backup is somebody's data: never overwrite it
         n += 1
         backup = f"{path}.bak.{n}"
-    _atomic_write(backup, current)
+    write_new_file(backup, [current], force=False, error=RepairError)  # a link: never over a file
     quarantine = _write_quarantine(plan, path)
     try:
         FileStorage().replace(path, plan.output, plan.size)
@@ -337,21 +336,3 @@ def _write_quarantine(plan: RepairPlan, target: str) -> str | None:
     finally:
         os.close(fd)
     return path
-
-
-def _atomic_write(target: str, body: bytes) -> None:
-    directory, base = os.path.split(os.path.abspath(target))
-    tmp = os.path.join(directory, f".{base}.{secrets.token_hex(8)}.tmp")
-    try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-        try:
-            view = memoryview(body)
-            while view:
-                view = view[os.write(fd, view):]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, target)
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
