@@ -296,14 +296,19 @@ def refuse_archive(path: str) -> None:
         raise FormatError("is a gzip archive (.jsonl.gz); gunzip it first", path=path)
 
 
+def read_error(path: str, e: OSError) -> FormatError:
+    """One line for a session file these commands cannot read."""
+    if isinstance(e, IsADirectoryError):
+        return FormatError("is a directory, not a session file", path=path)
+    return FormatError(f"cannot read: {e.strerror or e}", path=path)
+
+
 def _open_journal(path: str) -> Journal:
     refuse_archive(path)
     try:
         journal = scan_file(path)
-    except IsADirectoryError:
-        raise FormatError("is a directory, not a session file", path=path) from None
     except OSError as e:
-        raise FormatError(f"cannot read: {e.strerror or e}", path=path) from None
+        raise read_error(path, e) from None
     if len(journal) == 0:
         journal.close()
         raise FormatError("holds no session header", path=path)

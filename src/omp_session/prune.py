@@ -27,7 +27,7 @@ from . import codec
 from .codec import UNDEFINED
 from .entries import generate_id, record
 from .errors import EditError, EntryNotFoundError, FormatError
-from .externalize import refuse_archive, write_session_copy
+from .externalize import read_error, refuse_archive, write_session_copy
 from .ids import iso_timestamp
 from .reader import scan_bytes
 from .session import Session, read_session
@@ -70,10 +70,8 @@ def open_tree_session(path: str, *, archives: bool = False) -> Session:
         refuse_archive(path)
     try:
         s = read_session(path)
-    except IsADirectoryError:
-        raise FormatError("is a directory, not a session file", path=path) from None
     except OSError as e:
-        raise FormatError(f"cannot read: {e.strerror or e}", path=path) from None
+        raise read_error(path, e) from None
     if s.header is None:
         s.close()
         raise FormatError('the first record is not a session header ({"type":"session","id":<string>})', path=path)
