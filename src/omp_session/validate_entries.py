@@ -21,6 +21,7 @@ from .diagnostics import Severity
 from .jsdate import date_parse
 from .reader import Journal, _decode
 from .validate_fast import (
+    ISO_TIMESTAMP,
     AssistantMessage,
     BranchSummaryEntry,
     CompactionEntry,
@@ -36,8 +37,7 @@ __all__ = ["KNOWN_TYPES", "Collected", "call_key", "scan_entries"]
 
 _BLOCK = 1024 * 1024
 # toISOString()'s shape with field ranges Date.parse accepts; anything else is asked of date_parse
-_ISO = re.compile(r"[0-9]{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12][0-9]|3[01])T(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]"
-                  r"\.[0-9]{3}Z\Z")
+_ISO = re.compile(ISO_TIMESTAMP)
 TRUNCATION_NOTICE = b"\\n\\n[Session persistence truncated large content]"
 KNOWN_TYPES = frozenset({
     "message", "model_change", "thinking_level_change", "service_tier_change", "compaction", "branch_summary",

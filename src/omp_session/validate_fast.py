@@ -21,13 +21,14 @@ from msgspec import Meta, Struct
 
 from .codec import UNDEFINED
 
-__all__ = ["AssistantMessage", "CompactionEntry", "LabelEntry", "MessageEntry", "ToolCallBlock",
+__all__ = ["ISO_TIMESTAMP", "AssistantMessage", "CompactionEntry", "LabelEntry", "MessageEntry", "ToolCallBlock",
            "ToolResultMessage", "decode_clean"]
 
 _Id = Annotated[str, Meta(min_length=1)]
 # omp writes toISOString(); other strings Date.parse accepts are left to the detailed path
-_Timestamp = Annotated[str, Meta(pattern=r"^[0-9]{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12][0-9]|3[01])"
-                                          r"T(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]\.[0-9]{3}Z\Z")]
+ISO_TIMESTAMP = (r"^[0-9]{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12][0-9]|3[01])"
+                 r"T(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]\.[0-9]{3}Z\Z")
+_Timestamp = Annotated[str, Meta(pattern=ISO_TIMESTAMP)]
 
 
 class _Entry(Struct, tag_field="type"):
