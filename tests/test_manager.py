@@ -455,3 +455,20 @@ def test_a_session_path_under_a_file_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(PersistenceError, match="afile"):
         SessionManager.open(tmp_path / "afile" / "s.jsonl", blob_store=MemoryBlobStore())
     assert (tmp_path / "afile").read_text() == "x"
+
+
+def test_a_rewrite_keeps_garbage_glued_to_a_record_on_its_line(tmp_path: Path) -> None:
+    header = {"type": "session", "version": 3, "id": "s", "timestamp": "2026-01-01T00:00:00.000Z", "cwd": "/w"}
+    a = {"type": "custom", "id": "glued001", "parentId": None, "timestamp": "2026-01-01T00:00:00.000Z",
+         "customType": "x"}
+    b = dict(a, id="glued002")
+    p = tmp_path / "s.jsonl"
+    p.write_text(json.dumps(header) + "\n" + json.dumps(a) + " " + json.dumps(b) + "\n")
+    before = [e["id"] for e in omp_session.open(p).entries]
+    assert before == ["glued001"]  # omp keeps a and skips the rest of its line
+    sm = SessionManager.open(p)
+    sm.set_session_name("named", "user")  # no title slot yet: a whole-file rewrite
+    sm.close()
+    after = omp_session.open(p).entries
+    assert [e["id"] for e in after if e["type"] != "title_change"] == before  # b is not read as an entry now
+    assert json.dumps(b).encode() in p.read_bytes()  # and not lost either

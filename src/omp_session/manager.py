@@ -38,7 +38,7 @@ from .errors import EditError, EntryNotFoundError, FormatError, PersistenceError
 from .ids import iso_timestamp, new_session_id, new_session_timestamp
 from .paths import blobs_dir, default_session_dir, session_dir_override
 from .persist import persist_transform
-from .reader import scan_bytes
+from .reader import MalformedSpan, scan_bytes
 from .session import Session
 from .storage import FileStorage, MemoryStorage, SessionStorage
 from .title import TITLE_SLOT_BYTES, build_title_slot
@@ -340,15 +340,30 @@ class SessionManager:
         s = self.session
         parts = [self._title_slot(), self._line(s.header)]
         j = s.journal
+        prev_end = j.end(0)  # where the last record written so far ended in the file
         malformed = sorted(j.malformed, key=lambda m: m.start)
+
+        def keep(span: MalformedSpan) -> None:
+            raw = j.read(span.start, span.end)
+            gap = j.read(prev_end, span.start) if prev_end <= span.start else b"\n"
+            if b"\n" not in gap and parts[-1].endswith(b"\n"):
+                # garbage after a record on its line ({a} {b}): it stays on that line, where omp
+                # keeps the record and skips the rest; on a line of its own it would be read
+                parts[-1] = parts[-1][:-1] + gap
+            parts.append(_verbatim(raw))
+
         m = 0
         for k in range(len(s)):
             start = j.start(k + 1)
             while m < len(malformed) and malformed[m].start < start:
-                parts.append(_verbatim(j.read(malformed[m].start, malformed[m].end)))
+                keep(malformed[m])
+                prev_end = malformed[m].end
                 m += 1
             parts.append(self._line(s.entry_at(k)))
-        parts.extend(_verbatim(j.read(span.start, span.end)) for span in malformed[m:])
+            prev_end = j.end(k + 1)
+        for span in malformed[m:]:
+            keep(span)
+            prev_end = span.end
         return b"".join(parts)
 
     def _rewrite(self, *, lazy: bool = False) -> None:
