@@ -45,7 +45,7 @@ MESSAGE = {"role": "user", "content": "one more question", "timestamp": 17672256
 
 def _child(kind: str, path: str) -> None:
     if kind == "ours":
-        from omp_session.manager import SessionManager
+        from omp_session.write.manager import SessionManager
 
         t0 = time.perf_counter()
         sm = SessionManager.open(path, initial_cwd=os.getcwd())

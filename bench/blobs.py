@@ -34,8 +34,8 @@ from pathlib import Path
 
 import orjson
 
-from omp_session.blob_maint import iter_session_files, scan_refs
-from omp_session.size_doctor import analyze_size
+from omp_session.ops.blobs import iter_session_files, scan_refs
+from omp_session.ops.size.doctor import analyze_size
 
 GEN = Path(__file__).resolve().parents[2] / "shared" / "bench" / "gen_large.py"
 CHUNK = 1 << 20

@@ -85,7 +85,7 @@ def _peak_rss() -> int:
 def _child(kind: str, path: str, out: str) -> None:
     if kind == "ours":
         import omp_session
-        from omp_session.export_html import render_html_bytes
+        from omp_session.ops.export.html import render_html_bytes
 
         t0 = time.perf_counter()
         with omp_session.open(path) as session:

@@ -8,9 +8,9 @@ omp has no pack command, so the comparisons are floors, each a fresh process, ru
   (one pass, no hashing, no manifest: the least any gzip archiver can do);
 * ``hash-copy``              SHA-256 of the session while copying it in 1 MiB pieces (one pass of
   the work pack does per file; pack reads every file twice, so ~2x is its natural ratio);
-* ``pack-tar`` / ``pack-gz`` / ``pack-zst``  ``omp_session.pack.pack`` to ``.tar`` / ``.tar.gz`` /
+* ``pack-tar`` / ``pack-gz`` / ``pack-zst``  ``omp_session.ops.pack.archive.pack`` to ``.tar`` / ``.tar.gz`` /
   ``.tar.zst``;
-* ``unpack-gz``              ``omp_session.unpack.unpack`` of that ``.tar.gz`` into a fresh root
+* ``unpack-gz``              ``omp_session.ops.pack.unpack.unpack`` of that ``.tar.gz`` into a fresh root
   with a new cwd (verify every hash, rewrite the header, place).
 
 Data comes from ``../shared/bench/gen_large.py`` (cached like ``bench/open_context.py``). Prints
@@ -64,12 +64,12 @@ def _child(kind: str, session: str, blobs: str, scratch: str, archive: str) -> N
                 digest.update(block)
                 dst.write(block)
     elif kind.startswith("pack-"):
-        from omp_session.pack import pack
+        from omp_session.ops.pack.archive import pack
 
         target = out / {"pack-tar": "x.tar", "pack-gz": "x.tar.gz", "pack-zst": "x.tar.zst"}[kind]
         size = pack([session], target, blobs_dir=blobs).size
     else:
-        from omp_session.unpack import unpack
+        from omp_session.ops.pack.unpack import unpack
 
         unpack(archive, root=out / "sessions", cwd=str(out / "new-cwd"))
     seconds = time.perf_counter() - t0
@@ -100,7 +100,7 @@ def main() -> None:
             session, blobs, _, _ = ensure_data(label, args.seed, DATA_DIR)
             warm(session, blobs)
             # the archives the unpack contenders read, made once, untimed
-            from omp_session.pack import pack
+            from omp_session.ops.pack.archive import pack
 
             archive = scratch / f"{label}.tar.gz"
             pack([session], archive, blobs_dir=blobs, force=True)

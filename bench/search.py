@@ -41,8 +41,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from open_context import DATA_DIR, GEN_LARGE
 
-from omp_session.search import search
-from omp_session.search_index import SearchIndex, session_files
+from omp_session.ops.search.index import SearchIndex, session_files
+from omp_session.ops.search.query import search
 
 BUCKETS = 20
 SPREAD = 100.0  # max/min session size

@@ -67,12 +67,12 @@ class Backend:
 
 def connect(name: str, scratch: Path) -> Backend:
     """The backend, connected; raises (StoreError, ImportError, OSError) when it cannot be used."""
-    from omp_session.storage import FileStorage
+    from omp_session.store.base import FileStorage
 
     if name == "file":
         return Backend(name, FileStorage(), f"files under {scratch}", lambda: None)
     if name == "redis":
-        from omp_session.store.redis_store import RedisStorage
+        from omp_session.store.redis import RedisStorage
 
         prefix = f"omp-bench:{secrets.token_hex(6)}:"
         storage = RedisStorage(SERVER_URLS["redis"], prefix=prefix)
@@ -133,7 +133,7 @@ def _drop_sql_table(name: str, url: str, table: str) -> None:
 
 
 def run_appends(backend: Backend, cwd: Path, directory: Path, count: int) -> dict[str, float]:
-    from omp_session.manager import SessionManager
+    from omp_session.write.manager import SessionManager
 
     sm = SessionManager.create(str(cwd), str(directory), storage=backend.storage)
     sm.append_message(dict(USER))
@@ -155,8 +155,8 @@ def run_appends(backend: Backend, cwd: Path, directory: Path, count: int) -> dic
 
 
 def run_open(backend: Backend, path: str, blob_root: Path) -> dict[str, float]:
-    from omp_session.blobs import BlobStore
-    from omp_session.manager import SessionManager
+    from omp_session.format.blobs import BlobStore
+    from omp_session.write.manager import SessionManager
 
     t0 = time.perf_counter()
     sm = SessionManager.open(path, storage=backend.storage, blob_store=BlobStore(blob_root), initial_cwd=os.getcwd())

@@ -91,8 +91,8 @@ class Stores:
 
 
 def fill(url: str, root: str, sessions: int, entries: int, cwd: str) -> list[str]:
-    from omp_session.blobs import MemoryBlobStore
-    from omp_session.manager import SessionManager
+    from omp_session.format.blobs import MemoryBlobStore
+    from omp_session.write.manager import SessionManager
 
     paths = []
     for i in range(sessions):
@@ -114,10 +114,10 @@ def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
 
 
 def one_run(pair: tuple[str, str], stores: Stores, args: argparse.Namespace) -> dict[str, float]:
-    from omp_session.blobs import MemoryBlobStore
-    from omp_session.manager import SessionManager
+    from omp_session.format.blobs import MemoryBlobStore
+    from omp_session.ops.sync import sync_urls
     from omp_session.store import open_store, parse_store_url
-    from omp_session.sync import sync_urls
+    from omp_session.write.manager import SessionManager
 
     src, dst = stores.new(pair[0]), stores.new(pair[1])
     root = parse_store_url(src).root.rstrip("/")

@@ -1,4 +1,4 @@
-"""Benchmark: ``omp_session.validate`` on a large session, side by side with the floors (issue 4).
+"""Benchmark: ``omp_session.ops.validate.check`` on a large session, side by side with the floors (issue 4).
 
     python bench/validate.py [--sizes 100M,1G] [--runs N] [--seed S] [--no-omp] [--json]
 
@@ -8,7 +8,7 @@ Contenders, each a fresh isolated process, run round-robin so machine noise spre
 * ``orjson``   ``orjson.loads`` of every line (the cheapest full JSON check of every record);
 * ``omp``      omp 18.2.3 opening the file and building its context under Bun (omp has no
                validator; its open is what a user runs today to find out whether a file loads);
-* ``validate`` ``omp_session.validate`` with blob references checked against the store.
+* ``validate`` ``omp_session.ops.validate.check`` with blob references checked against the store.
 
 Data comes from ``../shared/bench/gen_large.py`` and is cached like ``bench/open_context.py``
 does. Prints, per size, median seconds and the median ratios validate/read, validate/orjson and
@@ -44,7 +44,7 @@ def _peak_rss() -> int:
 def _child(kind: str, path: str, blobs: str) -> None:
     t0 = time.perf_counter()
     if kind == "validate":
-        from omp_session.validate import validate
+        from omp_session.ops.validate.check import validate
 
         found = len(validate(path, blobs_dir=blobs))
     elif kind == "orjson":

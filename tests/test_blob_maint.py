@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from omp_session import blob_maint
-from omp_session.blob_maint import collect_gc, delete_blobs, scan_file_refs, store_stats, verify_store
 from omp_session.cli import cli
 from omp_session.errors import BlobError
+from omp_session.ops import blobs as blob_maint
+from omp_session.ops.blobs import collect_gc, delete_blobs, scan_file_refs, store_stats, verify_store
 
 
 def put(store: Path, data: bytes, ext: str | None = None, *, age: float = 7200) -> str:

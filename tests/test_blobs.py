@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 
-from omp_session.blobs import (
+from omp_session.errors import BlobError
+from omp_session.format.blobs import (
     BLOB_PREFIX,
     BlobRefProblem,
     BlobStore,
@@ -26,7 +27,6 @@ from omp_session.blobs import (
     parse_blob_ref,
     resolve_blob_refs,
 )
-from omp_session.errors import BlobError
 
 DATA = Path(__file__).parent / "data" / "persist"
 SHA_A = hashlib.sha256(b"a").hexdigest()

@@ -10,10 +10,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from omp_session.blobs import MemoryBlobStore
+from omp_session.catalog.resolve import resolve_session
 from omp_session.cli import cli
-from omp_session.manager import SessionManager
-from omp_session.resolve import AmbiguousSessionError, SessionNotFoundError, resolve_session
+from omp_session.errors import AmbiguousSessionError, SessionNotFoundError
+from omp_session.format.blobs import MemoryBlobStore
+from omp_session.write.manager import SessionManager
 
 ROOT = Path(__file__).resolve().parents[1]
 ASSISTANT = {"role": "assistant", "content": [{"type": "text", "text": "done"}], "provider": "p", "model": "m",
@@ -149,7 +150,7 @@ def test_long_output_is_paged_only_on_a_terminal(monkeypatch: pytest.MonkeyPatch
 
     from rich.console import Console
 
-    from omp_session.cli import render
+    from omp_session.cli import _render as render
 
     calls: list[bool] = []
 

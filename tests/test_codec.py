@@ -1,4 +1,4 @@
-"""Golden tests for omp_session.codec.
+"""Golden tests for omp_session.js.codec.
 
 The expected outputs below were produced by the real runtimes, not by this library:
 STRINGIFY_CASES by node 20 ``JSON.stringify`` (identical under Bun 1.4.4), CHUNK_CASES by Bun 1.4.4
@@ -15,12 +15,12 @@ from typing import Any
 
 import pytest
 
-from omp_session import codec
-from omp_session.codec import (
+from omp_session.errors import JSONSyntaxError
+from omp_session.js import codec
+from omp_session.js.codec import (
     UNDEFINED,
     JSONIncomplete,
     JSONLScanner,
-    JSONSyntaxError,
     dumps_line,
     loads,
     parse_jsonl,

@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 
 import omp_session
-from omp_session import codec, session
-from omp_session.compact import FixedWidthIds
+from omp_session.format.columns import FixedWidthIds
+from omp_session.js import codec
+from omp_session.model import session
 
 
 def make(path: Path, n: int, seed: int) -> None:
@@ -86,7 +87,7 @@ def test_fixed_width_ids() -> None:
 
 @pytest.mark.parametrize("seed", [4, 5])
 def test_reader_flags_give_the_same_parent_index(tmp_path: Path, seed: int) -> None:
-    from omp_session.tree import nonlinear_entries, parent_indices
+    from omp_session.model.tree import nonlinear_entries, parent_indices
 
     path = tmp_path / "s.jsonl"
     make(path, 3000, seed)
@@ -100,8 +101,8 @@ def test_reader_flags_give_the_same_parent_index(tmp_path: Path, seed: int) -> N
 
 
 def test_entry_kinds_table_matches_the_plain_rule() -> None:
-    from omp_session.reader import MessageHead
-    from omp_session.session import _kind_of, entry_kinds
+    from omp_session.format.reader import MessageHead
+    from omp_session.model.session import _kind_of, entry_kinds
 
     heads_pool = [None, MessageHead("user"), MessageHead("assistant", "p", "m"), MessageHead("toolResult"),
                   MessageHead("custom"), MessageHead(7)]

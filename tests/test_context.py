@@ -21,7 +21,9 @@ from typing import Any
 
 import pytest
 
-from omp_session.context import (
+from omp_session.errors import SessionError
+from omp_session.format.migrate import migrate, needs_migration
+from omp_session.model.context import (
     UNDEFINED,
     ContextError,
     blob_frame_resolver,
@@ -31,8 +33,6 @@ from omp_session.context import (
     leaf_after_load,
     usage_statistics,
 )
-from omp_session.errors import SessionError
-from omp_session.migrate import migrate, needs_migration
 
 DATA = Path(__file__).parent / "data" / "context"
 _spec = importlib.util.spec_from_file_location("context_record", DATA / "record.py")

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 import omp_session
-from omp_session import codec
-from omp_session import context as full
-from omp_session.blobs import BlobStore
-from omp_session.context import ContextError
+from omp_session.format.blobs import BlobStore
+from omp_session.js import codec
+from omp_session.model import context as full
+from omp_session.model.context import ContextError
 
 ORACLE = Path(os.environ.get("OMP_ORACLE_DIR", Path(__file__).resolve().parents[2] / "shared" / "oracle"))
 

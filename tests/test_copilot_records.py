@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from omp_session import reader, scan_split
+from omp_session.format import reader
+from omp_session.format import split as scan_split
 
 
 def by_value(j: reader.Journal) -> list[int]:

@@ -17,18 +17,12 @@ from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
 import omp_session
-from omp_session.blobs import MemoryBlobStore
-from omp_session.cli.export_cmd import export as export_command
-from omp_session.errors import EntryNotFoundError, SessionError
-from omp_session.export import (
-    ExportError,
-    UnknownFormatError,
-    branch_tips,
-    export,
-    lossy_transcript,
-)
-from omp_session.export_mdtext import fence, inline, inline_code
-from omp_session.manager import SessionManager
+from omp_session.cli.export import export as export_command
+from omp_session.errors import EntryNotFoundError, ExportError, SessionError, UnknownFormatError
+from omp_session.format.blobs import MemoryBlobStore
+from omp_session.model.text import fence, inline, inline_code
+from omp_session.ops.export.formats import branch_tips, export, lossy_transcript
+from omp_session.write.manager import SessionManager
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "src" / "omp_session" / "samples" / "sample.jsonl"

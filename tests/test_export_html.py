@@ -22,14 +22,15 @@ import pytest
 from click.testing import CliRunner
 
 import omp_session
-from omp_session.blobs import MemoryBlobStore
-from omp_session.cli.export_cmd import export as export_command
-from omp_session.codec import UNDEFINED
+import omp_session.model.session
+from omp_session.cli.export import export as export_command
 from omp_session.errors import EntryNotFoundError, SessionFileError
-from omp_session.export import branch_tips, faithful_json
-from omp_session.export_html import DATA_ELEMENT_ID, SUBAGENT_ELEMENT_PREFIX, embed_json, render_html
-from omp_session.export_subagents import artifacts_dir, find_subagents, task_agent_ids
-from omp_session.export_viewer_js import VIEWER_JS
+from omp_session.format.blobs import MemoryBlobStore
+from omp_session.js.codec import UNDEFINED
+from omp_session.ops.export.formats import branch_tips, faithful_json
+from omp_session.ops.export.html import DATA_ELEMENT_ID, SUBAGENT_ELEMENT_PREFIX, embed_json, render_html
+from omp_session.ops.export.subagents import artifacts_dir, find_subagents, task_agent_ids
+from omp_session.ops.export.viewer_js import VIEWER_JS
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "src" / "omp_session" / "samples" / "sample.jsonl"
@@ -451,7 +452,7 @@ def test_subagents_off_and_unreadable(tmp_path: Path, monkeypatch: pytest.Monkey
                 raise SessionFileError(str(path), "permission denied")
             return real_open(path, **kwargs)
 
-        monkeypatch.setattr(omp_session, "open", failing_open)
+        monkeypatch.setattr(omp_session.model.session, "open_session", failing_open)
         problems: list[str] = []
         extra = {s["id"]: s for s in _data(render_html(session, on_problem=problems.append))["subagents"]}["Extra"]
     assert extra["doc"] is None

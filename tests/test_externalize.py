@@ -17,7 +17,7 @@ from click.testing import CliRunner
 
 from omp_session.cli import cli
 from omp_session.errors import EditError, FormatError
-from omp_session.externalize import externalize
+from omp_session.ops.size.externalize import externalize
 
 ORACLE = Path(os.environ.get("OMP_ORACLE_DIR", Path(__file__).resolve().parents[2] / "shared" / "oracle"))
 SLOT_TS = "2026-01-01T00:00:00.000Z"

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from omp_session.jsdate import (
+from omp_session.js.date import (
     date_parse,
     js_number_string,
     js_string,

@@ -14,11 +14,11 @@ import pytest
 from click.testing import CliRunner
 
 import omp_session
-from omp_session.blobs import MemoryBlobStore
+from omp_session.catalog.summaries import CACHE_NAME, ListCache, compute_stats
 from omp_session.cli import cli
-from omp_session.jsvalue import ContextError
-from omp_session.list_stats import CACHE_NAME, ListCache, compute_stats
-from omp_session.manager import SessionManager
+from omp_session.errors import ContextError
+from omp_session.format.blobs import MemoryBlobStore
+from omp_session.write.manager import SessionManager
 
 
 def usage(total: int, cost: float) -> dict[str, Any]:

@@ -15,8 +15,7 @@ from typing import Any
 
 import pytest
 
-from omp_session import codec
-from omp_session.listing import (
+from omp_session.catalog.listing import (
     SessionInfo,
     find_most_recent_session,
     list_all_sessions,
@@ -25,6 +24,7 @@ from omp_session.listing import (
     recover_orphaned_backups,
     scan_session_info,
 )
+from omp_session.js import codec
 
 DATA = Path(__file__).resolve().parent / "data" / "listing"
 EXPECTED: dict[str, list[dict[str, Any]]] = json.loads((DATA / "expected.json").read_text())
@@ -197,7 +197,7 @@ def test_live_oracle_agrees_on_generated_corpus(tmp_path: Path) -> None:
 
 
 def test_locale_compare_orders_ascii_like_bun() -> None:
-    from omp_session.listing import _locale_compare
+    from omp_session.catalog.listing import _locale_compare
 
     # Printable ASCII sorted with Bun 1.4.4's String.prototype.localeCompare (en-US ICU collation).
     bun = " _-,;:!?.'\"()[]{}@*/\\&#%`^+<=>|~$0123456789aAbBcCdDeEfFgGhHiIjJkKlLmMnNoOpPqQrRsStTuUvVwWxXyYzZ"

@@ -17,11 +17,11 @@ import pytest
 
 import omp_session
 from message_samples import ASSISTANT
-from omp_session.blobs import BlobStore, MemoryBlobStore
 from omp_session.errors import EditError, EntryNotFoundError, LockError, PersistenceError, WriteConflictError
-from omp_session.locking import lock_path
-from omp_session.manager import SessionManager
-from omp_session.title import build_title_slot
+from omp_session.format.blobs import BlobStore, MemoryBlobStore
+from omp_session.format.title import build_title_slot
+from omp_session.store.locking import lock_path
+from omp_session.write.manager import SessionManager
 
 USER = {"role": "user", "content": "hello", "timestamp": 1}
 

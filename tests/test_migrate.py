@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from omp_session.codec import UNDEFINED
-from omp_session.migrate import migrate, needs_migration
+from omp_session.format.migrate import migrate, needs_migration
+from omp_session.js.codec import UNDEFINED
 
 
 def ids(taken: Any) -> str:

@@ -23,16 +23,18 @@ from click.testing import CliRunner
 
 import omp_session
 from conftest import ORACLE
-from omp_session import SessionManager, codec
-from omp_session import unpack as unpack_module
-from omp_session.blobs import BlobStore
+from omp_session import SessionManager
+from omp_session.catalog.resolve import resolve_session
 from omp_session.cli import cli
-from omp_session.pack import all_sessions, pack, project_sessions
-from omp_session.pack_manifest import Manifest, PackError, RefScanner, check_member_name
+from omp_session.errors import PackError
+from omp_session.format.blobs import BlobStore
+from omp_session.format.title import TITLE_SLOT_BYTES, parse_title_slot
+from omp_session.js import codec
+from omp_session.ops.pack import unpack as unpack_module
+from omp_session.ops.pack.archive import all_sessions, pack, project_sessions
+from omp_session.ops.pack.manifest import Manifest, RefScanner, check_member_name
+from omp_session.ops.pack.unpack import parse_map, unpack
 from omp_session.paths import project_dir_name
-from omp_session.resolve import resolve_session
-from omp_session.title import TITLE_SLOT_BYTES, parse_title_slot
-from omp_session.unpack import parse_map, unpack
 
 USAGE = {"input": 1, "output": 1, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 2,
          "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}}
@@ -297,7 +299,7 @@ def test_pack_refuses_damaged_blob_non_sessions_and_existing_output(agents: tupl
 
 def test_pack_refuses_a_file_rewritten_between_the_two_reads(agents: tuple[Agent, Agent, Path], tmp_path: Path,
                                                             monkeypatch: pytest.MonkeyPatch) -> None:
-    from omp_session import pack as pack_module
+    from omp_session.ops.pack import archive as pack_module
 
     a, _, old = agents
     path = a.session(str(old), subagent=False)
@@ -596,8 +598,8 @@ def test_ref_scanner_finds_refs_across_chunk_boundaries() -> None:
 
 
 def test_read_head_finds_the_header_line_as_omp_does(monkeypatch: pytest.MonkeyPatch) -> None:
-    from omp_session import pack_manifest
-    from omp_session.title import build_title_slot
+    from omp_session.format.title import build_title_slot
+    from omp_session.ops.pack import manifest as pack_manifest
 
     header = b'{"type":"session","id":"s1","cwd":"/a"}'
     body = b'{"type":"message","id":"m1"}\n'
@@ -820,7 +822,7 @@ def test_omp_opens_unpacked_sessions_as_before(tmp_path: Path, monkeypatch: pyte
 
 
 def test_pack_refuses_to_write_over_a_session_it_packs(tmp_path: Path) -> None:
-    from omp_session.pack import PackError, pack
+    from omp_session.ops.pack.archive import PackError, pack
 
     session = tmp_path / "s.jsonl"
     session.write_bytes((Path(__file__).resolve().parents[1] / "src" / "omp_session" / "samples" /
@@ -834,8 +836,8 @@ def test_pack_refuses_to_write_over_a_session_it_packs(tmp_path: Path) -> None:
 def test_output_without_hard_links_is_still_never_clobbered(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import errno
 
-    from omp_session import atomic
     from omp_session.errors import EditError
+    from omp_session.store import atomic
 
     def no_links(src: str, dst: str) -> None:
         raise OSError(errno.EPERM, "Operation not permitted")  # vfat, exFAT

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from omp_session.manager import SessionManager
 from omp_session.paths import (
     agent_dir,
     blobs_dir,
@@ -21,6 +20,7 @@ from omp_session.paths import (
     session_dir_override,
     sessions_dir,
 )
+from omp_session.write.manager import SessionManager
 
 
 def env(home: Path, **extra: str) -> dict[str, str]:

@@ -18,8 +18,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from omp_session.blobs import BLOB_PREFIX, BlobStore, MemoryBlobStore, b64decode_lenient, resolve_blob_refs
-from omp_session.persist import (
+from omp_session.format.blobs import (
+    BLOB_PREFIX,
+    BlobStore,
+    MemoryBlobStore,
+    b64decode_lenient,
+    resolve_blob_refs,
+)
+from omp_session.write.persist import (
     BLOB_EXTERNALIZE_MIN,
     MAX_PERSIST_CHARS,
     TRUNCATION_NOTICE,
@@ -56,7 +62,7 @@ def js_stringify(value: Any) -> str:
 def _serializers() -> list[Callable[[Any], str]]:
     out: list[Callable[[Any], str]] = [js_stringify]
     try:
-        codec = importlib.import_module("omp_session.codec")
+        codec = importlib.import_module("omp_session.js.codec")
     except ImportError:
         return out
     stringify = getattr(codec, "stringify", None)

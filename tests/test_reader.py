@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from omp_session.codec import UNDEFINED
-from omp_session.reader import scan_bytes, scan_file
+from omp_session.format.reader import scan_bytes, scan_file
+from omp_session.js.codec import UNDEFINED
 
 H = b'{"type":"session","version":3,"id":"s","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/tmp"}'
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from omp_session import reader
+from omp_session.format import reader
 
 
 def snapshot(j: reader.Journal) -> tuple[Any, ...]:

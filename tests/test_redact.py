@@ -16,13 +16,14 @@ import pytest
 from click.testing import CliRunner
 
 import omp_session
-from omp_session.blobs import MemoryBlobStore
-from omp_session.cli.redact_cmd import redact as redact_cli
+from omp_session.cli.redact import redact as redact_cli
 from omp_session.diagnostics import Severity
-from omp_session.manager import SessionManager
-from omp_session.redact import RedactError, RedactRules, redact, write_redacted
-from omp_session.redact_detectors import Matcher, PatternError, SecretsFileError, parse_secrets_file
-from omp_session.validate import validate
+from omp_session.errors import PatternError, RedactError, SecretsFileError
+from omp_session.format.blobs import MemoryBlobStore
+from omp_session.ops.redact.detectors import Matcher, parse_secrets_file
+from omp_session.ops.redact.rewrite import RedactRules, redact, write_redacted
+from omp_session.ops.validate.check import validate
+from omp_session.write.manager import SessionManager
 
 ORACLE = Path(os.environ.get("OMP_ORACLE_DIR", Path(__file__).resolve().parents[2] / "shared" / "oracle"))
 

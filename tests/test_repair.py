@@ -26,11 +26,13 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from omp_session import codec
-from omp_session.cli.repair_cmd import repair as repair_cmd
+from omp_session.cli.repair import repair as repair_cmd
 from omp_session.diagnostics import Severity
-from omp_session.reader import scan_bytes
-from omp_session.repair import (
+from omp_session.format.reader import scan_bytes
+from omp_session.format.title import build_title_slot
+from omp_session.js import codec
+from omp_session.model.session import Session
+from omp_session.ops.repair.plan import (
     NotASessionError,
     RepairConflictError,
     RepairError,
@@ -40,8 +42,6 @@ from omp_session.repair import (
     plan_repair_bytes,
     quarantine_path,
 )
-from omp_session.session import Session
-from omp_session.title import build_title_slot
 
 DATA = Path(__file__).resolve().parent / "data" / "repair"
 ORACLE = Path(os.environ.get("OMP_ORACLE_DIR", Path(__file__).resolve().parents[2] / "shared" / "oracle"))
@@ -491,7 +491,7 @@ def test_omp_opens_repaired_damaged_corpus(tmp_path: Path, make_corpus: Any) -> 
 
 def test_repaired_files_pass_the_validator_when_present(tmp_path: Path) -> None:
     """The validator is written alongside this module; checked only when it is there."""
-    validate = pytest.importorskip("omp_session.validate").validate
+    validate = pytest.importorskip("omp_session.ops.validate.check").validate
     bad = {}
     for name in [*sorted(CASES), "missing_blob.jsonl"]:
         out = tmp_path / name

@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from omp_session import reader, scan_split
+from omp_session.format import reader
+from omp_session.format import split as scan_split
 
 ORACLE = Path(os.environ.get("OMP_ORACLE_DIR", Path(__file__).resolve().parents[2] / "shared" / "oracle"))
 

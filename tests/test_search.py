@@ -19,9 +19,10 @@ from hypothesis import strategies as st
 
 import omp_session
 from omp_session.cli import cli
-from omp_session.search import QueryError, search, to_fts
-from omp_session.search_index import IndexBusyError, SearchIndex, default_index_path
-from omp_session.title import build_title_slot
+from omp_session.errors import IndexBusyError, QueryError
+from omp_session.format.title import build_title_slot
+from omp_session.ops.search.index import SearchIndex, default_index_path
+from omp_session.ops.search.query import search, to_fts
 
 SID = "01a22989-1ccc-77b3-9bc9-2dc4e7a36188"
 
@@ -277,7 +278,7 @@ def test_deleted_sessions_leave_the_index(root: Path, index_path: Path) -> None:
 
 def test_a_session_deleted_after_an_interrupted_update_leaves_the_index(root: Path, index_path: Path,
                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    import omp_session.search_index as search_index
+    import omp_session.ops.search.index as search_index
 
     write_session(root / "p" / "a.jsonl", [msg("u1", None, "user", "ocelot")], sid="A")
     assert len(find("ocelot", root, index_path)) == 1
@@ -654,7 +655,7 @@ def test_appending_in_any_pieces_indexes_what_one_build_does(tmp_path: Path, cut
 
 def test_a_very_common_word_ranks_only_the_newest_matches(root: Path, index_path: Path,
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
-    from omp_session import search as search_module
+    from omp_session.ops.search import query as search_module
 
     for i in range(6):  # session i mentions the word; the oldest file also has the only toolResult
         entries = [msg(f"u{i}", None, "user", f"common word {i}")]
@@ -674,7 +675,7 @@ def test_a_very_common_word_ranks_only_the_newest_matches(root: Path, index_path
 
 
 def test_snippets_are_cut_around_the_first_hit() -> None:
-    from omp_session.search_snippet import cut_snippet, hit_pattern
+    from omp_session.ops.search.snippet import cut_snippet, hit_pattern
 
     marks = ("[", "]")
     p = hit_pattern(to_fts('"quick brown" jump*'))

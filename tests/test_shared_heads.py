@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from omp_session import reader, session
+from omp_session.format import reader
+from omp_session.model import session
 
 
 def test_kinds_from_shared_heads(make_corpus: Callable[[int, int], Path]) -> None:

@@ -16,9 +16,9 @@ from click.testing import CliRunner
 
 from omp_session.cli import cli
 from omp_session.errors import EditError, EntryNotFoundError
-from omp_session.externalize import externalize
-from omp_session.prune import prune
-from omp_session.size_doctor import LONG_TOOL_OUTPUT_BYTES, analyze_size, biggest_sessions
+from omp_session.ops.size.doctor import LONG_TOOL_OUTPUT_BYTES, analyze_size, biggest_sessions
+from omp_session.ops.size.externalize import externalize
+from omp_session.ops.size.prune import prune
 
 ORACLE = Path(os.environ.get("OMP_ORACLE_DIR", Path(__file__).resolve().parents[2] / "shared" / "oracle"))
 GEN_LARGE = ORACLE.parent / "bench" / "gen_large.py"

@@ -1,4 +1,4 @@
-"""``omp_session.stats`` and ``omp-session stats``: totals against omp's own getUsageStatistics,
+"""``omp_session.ops.stats.report`` and ``omp-session stats``: totals against omp's own getUsageStatistics,
 subagent and fork deduplication, calendar grouping in time zones, the cache and every output."""
 
 from __future__ import annotations
@@ -17,10 +17,11 @@ import pytest
 from click.testing import CliRunner
 
 from omp_session.cli import cli
-from omp_session.cli.stats_cmd import CSV_FIELDS
-from omp_session.stats import CACHE_NAME, StatsCache, read_file_usage, stats
-from omp_session.stats_group import StatsOptionError, parse_window, period_key, zone
-from omp_session.usage import usage_statistics
+from omp_session.cli.stats import CSV_FIELDS
+from omp_session.errors import StatsOptionError
+from omp_session.model.usage import usage_statistics
+from omp_session.ops.stats.group import parse_window, period_key, zone
+from omp_session.ops.stats.report import CACHE_NAME, StatsCache, read_file_usage, stats
 
 ORACLE = Path(os.environ.get("OMP_ORACLE_DIR", Path(__file__).resolve().parents[2] / "shared" / "oracle"))
 TOKENS = ("input", "output", "cacheRead", "cacheWrite", "totalTokens")
@@ -518,7 +519,7 @@ def test_every_grouping_partitions_the_same_records(make_corpus: Any, by: str) -
 
 
 def test_html_cost_chart_keeps_quiet_days_on_the_time_axis(tmp_path: Path) -> None:
-    from omp_session.stats_html import render_html
+    from omp_session.ops.stats.html import render_html
     b = Builder("4444dddd", "2026-03-01T00:00:00.000Z")
     b.assistant("2026-03-01T12:00:00.000Z", _usage(1, 1, 2.0))
     b.assistant("2026-03-04T12:00:00.000Z", _usage(1, 1, 1.0), model="gpt-5", provider="openai")
@@ -532,7 +533,7 @@ def test_html_cost_chart_keeps_quiet_days_on_the_time_axis(tmp_path: Path) -> No
 def test_archived_session_counts_like_the_plain_file(tmp_path: Path) -> None:
     import gzip
 
-    from omp_session.stats import read_file_usage
+    from omp_session.ops.stats.report import read_file_usage
 
     plain = Path(__file__).resolve().parents[1] / "src" / "omp_session" / "samples" / "sample.jsonl"
     archived = tmp_path / plain.with_suffix(".jsonl.gz").name

@@ -21,9 +21,9 @@ from pathlib import Path
 
 import pytest
 
-from omp_session.blobs import MemoryBlobStore
-from omp_session.manager import SessionManager
+from omp_session.format.blobs import MemoryBlobStore
 from omp_session.store import open_store, read_stored_session
+from omp_session.write.manager import SessionManager
 from stores.sqlutil import drop_table, fresh_table, store_url
 
 WORKER = Path(__file__).parent / "stores" / "load_worker.py"

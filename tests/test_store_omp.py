@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 
 from message_samples import ASSISTANT
-from omp_session.blobs import MemoryBlobStore
-from omp_session.manager import SessionManager
+from omp_session.format.blobs import MemoryBlobStore
 from omp_session.store import open_store
+from omp_session.write.manager import SessionManager
 from stores.sqlutil import MYSQL_URL, POSTGRES_URL, drop_table, fresh_table, store_url
 
 pytestmark = pytest.mark.oracle

@@ -23,13 +23,13 @@ from typing import Any
 import pytest
 import redis
 
-from omp_session import codec
-from omp_session import manager as manager_module
-from omp_session.errors import WriteConflictError
-from omp_session.manager import SessionManager
-from omp_session.storage import FileStorage, StoredFile, StoreError
-from omp_session.store.redis_store import RedisStorage
-from omp_session.title import build_title_slot
+from omp_session.errors import StoreError, WriteConflictError
+from omp_session.format.title import build_title_slot
+from omp_session.js import codec
+from omp_session.store.base import FileStorage, StoredFile
+from omp_session.store.redis import RedisStorage
+from omp_session.write import manager as manager_module
+from omp_session.write.manager import SessionManager
 
 URL = os.environ.get("OMP_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
 ORACLE_HOME = Path(os.environ.get("OMP_ORACLE_HOME", Path.home() / ".cache" / "omp-oracle"))
@@ -84,7 +84,7 @@ def deterministic(monkeypatch: pytest.MonkeyPatch) -> None:
     ids = itertools.count(1)
 
     def iso(ms: int | None = None) -> str:
-        from omp_session.ids import iso_timestamp
+        from omp_session.write.ids import iso_timestamp
 
         return iso_timestamp(next(clock) if ms is None else ms)
 
@@ -349,7 +349,7 @@ def test_keys_of_another_layout(raw: redis.Redis, prefix: str) -> None:
 
 _WRITER = """
 import sys
-from omp_session.store.redis_store import RedisStorage
+from omp_session.store.redis import RedisStorage
 s = RedisStorage(sys.argv[1], prefix=sys.argv[2])
 n = 0
 while True:

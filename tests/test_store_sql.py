@@ -11,12 +11,12 @@ from urllib.parse import quote
 import pytest
 
 from message_samples import ASSISTANT
-from omp_session.blobs import MemoryBlobStore
-from omp_session.errors import PersistenceError, WriteConflictError
-from omp_session.manager import SessionManager
-from omp_session.storage import FileStorage, SessionStorage, StoreError
+from omp_session.errors import PersistenceError, StoreError, WriteConflictError
+from omp_session.format.blobs import MemoryBlobStore
+from omp_session.format.title import build_title_slot
 from omp_session.store import open_store, read_stored_session
-from omp_session.title import build_title_slot
+from omp_session.store.base import FileStorage, SessionStorage
+from omp_session.write.manager import SessionManager
 from stores.sqlutil import (
     SQL_BACKENDS,
     deterministic_ids,
@@ -368,7 +368,7 @@ def test_the_store_names_itself_in_errors_without_the_password() -> None:
 
 @pytest.mark.parametrize("kind", ["file", "memory"])
 def test_stat_scan_rename_on_files_and_memory(kind: str, tmp_path: Path) -> None:
-    from omp_session.storage import MemoryStorage
+    from omp_session.store.base import MemoryStorage
 
     store: SessionStorage = FileStorage() if kind == "file" else MemoryStorage()
     root = str(tmp_path / "sessions")

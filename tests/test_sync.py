@@ -13,12 +13,12 @@ import pytest
 from click.testing import CliRunner
 
 from message_samples import ASSISTANT
-from omp_session.blobs import MemoryBlobStore
 from omp_session.cli import cli
-from omp_session.manager import SessionManager
+from omp_session.format.blobs import MemoryBlobStore
+from omp_session.ops.sync import sync_urls
 from omp_session.paths import project_dir_name, sessions_dir
 from omp_session.store import open_store, parse_store_url
-from omp_session.sync import sync_urls
+from omp_session.write.manager import SessionManager
 from stores.sqlutil import SQL_BACKENDS, drop_table, fresh_table, store_url
 
 USER = {"role": "user", "content": "hello ✓", "timestamp": 1}
@@ -267,9 +267,9 @@ def test_a_key_naming_a_folder_of_a_file_store_is_one_line(command: list[str], n
 
 
 def test_an_id_prefix_in_a_store_names_sessions_not_subagent_transcripts() -> None:
-    from omp_session.cli.store_option import resolve_in_store
-    from omp_session.resolve import SessionNotFoundError
-    from omp_session.storage import MemoryStorage
+    from omp_session.cli._store import resolve_in_store
+    from omp_session.errors import SessionNotFoundError
+    from omp_session.store.base import MemoryStorage
 
     parsed = parse_store_url("sqlite:/x.db?root=/r")
     bucket = "/r/" + project_dir_name("/w") + "/"
@@ -289,7 +289,7 @@ def test_an_id_prefix_in_a_store_names_sessions_not_subagent_transcripts() -> No
                                   ["export", "ffffffff", "-f", "md"]])
 def test_the_store_is_closed_when_the_command_fails(args: list[str], new_url: Any,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
-    from omp_session.store.sqlite_store import SqliteStorage
+    from omp_session.store.sqlite import SqliteStorage
 
     url = new_url("sqlite")
     open_store(url).close()  # the table exists
@@ -301,8 +301,8 @@ def test_the_store_is_closed_when_the_command_fails(args: list[str], new_url: An
 
 
 def test_latest_in_a_store_breaks_an_mtime_tie_as_omp_does() -> None:
-    from omp_session.cli.store_option import resolve_in_store
-    from omp_session.storage import MemoryStorage
+    from omp_session.cli._store import resolve_in_store
+    from omp_session.store.base import MemoryStorage
 
     parsed = parse_store_url("sqlite:/x.db?root=/r")
     bucket = "/r/" + project_dir_name("/w") + "/"
@@ -315,8 +315,8 @@ def test_latest_in_a_store_breaks_an_mtime_tie_as_omp_does() -> None:
 
 
 def test_a_store_listing_shows_the_stored_mtime_to_the_millisecond() -> None:
-    from omp_session.storage import MemoryStorage
-    from omp_session.store.listing import store_session_info
+    from omp_session.catalog.store_listing import store_session_info
+    from omp_session.store.base import MemoryStorage
 
     store, key = MemoryStorage(), "/r/-w/2026-01-01T00-00-00-000Z_0197.jsonl"
     store.files[key] = bytearray((Path(__file__).resolve().parents[1] / "src" / "omp_session" / "samples"
@@ -334,8 +334,8 @@ def test_the_default_root_is_this_machines_sessions_dir() -> None:
 
 
 def test_a_writer_racing_the_sync_makes_a_conflict_not_a_loss() -> None:
-    from omp_session.storage import MemoryStorage
-    from omp_session.sync import sync
+    from omp_session.ops.sync import sync
+    from omp_session.store.base import MemoryStorage
 
     class Racing(MemoryStorage):
         """A target another writer appends to between the sync's read and its write."""
@@ -372,8 +372,8 @@ def test_a_body_the_target_cannot_hold_fails_alone(new_url: Any, tmp_path: Path)
 
 
 def test_an_unreadable_or_vanishing_session_fails_alone() -> None:
-    from omp_session.storage import MemoryStorage
-    from omp_session.sync import sync
+    from omp_session.ops.sync import sync
+    from omp_session.store.base import MemoryStorage
 
     class Unreadable(MemoryStorage):
         def read(self, path: str) -> bytes:
@@ -401,7 +401,7 @@ def test_an_unreadable_or_vanishing_session_fails_alone() -> None:
 
 @pytest.mark.parametrize("text", ["[]", "null", '{"sessions": []}'])
 def test_a_sync_record_of_another_shape_is_ignored(tmp_path: Path, text: str) -> None:
-    from omp_session.sync import SyncState
+    from omp_session.ops.sync import SyncState
 
     path = tmp_path / "state.json"
     path.write_text(text)
@@ -409,8 +409,8 @@ def test_a_sync_record_of_another_shape_is_ignored(tmp_path: Path, text: str) ->
 
 
 def test_two_syncs_at_once_never_append_the_same_entries_twice(tmp_path: Path) -> None:
-    from omp_session.storage import MemoryStorage
-    from omp_session.sync import SyncState, sync
+    from omp_session.ops.sync import SyncState, sync
+    from omp_session.store.base import MemoryStorage
 
     class Source(MemoryStorage):
         meanwhile: Any = None

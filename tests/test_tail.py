@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from omp_session import codec
-from omp_session.blobs import MemoryBlobStore
-from omp_session.cli.tail_cmd import tail
-from omp_session.follow import (
+from omp_session.cli.tail import tail
+from omp_session.format.blobs import MemoryBlobStore
+from omp_session.js import codec
+from omp_session.ops.follow import (
     Appended,
     BranchSwitch,
     Created,
@@ -25,7 +25,7 @@ from omp_session.follow import (
     Truncated,
     Unreadable,
 )
-from omp_session.manager import SessionManager
+from omp_session.write.manager import SessionManager
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "src" / "omp_session" / "samples" / "sample.jsonl"
@@ -359,7 +359,7 @@ def test_tail_follow_prints_appends_and_notices(sm: SessionManager, monkeypatch:
               lambda: (sm.branch(first), sm.append_message(user("forked"))),
               lambda: sm.rewrite_entries(),
               lambda: None]
-    monkeypatch.setattr("omp_session.cli.tail_cmd._sleep", lambda _s: script.pop(0)())
+    monkeypatch.setattr("omp_session.cli.tail._sleep", lambda _s: script.pop(0)())
     code, out, _ = run(path_of(sm), "-f", "--max-polls", "4", "--interval", "0.01")
     assert code == 0, out
     assert "live entry" in out and "branch switch" in out and "forked" in out and "file replaced" in out
@@ -368,7 +368,7 @@ def test_tail_follow_prints_appends_and_notices(sm: SessionManager, monkeypatch:
 def test_tail_follow_json_keeps_stdout_entries_only(sm: SessionManager, monkeypatch: pytest.MonkeyPatch) -> None:
     first = ids(sm.get_branch())[0]
     script = [lambda: (sm.branch(first), sm.append_message(user("forked")))]
-    monkeypatch.setattr("omp_session.cli.tail_cmd._sleep", lambda _s: script.pop(0)())
+    monkeypatch.setattr("omp_session.cli.tail._sleep", lambda _s: script.pop(0)())
     code, out, err = run(path_of(sm), "-f", "--json", "--max-polls", "1", "-n", "0")
     rows = [json.loads(x) for x in out.splitlines()]
     assert code == 0 and [r["message"]["content"] for r in rows] == ["forked"]
@@ -376,7 +376,7 @@ def test_tail_follow_json_keeps_stdout_entries_only(sm: SessionManager, monkeypa
 
 
 def test_tail_follow_waits_for_a_missing_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("omp_session.cli.tail_cmd._sleep", lambda _s: None)
+    monkeypatch.setattr("omp_session.cli.tail._sleep", lambda _s: None)
     code, out, _ = run(str(tmp_path / "later.jsonl"), "-f", "--max-polls", "2")
     assert code == 0 and "waiting for" in out
 
@@ -385,7 +385,7 @@ def test_tail_follow_ctrl_c_exits_0(sm: SessionManager, monkeypatch: pytest.Monk
     def interrupt(_s: float) -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("omp_session.cli.tail_cmd._sleep", interrupt)
+    monkeypatch.setattr("omp_session.cli.tail._sleep", interrupt)
     result = CliRunner().invoke(tail, [path_of(sm), "-f"])
     assert result.exit_code == 0 and "Traceback" not in result.output and "Aborted" not in result.output
 
@@ -421,7 +421,7 @@ def test_tail_reads_and_follows_a_sqlite_store(tmp_path: Path, monkeypatch: pyte
     script = [lambda: (stored.append_message(user("live in the store")), stored.flush()),
               lambda: None,
               lambda: (stored.branch(first), stored.append_message(user("forked in the store")), stored.flush())]
-    monkeypatch.setattr("omp_session.cli.tail_cmd._sleep", lambda _s: script.pop(0)())
+    monkeypatch.setattr("omp_session.cli.tail._sleep", lambda _s: script.pop(0)())
     code, out, _ = run(key, "--store", url, "-f", "--max-polls", "3", "-n", "0")
     assert code == 0, out
     assert "live in the store" in out and "branch changed" in out and "forked in the store" in out

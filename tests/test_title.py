@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from omp_session.title import TITLE_SLOT_BYTES, build_title_slot, parse_title_slot
+from omp_session.format.title import TITLE_SLOT_BYTES, build_title_slot, parse_title_slot
 
 TS = "2026-05-14T10:14:22.000Z"
 

@@ -1,4 +1,4 @@
-"""omp_session.validate and ``omp-session validate`` (issue 4, spec S14).
+"""omp_session.ops.validate.check and ``omp-session validate`` (issue 4, spec S14).
 
 Inputs live in tests/data/validate/ (written by make.py); oracle.json there records what the
 real omp 18.2.3 does with each of them (record.py regenerates it), so no oracle is needed here.
@@ -14,9 +14,9 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from omp_session.cli.validate_cmd import validate as validate_cmd
+from omp_session.cli.validate import validate as validate_cmd
 from omp_session.diagnostics import Severity
-from omp_session.validate import validate
+from omp_session.ops.validate.check import validate
 
 DATA = Path(__file__).parent / "data" / "validate"
 BLOBS = DATA / "blobs"
@@ -283,7 +283,7 @@ def test_reused_tool_call_id_is_not_an_orphan(tmp_path: Path) -> None:
 
 
 def test_reader_findings_over_the_cap_are_summed_up(tmp_path: Path) -> None:
-    from omp_session.validate_report import MAX_PER_CODE
+    from omp_session.ops.validate.report import MAX_PER_CODE
 
     path = _write(tmp_path / "s.jsonl", [_HEADER, *["null"] * (MAX_PER_CODE + 2)])
     found = [d for d in validate(path) if d.code == "omp-cannot-open"]

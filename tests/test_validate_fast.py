@@ -12,9 +12,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from omp_session import validate_entries
-from omp_session.validate import validate
-from omp_session.validate_fast import decode_clean
+from omp_session.ops.validate import entries as validate_entries
+from omp_session.ops.validate.check import validate
+from omp_session.ops.validate.fast import decode_clean
 
 DATA = Path(__file__).parent / "data" / "validate"
 BLOBS = DATA / "blobs"

@@ -10,96 +10,141 @@
 ``plan = plan_repair(path); apply_repair(plan, out=...)`` saves a damaged one (docs/repair.md);
 ``export(session, "md"|"json")`` renders one (docs/export.md); ``write_redacted(redact(session,
 RedactRules(...)), out)`` shares one safely (docs/redact.md).
+
+This module is a façade: every name is imported on first use (PEP 562), so ``import omp_session``
+costs almost nothing. The layers behind it are drawn in docs/architecture.md.
 """
 
 from __future__ import annotations
 
-import errno
-import os
+from typing import TYPE_CHECKING, Any
 
-from .codec import UNDEFINED
-from .diagnostics import Diagnostic, Severity
-from .errors import (
-    BlobError,
-    DamagedSessionError,
-    EditError,
-    EntryNotFoundError,
-    FormatError,
-    LockError,
-    PersistenceError,
-    SessionError,
-    SessionFileError,
-    UnsupportedVersionError,
-    WriteConflictError,
-)
-from .export import ExportError, export
-from .manager import SessionManager
-from .redact import RedactResult, RedactRules, redact, write_redacted
-from .repair import NotASessionError, RepairConflictError, RepairError, RepairPlan, apply_repair, plan_repair
-from .session import Session, read_session
-from .stats import stats
-from .tree import Tree, TreeNode
-from .validate import validate
+from ._version import __version__ as __version__
 
-__version__ = "0.1.0"
+if TYPE_CHECKING:  # what a type checker and an IDE see; at run time __getattr__ below loads them
+    from .diagnostics import Diagnostic as Diagnostic
+    from .diagnostics import Severity as Severity
+    from .errors import (
+        BlobError as BlobError,
+    )
+    from .errors import (
+        DamagedSessionError as DamagedSessionError,
+    )
+    from .errors import (
+        EditError as EditError,
+    )
+    from .errors import (
+        EntryNotFoundError as EntryNotFoundError,
+    )
+    from .errors import (
+        ExportError as ExportError,
+    )
+    from .errors import (
+        FormatError as FormatError,
+    )
+    from .errors import (
+        LockError as LockError,
+    )
+    from .errors import (
+        NotASessionError as NotASessionError,
+    )
+    from .errors import (
+        PersistenceError as PersistenceError,
+    )
+    from .errors import (
+        RepairConflictError as RepairConflictError,
+    )
+    from .errors import (
+        RepairError as RepairError,
+    )
+    from .errors import (
+        SessionError as SessionError,
+    )
+    from .errors import (
+        SessionFileError as SessionFileError,
+    )
+    from .errors import (
+        UnsupportedVersionError as UnsupportedVersionError,
+    )
+    from .errors import (
+        WriteConflictError as WriteConflictError,
+    )
+    from .js.codec import UNDEFINED as UNDEFINED
+    from .model.session import Session as Session
+    from .model.session import open_session
+    from .model.tree import Tree as Tree
+    from .model.tree import TreeNode as TreeNode
+    from .ops.export.formats import export as export
+    from .ops.redact.rewrite import (
+        RedactResult as RedactResult,
+    )
+    from .ops.redact.rewrite import (
+        RedactRules as RedactRules,
+    )
+    from .ops.redact.rewrite import (
+        redact as redact,
+    )
+    from .ops.redact.rewrite import (
+        write_redacted as write_redacted,
+    )
+    from .ops.repair.plan import (
+        RepairPlan as RepairPlan,
+    )
+    from .ops.repair.plan import (
+        apply_repair as apply_repair,
+    )
+    from .ops.repair.plan import (
+        plan_repair as plan_repair,
+    )
+    from .ops.stats.report import stats as stats
+    from .ops.validate.check import validate as validate
+    from .write.manager import SessionManager as SessionManager
 
-__all__ = [
-    "UNDEFINED",
-    "BlobError",
-    "DamagedSessionError",
-    "Diagnostic",
-    "EditError",
-    "EntryNotFoundError",
-    "ExportError",
-    "FormatError",
-    "LockError",
-    "NotASessionError",
-    "PersistenceError",
-    "RedactResult",
-    "RedactRules",
-    "RepairConflictError",
-    "RepairError",
-    "RepairPlan",
-    "Session",
-    "SessionError",
-    "SessionFileError",
-    "SessionManager",
-    "Severity",
-    "Tree",
-    "TreeNode",
-    "UnsupportedVersionError",
-    "WriteConflictError",
-    "__version__",
-    "apply_repair",
-    "export",
-    "open",
-    "plan_repair",
-    "redact",
-    "stats",
-    "validate",
-    "write_redacted",
-]
+    open = open_session
+
+# public name -> (module, attribute)
+_EXPORTS: dict[str, tuple[str, str]] = {
+    "UNDEFINED": ("omp_session.js.codec", "UNDEFINED"),
+    "Diagnostic": ("omp_session.diagnostics", "Diagnostic"),
+    "Severity": ("omp_session.diagnostics", "Severity"),
+    "Session": ("omp_session.model.session", "Session"),
+    "open": ("omp_session.model.session", "open_session"),
+    "Tree": ("omp_session.model.tree", "Tree"),
+    "TreeNode": ("omp_session.model.tree", "TreeNode"),
+    "SessionManager": ("omp_session.write.manager", "SessionManager"),
+    "validate": ("omp_session.ops.validate.check", "validate"),
+    "RepairPlan": ("omp_session.ops.repair.plan", "RepairPlan"),
+    "plan_repair": ("omp_session.ops.repair.plan", "plan_repair"),
+    "apply_repair": ("omp_session.ops.repair.plan", "apply_repair"),
+    "export": ("omp_session.ops.export.formats", "export"),
+    "RedactResult": ("omp_session.ops.redact.rewrite", "RedactResult"),
+    "RedactRules": ("omp_session.ops.redact.rewrite", "RedactRules"),
+    "redact": ("omp_session.ops.redact.rewrite", "redact"),
+    "write_redacted": ("omp_session.ops.redact.rewrite", "write_redacted"),
+    "stats": ("omp_session.ops.stats.report", "stats"),
+}
+for _name in (
+    "BlobError", "DamagedSessionError", "EditError", "EntryNotFoundError", "ExportError", "FormatError",
+    "LockError", "NotASessionError", "PersistenceError", "RepairConflictError", "RepairError", "SessionError",
+    "SessionFileError", "UnsupportedVersionError", "WriteConflictError",
+):
+    _EXPORTS[_name] = ("omp_session.errors", _name)
+del _name
+
+__all__ = sorted([*_EXPORTS, "__version__"])
 
 
-def open(path: str | os.PathLike[str], *, blob_store: object = None) -> Session:
-    """Read a session file, however damaged, into a :class:`Session`; never writes.
-
-    Content problems become ``session.diagnostics``; only a file that cannot be read at all
-    raises :class:`SessionFileError` (a one-line message naming the file).
-    """
-    path = os.path.expanduser(os.fspath(path))
-    if blob_store is None:
-        from .blobs import BlobStore
-        from .paths import blobs_dir
-
-        blob_store = BlobStore(blobs_dir())
+def __getattr__(name: str) -> Any:
     try:
-        return read_session(path, blob_store=blob_store)
-    except IsADirectoryError:
-        raise SessionFileError(path, "is a directory, not a session file") from None
-    except FileNotFoundError:
-        raise SessionFileError(path, "no such file") from None
-    except PermissionError:
-        raise SessionFileError(path, "permission denied") from None
-    except OSError as e:
-        raise SessionFileError(path, os.strerror(e.errno or errno.EIO)) from None
+        module, attr = _EXPORTS[name]
+    except KeyError:
+        raise AttributeError(f"module 'omp_session' has no attribute {name!r}") from None
+    import importlib
+
+    value = getattr(importlib.import_module(module), attr)
+    globals()[name] = value  # the next lookup is a plain module attribute
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

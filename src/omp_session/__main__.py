@@ -1,5 +1,5 @@
 """``python -m omp_session`` runs the command line."""
 
-from .cli import main
+from omp_session.cli import main
 
 main()

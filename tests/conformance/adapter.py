@@ -28,13 +28,13 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1] / "src"))
 sys.path.insert(0, str(HERE))
 
-from omp_session import codec  # noqa: E402
-from omp_session.blobs import BlobStore  # noqa: E402
-from omp_session.codec import UNDEFINED  # noqa: E402
 from omp_session.errors import SessionError  # noqa: E402
-from omp_session.manager import SessionManager  # noqa: E402
-from omp_session.reader import scan_file  # noqa: E402
-from omp_session.tree import js_key  # noqa: E402
+from omp_session.format.blobs import BlobStore  # noqa: E402
+from omp_session.format.reader import scan_file  # noqa: E402
+from omp_session.js import codec  # noqa: E402
+from omp_session.js.codec import UNDEFINED  # noqa: E402
+from omp_session.model.tree import js_key  # noqa: E402
+from omp_session.write.manager import SessionManager  # noqa: E402
 
 ORACLE_CWD = "/oracle/cwd"
 

@@ -224,7 +224,7 @@ ODD_SLOT: set[str] = set()  # scripts resuming a file whose title slot is not 25
 def damaged_sources(scripts: list[str]) -> set[str]:
     """Names of the scripts that resume a file omp would rewrite whole (see RUN_DAMAGED_SOURCE)."""
     sys.path.insert(0, str(REPO / "src"))
-    from omp_session.reader import scan_file
+    from omp_session.format.reader import scan_file
 
     damaged: set[str] = set()
     for script in scripts:

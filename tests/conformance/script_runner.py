@@ -29,10 +29,11 @@ from adapter import (
     tree_view,
 )
 
-from omp_session import codec, ids
-from omp_session.blobs import BlobStore
-from omp_session.codec import UNDEFINED
-from omp_session.manager import SessionManager
+from omp_session.format.blobs import BlobStore
+from omp_session.js import codec
+from omp_session.js.codec import UNDEFINED
+from omp_session.write import ids
+from omp_session.write.manager import SessionManager
 
 VIEW_NAMES = ("header", "session_name", "entries", "leaf_id", "branch", "context", "transcript", "labels",
               "children", "usage", "tree")

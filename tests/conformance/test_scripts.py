@@ -20,9 +20,9 @@ sys.path.insert(0, str(HERE))
 
 import run_conformance  # noqa: E402
 
-from omp_session import codec  # noqa: E402
-from omp_session.blobs import MemoryBlobStore  # noqa: E402
-from omp_session.manager import SessionManager  # noqa: E402
+from omp_session.format.blobs import MemoryBlobStore  # noqa: E402
+from omp_session.js import codec  # noqa: E402
+from omp_session.write.manager import SessionManager  # noqa: E402
 
 
 @pytest.mark.oracle

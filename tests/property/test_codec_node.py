@@ -1,4 +1,4 @@
-"""Differential tests of omp_session.codec against the real JavaScript runtimes.
+"""Differential tests of omp_session.js.codec against the real JavaScript runtimes.
 
 * ``stringify`` / ``dumps_line`` against node's and Bun's ``JSON.stringify`` on random values;
 * ``_parse_chunk`` / ``parse_jsonl`` / ``loads`` against ``Bun.JSONL.parseChunk``, omp's lenient loop
@@ -28,17 +28,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from omp_session import codec
-from omp_session.codec import (
-    UNDEFINED,
-    JSONLScanner,
-    JSONSyntaxError,
-    dumps_line,
-    loads,
-    parse_jsonl,
-    stringify,
-    utf16_len,
-)
+from omp_session.errors import JSONSyntaxError
+from omp_session.js import codec
+from omp_session.js.codec import UNDEFINED, JSONLScanner, dumps_line, loads, parse_jsonl, stringify, utf16_len
 
 ORACLE_JS = Path(__file__).with_name("js_oracle.js")
 

@@ -10,10 +10,10 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from omp_session.storage import MemoryStorage
-from omp_session.store.sqlite_store import SqliteStorage
-from omp_session.sync import SyncState, sync
-from omp_session.title import build_title_slot
+from omp_session.format.title import build_title_slot
+from omp_session.ops.sync import SyncState, sync
+from omp_session.store.base import MemoryStorage
+from omp_session.store.sqlite import SqliteStorage
 
 HEADER = b'{"type":"session","version":3,"id":"x","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/w"}\n'
 text = st.text(alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters='"\\\n'), max_size=12)

@@ -15,9 +15,9 @@ import sys
 import time
 from typing import Any
 
-from omp_session.blobs import MemoryBlobStore
-from omp_session.manager import SessionManager
+from omp_session.format.blobs import MemoryBlobStore
 from omp_session.store import open_store
+from omp_session.write.manager import SessionManager
 
 
 class _StopBeforeCommit:

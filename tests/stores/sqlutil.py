@@ -18,7 +18,7 @@ from typing import Any
 import psycopg
 import pymysql
 
-from omp_session import manager as manager_module
+from omp_session.write import manager as manager_module
 
 POSTGRES_URL = os.environ.get("OMP_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
 MYSQL_URL = os.environ.get("OMP_TEST_MYSQL_URL", "mysql://root@127.0.0.1:3306/test")
@@ -90,7 +90,7 @@ def deterministic_ids() -> Iterator[None]:
              manager_module.new_session_timestamp)
 
     def iso(ms: int | None = None) -> str:
-        from omp_session.ids import iso_timestamp
+        from omp_session.write.ids import iso_timestamp
 
         return iso_timestamp(next(clock) if ms is None else ms)
 

@@ -11,28 +11,28 @@ from typing import Any, TypeVar
 
 import click
 
-from .. import open as open_session
-from ..errors import EntryNotFoundError, SessionError
-from ..resolve import resolve_session
-from ..session import Session
-from . import render
-from .blobs_cmd import blobs as blobs_command
-from .cat_cmd import cat as cat_command
-from .export_cmd import export as export_command
-from .list_cmd import list_command
-from .pack_cmd import pack as pack_command
-from .pack_cmd import unpack as unpack_command
-from .redact_cmd import redact as redact_command
-from .repair_cmd import repair as repair_command
-from .search_cmd import index_command, search_command
-from .size_cmd import externalize as externalize_command
-from .size_cmd import prune as prune_command
-from .size_cmd import size as size_command
-from .stats_cmd import stats_command
-from .store_option import active_store, open_stored, resolve_in_store, store_option
-from .sync_cmd import sync as sync_command
-from .tail_cmd import tail as tail_command
-from .validate_cmd import validate as validate_command
+from omp_session.catalog.resolve import resolve_session
+from omp_session.errors import EntryNotFoundError, SessionError
+from omp_session.model.session import Session, open_session
+
+from . import _render as render
+from ._store import active_store, open_stored, resolve_in_store, store_option
+from .blobs import blobs as blobs_command
+from .cat import cat as cat_command
+from .export import export as export_command
+from .list import list_command
+from .pack import pack as pack_command
+from .pack import unpack as unpack_command
+from .redact import redact as redact_command
+from .repair import repair as repair_command
+from .search import index_command, search_command
+from .size import externalize as externalize_command
+from .size import prune as prune_command
+from .size import size as size_command
+from .stats import stats_command
+from .sync import sync as sync_command
+from .tail import tail as tail_command
+from .validate import validate as validate_command
 
 __all__ = ["cli", "main"]
 

@@ -12,11 +12,13 @@ import os
 from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlsplit
 
-from ..blobs import BlobStore
-from ..paths import blobs_dir
-from ..reader import scan_bytes
-from ..session import Session
-from ..storage import FileStorage, MemoryStorage, SessionStorage, StoredFile, StoreError, StoreMissingError
+from omp_session.errors import StoreError, StoreMissingError
+from omp_session.format.blobs import BlobStore
+from omp_session.format.reader import scan_bytes
+from omp_session.model.session import Session
+from omp_session.paths import blobs_dir
+
+from .base import FileStorage, MemoryStorage, SessionStorage, StoredFile
 from .url import StoreURL, parse_store_url
 
 if TYPE_CHECKING:
@@ -40,16 +42,16 @@ def open_store(url: str | StoreURL, *, create: bool = True) -> SessionStorage:
             raise StoreMissingError(f"{parsed.name}: no such directory")
         return FileStorage()
     if parsed.kind == "sqlite":
-        from .sqlite_store import SqliteStorage
+        from .sqlite import SqliteStorage
 
         return SqliteStorage(parsed.location, opts.get("table", "omp_session_files"), create_table=create)
     if parsed.kind == "postgres":
-        from .postgres_store import PostgresStorage
+        from .postgres import PostgresStorage
 
         return PostgresStorage(parsed.location, parsed.name, opts.get("table", "omp_session_files"),
                                create_table=create)
     if parsed.kind == "mysql":
-        from .mysql_store import MysqlStorage
+        from .mysql import MysqlStorage
 
         parts = urlsplit(parsed.location)
         args: dict[str, Any] = {"host": parts.hostname or "localhost", "port": parts.port or 3306,
@@ -59,7 +61,7 @@ def open_store(url: str | StoreURL, *, create: bool = True) -> SessionStorage:
         if "unix_socket" in parsed.extra:
             args["unix_socket"] = parsed.extra["unix_socket"]
         return MysqlStorage(args, parsed.name, opts.get("table", "omp_session_files"), create_table=create)
-    from .redis_store import RedisStorage
+    from .redis import RedisStorage
 
     return RedisStorage(parsed.location, prefix=opts.get("prefix", "omp:sessions:"))
 
@@ -68,7 +70,7 @@ def read_stored_session(storage: SessionStorage, path: str, *, blob_store: Any =
     """The session stored under ``path``, read leniently like :func:`omp_session.open` reads a
     file (FileNotFoundError when there is none)."""
     if isinstance(storage, FileStorage):
-        from ..session import read_session
+        from omp_session.model.session import read_session
 
         return read_session(path, blob_store=blob_store)
     data = storage.read(path)

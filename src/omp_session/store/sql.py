@@ -33,9 +33,10 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import PersistenceError, WriteConflictError
-from ..storage import StoredFile, StoreError, StoreMissingError, conflict_message
-from ..title import TITLE_SLOT_BYTES, build_title_slot, parse_title_slot
+from omp_session.errors import PersistenceError, StoreError, StoreMissingError, WriteConflictError
+from omp_session.format.title import TITLE_SLOT_BYTES, build_title_slot, parse_title_slot
+
+from .base import StoredFile, conflict_message
 
 __all__ = ["DEFAULT_TABLE", "IDENTIFIER", "Dialect", "SqlStorage", "check_table_name", "overlay_title"]
 

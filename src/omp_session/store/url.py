@@ -17,7 +17,7 @@ import os
 from dataclasses import dataclass, field
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
-from ..storage import StoreError
+from omp_session.errors import StoreError
 
 __all__ = ["SCHEMES", "StoreURL", "parse_store_url"]
 
@@ -42,7 +42,7 @@ class StoreURL:
             if self.kind == "file":
                 root = self.location
             else:
-                from ..paths import sessions_dir
+                from omp_session.paths import sessions_dir
 
                 root = str(sessions_dir())
         return root if root.endswith("/") else root + "/"
@@ -75,7 +75,7 @@ def parse_store_url(url: str) -> StoreURL:
         if not path:
             if scheme == "sqlite":
                 raise StoreError(f"{url}: no database file (sqlite:PATH)")
-            from ..paths import sessions_dir
+            from omp_session.paths import sessions_dir
 
             path = str(sessions_dir())
         if path != ":memory:":

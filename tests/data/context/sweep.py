@@ -23,7 +23,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1]))  # tests/, for the comparison helpers
 
-from omp_session.context import (  # noqa: E402
+from omp_session.model.context import (  # noqa: E402
     ContextError,
     build_id_index,
     build_session_context,

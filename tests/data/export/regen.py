@@ -31,7 +31,7 @@ def main() -> None:
     os.environ["PI_CODING_AGENT_DIR"] = tempfile.mkdtemp(prefix="omp-export-regen-")
     sys.path.insert(0, str(ROOT / "src"))
     import omp_session
-    from omp_session.export import export
+    from omp_session.ops.export.formats import export
 
     with omp_session.open(SAMPLE) as s:
         for name, (fmt, options) in GOLDEN.items():

@@ -1,0 +1,80 @@
+"""Find a session from what a user types: a path, a session id or its prefix, or ``latest``.
+
+Like omp's ``--resume`` (spec S10.3 ``resolveResumableSession``): an existing path wins; ``latest``
+is the most recently modified session of the current project's bucket; otherwise the argument is
+matched, case-insensitively, as a prefix of the session id in the file name
+(``<timestamp>_<id>.jsonl``) or of the file name itself, first in the current project's bucket,
+then in every bucket under the sessions root.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from omp_session.errors import AmbiguousSessionError, SessionNotFoundError
+from omp_session.paths import project_dir_name, sessions_dir
+
+from .listing import list_sessions
+
+__all__ = [ "resolve_session"]
+
+
+_SUFFIXES = (".jsonl", ".jsonl.gz")  # .jsonl.gz: a session archived by omp's gc --archive
+
+
+def _session_id(name: str) -> str:
+    stem = name.removesuffix(".gz").removesuffix(".jsonl")
+    return stem.split("_", 1)[1] if "_" in stem else stem
+
+
+def name_matches(name: str, prefix: str) -> bool:
+    """Whether the session file ``name`` (no folder) is named by the id or name ``prefix``."""
+    p = prefix.lower()
+    return _session_id(name).lower().startswith(p) or name.lower().startswith(p)
+
+
+def pick_one(candidates: list[str], arg: str, nowhere: str) -> str:
+    """The one candidate ``arg`` names; else SessionNotFoundError(``nowhere``) or AmbiguousSessionError."""
+    if len(candidates) == 1:
+        return candidates[0]
+    if not candidates:
+        raise SessionNotFoundError(nowhere)
+    shown = "\n  ".join(candidates[:20]) + ("\n  …" if len(candidates) > 20 else "")
+    raise AmbiguousSessionError(f"{arg!r} matches {len(candidates)} sessions:\n  {shown}", candidates)
+
+
+def _matches(directory: Path, prefix: str) -> list[str]:
+    try:
+        names = sorted(n for n in os.listdir(directory) if n.endswith(_SUFFIXES) and not n.startswith("."))
+    except OSError:
+        return []
+    return [str(directory / n) for n in names if name_matches(n, prefix)]
+
+
+def resolve_session(arg: str, cwd: str | None = None, *, root: str | os.PathLike[str] | None = None) -> str:
+    """The session file ``arg`` names. Raises :class:`SessionNotFoundError` or
+    :class:`AmbiguousSessionError` (with the candidates) with a one-line message."""
+    if os.path.exists(arg) or os.sep in arg or arg.endswith(_SUFFIXES):
+        if not os.path.exists(arg):
+            raise SessionNotFoundError(f"{arg}: no such file")
+        return arg
+    base = Path(root) if root is not None else sessions_dir()
+    bucket = base / project_dir_name(cwd if cwd is not None else os.getcwd())
+    if arg == "latest":
+        # omp's ordering (newest modified first), without the backup recovery that renames files
+        sessions = list_sessions(bucket, pins=(), recover_backups=False)
+        if not sessions:
+            raise SessionNotFoundError(f"no session for this project in {bucket}")
+        return sessions[0].path
+    local = _matches(bucket, arg)
+    if len(local) == 1:
+        return local[0]
+    candidates = local
+    if not local:
+        try:
+            buckets = sorted(d for d in base.iterdir() if d.is_dir())
+        except OSError:
+            buckets = []
+        candidates = [m for d in buckets for m in _matches(d, arg)]
+    return pick_one(candidates, arg, f"no session matches {arg!r} (looked in {bucket} and every project under {base})")

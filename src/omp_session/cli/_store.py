@@ -1,0 +1,141 @@
+"""``--store URL`` for the read commands: read sessions from a database or Redis store instead of
+the files (docs/stores.md).
+
+The option is eager, so the store is open before SESSION is resolved: with ``--store``, SESSION is
+a key in that store (omp's keys are the absolute paths the files would have), a path relative to
+the store's root, a session id or a unique prefix of one, or ``latest`` (the newest session of the
+current project's bucket in the store). The store is opened for reading: nothing is created.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from omp_session.catalog.resolve import name_matches, pick_one, resolve_session
+from omp_session.errors import SessionError, SessionFileError, SessionNotFoundError
+from omp_session.model.session import Session
+from omp_session.model.session import open_session as open_file_session
+from omp_session.paths import project_dir_name
+from omp_session.store import StoreURL, open_store, parse_store_url, read_stored_session
+from omp_session.store.base import SessionStorage
+
+__all__ = ["KeyOrPath", "active_store", "open_stored", "resolve_any", "resolve_in_store", "store_option", "stored_keys"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+_KEY = "omp_session.store"
+
+
+def store_option(fn: F) -> F:
+    return click.option(
+        "--store", metavar="URL", is_eager=True, expose_value=False, callback=_open,
+        help="Read from this session store instead of the files: file:DIR, sqlite:PATH, postgresql://…, "
+             "mysql://…, redis://… (docs/stores.md). SESSION is then a key, an id or prefix, or latest.")(fn)
+
+
+def _open(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
+    if value is None:
+        return
+    try:
+        parsed = parse_store_url(value)
+        storage = open_store(parsed, create=False)
+    except SessionError as e:
+        click.echo(f"omp-session: {e}", err=True)
+        sys.exit(1)
+    ctx.meta[_KEY] = (parsed, storage)
+    # on the outermost context: a SESSION that is not found, or a usage error, ends the parsing of
+    # this command's context, whose close callbacks then never run; the outermost one always closes
+    ctx.find_root().call_on_close(storage.close)
+
+
+def active_store() -> tuple[StoreURL, SessionStorage] | None:
+    """The store ``--store`` opened for the running command, if any."""
+    ctx = click.get_current_context(silent=True)
+    found = ctx.meta.get(_KEY) if ctx is not None else None
+    return found if isinstance(found, tuple) else None
+
+
+def resolve_in_store(arg: str, parsed: StoreURL, storage: SessionStorage, cwd: str | None = None) -> str:
+    """The key ``arg`` names in the store (see the module docstring)."""
+    root = parsed.root
+    if arg.endswith(".jsonl") or "/" in arg:
+        key = arg if arg.startswith("/") else root + arg
+        if storage.stat(key) is None:
+            raise SessionNotFoundError(f"{parsed.name}: no session {key}")
+        return key
+    bucket = root + project_dir_name(cwd if cwd is not None else os.getcwd()) + "/"
+    if arg == "latest":
+        found = [f for f in storage.scan(bucket) if "/" not in f.path[len(bucket):]]
+        if not found:
+            raise SessionNotFoundError(f"{parsed.name}: no session for this project under {bucket}")
+        # omp's order: newest modified first, then (the name starts with the creation time) the
+        # last name, which also decides between sessions restored with the same mtime
+        return max(found, key=lambda f: (f.mtime_ms, f.path)).path
+    def matches(prefix: str, depth: int) -> list[str]:
+        # as among the files: sessions directly in a bucket, not transcripts in artifacts folders
+        files = [f for f in storage.scan(prefix) if f.path[len(prefix):].count("/") <= depth
+                 and not f.path.rsplit("/", 1)[-1].startswith(".")]
+        return [f.path for f in files if name_matches(f.path.rsplit("/", 1)[-1], arg)]
+
+    candidates = matches(bucket, 0) or matches(root, 1)  # root: a store whose root is one bucket too
+    return pick_one(candidates, arg, f"{parsed.name}: no session matches {arg!r} under {root}")
+
+
+def resolve_any(arg: str) -> str:
+    """SESSION resolved in the ``--store`` store when one is active, else among the files."""
+    active = active_store()
+    if active is None:
+        return resolve_session(arg)
+    return resolve_in_store(arg, *active)
+
+
+class KeyOrPath(click.Path):
+    """A PATH argument that, under ``--store``, is a key or key prefix in the store (not checked
+    on the local disk)."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if active_store() is not None:
+            return Path(value) if isinstance(value, str) else value
+        return super().convert(value, param, ctx)
+
+
+def stored_keys(paths: tuple[Path, ...]) -> list[Path]:
+    """Under ``--store``: the session keys PATHs name — a key, or every session under a key
+    prefix (a directory); without PATH, every session under the store's root."""
+    active = active_store()
+    assert active is not None
+    parsed, storage = active
+    out: list[Path] = []
+    for raw in [str(p) for p in paths] or [parsed.root]:
+        key = raw if raw.startswith("/") else parsed.root + raw
+        if key.endswith(".jsonl") and storage.stat(key) is not None:
+            out.append(Path(key))
+            continue
+        found = storage.scan(key if key.endswith("/") else key + "/")
+        if not found:
+            raise SessionNotFoundError(f"{parsed.name}: no session under {key}")
+        out.extend(Path(f.path) for f in found)
+    return out
+
+
+def open_stored(path: str | os.PathLike[str]) -> Session:
+    """The session ``path`` names: from the ``--store`` store when one is active, else the file."""
+    active = active_store()
+    if active is None:
+        return open_file_session(path)
+    parsed, storage = active
+    try:
+        return read_stored_session(storage, os.fspath(path))
+    except SessionError:
+        raise
+    except FileNotFoundError:
+        raise SessionNotFoundError(f"{parsed.name}: no session {os.fspath(path)}") from None
+    except IsADirectoryError:  # file: stores only: a key naming a folder
+        raise SessionFileError(os.fspath(path), "is a directory, not a session file") from None
+    except OSError as e:
+        raise SessionFileError(os.fspath(path), e.strerror or str(e)) from None

@@ -1,0 +1,350 @@
+"""``omp-session list``: the sessions of this project (or all), newest first (spec S11)."""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import os
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import click
+import orjson
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from omp_session.catalog import listing as _listing
+from omp_session.catalog.list_output import OutputCache, file_key
+from omp_session.catalog.listing import SessionInfo
+from omp_session.catalog.store_listing import StoreListing, list_store_sessions
+from omp_session.catalog.summaries import ListCache, SessionStats, cache_dir, is_archived
+from omp_session.js.date import date_parse, to_iso
+from omp_session.paths import project_dir_name, sessions_dir
+
+from ._store import active_store, store_option
+
+__all__ = ["list_command"]
+
+
+def _parse_when(text: str | None) -> int | None:
+    """``--since``/``--until``: anything JavaScript's ``Date.parse`` reads, or ``7d``/``12h``/``30m``."""
+    if text is None:
+        return None
+    units = {"d": 86_400_000, "h": 3_600_000, "m": 60_000}
+    if text[-1:] in units and text[:-1].isdigit():
+        now = int(datetime.now(UTC).timestamp() * 1000)
+        return now - int(text[:-1]) * units[text[-1]]
+    ms = date_parse(text)
+    if ms != ms:  # NaN: not a date
+        raise click.BadParameter(f"{text!r} is not a date (try 2026-05-14, 2026-05-14T10:00Z or 7d)")
+    return int(ms)
+
+
+def _session_files(directory: str, folders: set[str] | None = None) -> list[str]:
+    """omp's ``*.jsonl`` of a bucket, plus archived ``*.jsonl.gz`` sessions (omp itself skips those).
+    ``folders`` collects the bucket's subdirectories (where subagent sessions live) from the same
+    directory scan, so no session costs a stat of its own to find them."""
+    names: list[str] = []
+    try:
+        with os.scandir(directory) as it:
+            for e in it:
+                if e.name.startswith("."):
+                    continue
+                if e.is_file(follow_symlinks=False) and e.name.endswith((".jsonl", ".jsonl.gz")):
+                    names.append(e.name)
+                elif folders is not None and e.is_dir(follow_symlinks=False):
+                    folders.add(_listing._join(directory, e.name))
+    except OSError:
+        return []
+    # what listing._join gives, with one normalisation for the whole directory: the names are
+    # plain file names (no separators, no leading dot)
+    prefix = _listing._join(directory, "x")[:-1]
+    return [prefix + n for n in names]
+
+
+def _file_keys(files: list[str]) -> dict[str, list[int]] | None:
+    keys: dict[str, list[int]] = {}
+    for path in files:
+        try:
+            keys[path] = file_key(os.stat(path))
+        except OSError:
+            return None
+    return keys
+
+
+def _scan(files: list[str], cache: ListCache) -> list[SessionInfo]:
+    found = [(f, cache.info(f)) for f in files]
+    skipped = [f for f, info in found if info is None]
+    if skipped:
+        # omp lists these no more than we do, but the user should know they are there
+        shown = ", ".join(skipped[:3]) + (f" and {len(skipped) - 3} more" if len(skipped) > 3 else "")
+        click.echo(f"omp-session: skipped {len(skipped)} file(s) that are not readable sessions: {shown}",
+                   err=True)
+    return _listing._sorted(info for _, info in found if info is not None)
+
+
+def _subagents(info: SessionInfo, cache: ListCache, folders: set[str]) -> list[SessionInfo]:
+    """Subagent sessions live in the parent's artifacts directory as ``<agentId>.jsonl`` (S9.5)."""
+    folder = info.path[: -len(".jsonl")] if info.path.endswith(".jsonl") else None
+    if folder is None or folder not in folders:
+        return []
+    try:
+        names = sorted(os.listdir(folder))
+    except OSError:  # deleted since the directory scan, or not ours to read: no subagents to show
+        return []
+    found = []
+    for name in names:
+        if name.endswith(".jsonl") and not name.startswith(("__advisor", ".")):
+            sub = cache.info(os.path.join(folder, name))
+            if sub is not None:
+                found.append(sub)
+    return found
+
+
+def _iso(ms: int | None) -> str | None:
+    """``Date.prototype.toISOString``; a direct format for years 1970–9999 (the common case, and
+    the bulk of a cached listing), omp_session.jsdate's full version otherwise."""
+    if ms is None:
+        return None
+    if 0 <= ms < 253_402_300_800_000:
+        t = time.gmtime(ms // 1000)
+        return (f"{t.tm_year:04d}-{t.tm_mon:02d}-{t.tm_mday:02d}T{t.tm_hour:02d}:{t.tm_min:02d}:"
+                f"{t.tm_sec:02d}.{ms % 1000:03d}Z")
+    return to_iso(ms)
+
+
+def _row(info: SessionInfo, parent: str | None) -> dict[str, Any]:
+    """The stable fields of docs/cli.md."""
+    row = {"path": info.path, "id": info.id, "title": info.title, "cwd": info.cwd, "created": _iso(info.created),
+           "modified": _iso(info.modified), "messages": info.message_count, "size": info.size,
+           "status": info.status, "first_message": info.first_message, "parent_session": info.parent_session_path,
+           "subagent_of": parent}
+    if is_archived(info.path):
+        row["archived"] = True  # only on archives, so the fields of a plain listing stay as they were
+    return row
+
+
+def _add_stats(row: dict[str, Any], stats: SessionStats | None) -> None:
+    if stats is None:  # unreadable or damaged beyond reading: the row stays, marked by nulls
+        row.update(entries=None, branches=None, models=None, cost=None, tokens=None)
+        return
+    row.update(entries=stats.entries, messages=stats.messages, branches=stats.branches, models=stats.models,
+               cost=stats.cost, tokens=stats.tokens)
+
+
+PROGRESS_FROM = 20  # files to read before a progress bar is worth drawing
+
+
+def _fill_stats(rows: list[dict[str, Any]], cache: ListCache) -> None:
+    stale: list[int] = []
+    stats_of: dict[int, os.stat_result | None] = {}
+    for i, r in enumerate(rows):
+        try:
+            st: os.stat_result | None = os.stat(r["path"])
+        except OSError:
+            st = None
+        stats_of[i] = st
+        if st is not None and not cache.is_fresh(r["path"], st):
+            stale.append(i)
+    if len(stale) >= PROGRESS_FROM and sys.stderr.isatty():
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+        stale_set = set(stale)
+        with Progress(TextColumn("reading sessions"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                      console=Console(stderr=True), transient=True) as progress:
+            task = progress.add_task("stats", total=len(stale))
+            for i, r in enumerate(rows):
+                st = stats_of[i]
+                _add_stats(r, None if st is None else cache.stats(r["path"], st))
+                if i in stale_set:
+                    progress.advance(task)
+        return
+    for i, r in enumerate(rows):
+        st = stats_of[i]
+        _add_stats(r, None if st is None else cache.stats(r["path"], st))
+
+
+@click.command("list")
+@click.option("--all", "all_projects", is_flag=True, help="Every project, not only the current one.")
+@click.option("--cwd", type=click.Path(file_okay=False), help="List the sessions of this project directory.")
+@click.option("--root", type=click.Path(file_okay=False), help="Sessions root (default: omp's, from "
+              "PI_CODING_AGENT_DIR, profiles and XDG).")
+@click.option("--since", help="Only sessions modified at or after this time (a date, or 7d / 12h / 30m ago).")
+@click.option("--until", help="Only sessions modified before this time.")
+@click.option("--grep", "pattern", help="Only sessions whose title or first message matches (case-insensitive; "
+              "* and ? are wildcards).")
+@click.option("--limit", type=click.IntRange(min=1), help="At most this many sessions.")
+@click.option("--sort", type=click.Choice(["modified", "created", "size", "messages", "title", "entries", "cost"]),
+              default="modified",
+              show_default=True, help="Order (newest / largest first).")
+@click.option("--reverse", is_flag=True, help="Reverse the order.")
+@click.option("--no-subagents", is_flag=True, help="Hide subagent sessions (shown under their parent).")
+@click.option("--stats", "with_stats", is_flag=True, help="Add entries, branches, models, cost and tokens, "
+              "read from the whole file (cached per file; a grown file is read from where it was).")
+@click.option("--no-cache", is_flag=True, help="Neither read nor write the listing cache "
+              "($XDG_CACHE_HOME/omp-session/list-stats.json).")
+@click.option("--json", "as_json", is_flag=True, help="One JSON array.")
+@click.option("--jsonl", "as_jsonl", is_flag=True, help="One JSON object per line.")
+@store_option
+def list_command(all_projects: bool, cwd: str | None, root: str | None, since: str | None, until: str | None,
+                 pattern: str | None, limit: int | None, sort: str, reverse: bool, no_subagents: bool,
+                 with_stats: bool, no_cache: bool, as_json: bool, as_jsonl: bool) -> None:
+    """List sessions, newest first: when, title, cwd, messages, size, status.
+
+    Reads only the head (4 KB) and tail (32 KB) of each file, as omp's own listing does, and
+    never changes a session. What it read is cached per (path, size, mtime), so a second run
+    reads only files that changed. --stats reads whole files (once; then only appended bytes).
+    Archived sessions (*.jsonl.gz) are listed too.
+
+    \b
+    Examples:
+      omp-session list                      # this project
+      omp-session list --all --since 7d --grep 'fix*'
+      omp-session list --all --jsonl | jq -r .path
+      omp-session list --all --stats --sort cost
+    """
+    base = Path(root) if root else sessions_dir()
+    folders: set[str] = set()
+    stored = active_store()
+    listed: StoreListing | None = None
+    if stored is not None:  # --store: the store's sessions, read through the storage
+        if with_stats:
+            raise click.UsageError("--stats reads local files: not available with --store")
+        prefix = stored[0].root + ("" if all_projects else project_dir_name(cwd or os.getcwd()) + "/")
+        listed = list_store_sessions(stored[1], prefix, all_buckets=all_projects)
+        base, files = Path(prefix), []
+    elif all_projects:
+        root_dir = os.fspath(base)
+        files = [f for bucket in _listing._visible(root_dir, True)
+                 for f in _session_files(_listing._join(root_dir, bucket), folders)]
+    else:
+        bucket = base / project_dir_name(cwd or os.getcwd())
+        files = _session_files(os.fspath(bucket), folders) if bucket.is_dir() else []
+    memo: tuple[OutputCache, dict[str, list[int]]] | None = None
+    if (as_json or as_jsonl) and not with_stats and not no_cache and since is None and until is None \
+            and (no_subagents or not folders) and listed is None:
+        # the output only depends on the options and on the files' state: print it as it was
+        keys = _file_keys(files)
+        if keys is not None:
+            options = repr((all_projects, cwd, os.fspath(base), pattern, limit, sort, reverse, no_subagents,
+                            as_json, as_jsonl))
+            memo = (OutputCache(cache_dir(), options), keys)
+            previous = memo[0].get(keys)
+            if previous is not None:
+                sys.stdout.write(previous)  # as it was written, without click's escape-code pass
+                sys.stdout.flush()
+                return
+    cache = ListCache(enabled=not no_cache)
+    infos = _scan(files, cache) if listed is None else listed.sessions
+    if listed is not None and listed.skipped:
+        click.echo(f"omp-session: skipped {len(listed.skipped)} stored file(s) that are not readable sessions: "
+                   + ", ".join(listed.skipped[:3]), err=True)
+    low, high = _parse_when(since), _parse_when(until)
+    rows: list[dict[str, Any]] = []
+    for info in infos:
+        if (low is not None and info.modified < low) or (high is not None and info.modified >= high):
+            continue
+        if pattern is not None:
+            haystack = f"{info.title or ''}\n{info.first_message}".lower()
+            if not fnmatch.fnmatch(haystack, f"*{pattern.lower()}*"):
+                continue
+        rows.append(_row(info, None))
+        if not no_subagents:
+            subs = _subagents(info, cache, folders) if listed is None else listed.subagents.get(info.path, [])
+            rows.extend(_row(sub, info.path) for sub in subs)
+    if with_stats:
+        _fill_stats(rows, cache)
+    cache.save()
+    if sort in ("entries", "cost") and not with_stats:
+        raise click.UsageError(f"--sort {sort} needs --stats")
+    key = sort
+    if sort != "modified" or reverse:
+        # subagents stay under their parent: sort the parents, then re-attach
+        parents = [r for r in rows if r["subagent_of"] is None]
+        # created is an ISO-8601 string: it orders as text (a number key would make it all 0)
+        parents.sort(key=lambda r: _sort_key(r[key], sort in ("title", "created")), reverse=sort != "title")
+        if reverse:
+            parents.reverse()
+        children: dict[str, list[dict[str, Any]]] = {}
+        for r in rows:
+            if r["subagent_of"] is not None:
+                children.setdefault(r["subagent_of"], []).append(r)
+        rows = [x for p in parents for x in (p, *children.get(p["path"], []))]
+    if limit is not None:
+        rows = rows[:limit]
+    if as_json or as_jsonl:
+        text = _dumps(rows, indent=True) + "\n" if as_json else "".join(_dumps(r) + "\n" for r in rows)
+        click.echo(text, nl=False)
+        if memo is not None and len(infos) == len(files):  # a skipped file is reported on every run
+            memo[0].put(memo[1], text)
+        return
+    console = Console(highlight=False, soft_wrap=False)
+    if not rows:
+        console.print(f"no sessions under {escape(str(base))}" + ("" if all_projects else " for this project"))
+        return
+    table = Table(box=None, header_style="bold")
+    columns = ["created", "modified", "title", "cwd", "messages", "size", "status", "id"]
+    if with_stats:
+        columns[5:5] = ["entries", "branches", "model", "cost"]
+    for name in columns:
+        table.add_column(name, no_wrap=True, overflow="ellipsis",
+                         min_width=16 if name in ("title", "modified", "created") else None,
+                         justify="right" if name in ("messages", "entries", "branches", "cost") else "left")
+    for r in rows:
+        title = r["title"] or r["first_message"]
+        prefix = "  ↳ " if r["subagent_of"] else ""
+        cells = [(r["created"] or "")[:16].replace("T", " "), (r["modified"] or "")[:16].replace("T", " "),
+                 escape(prefix + title[:80] + (" [gz]" if r.get("archived") else "")), escape(_short_cwd(r["cwd"])),
+                 _count(r["messages"]), _size(r["size"]), r["status"] or "", r["id"][:13]]
+        if with_stats:
+            models = r["models"] or []
+            cells[5:5] = [_count(r["entries"]), _count(r["branches"]), escape(models[-1] if models else ""),
+                          _money(r["cost"])]
+        table.add_row(*cells)
+    console.print(table)
+    if sys.stdout.isatty():
+        console.print(f"[dim]{len(rows)} session(s)[/dim]")
+
+
+def _dumps(value: Any, indent: bool = False) -> str:
+    # orjson: the stdlib encoder falls back to pure Python when indenting, the bulk of a warm listing
+    try:
+        return orjson.dumps(value, option=orjson.OPT_INDENT_2 if indent else 0).decode()
+    except (orjson.JSONEncodeError, TypeError):  # an integer beyond 64 bits in a damaged usage
+        return json.dumps(value, ensure_ascii=False, indent=1 if indent else None)
+
+
+def _sort_key(value: Any, text: bool) -> tuple[bool, Any]:
+    # a JS-string total (from a damaged usage) sorts as 0 so numbers and strings never meet
+    if value is None:
+        return (True, "" if text else 0)
+    if text:
+        return (False, value)
+    return (False, value if isinstance(value, int | float) else 0)
+
+
+def _short_cwd(cwd: str) -> str:
+    home = os.path.expanduser("~")
+    return "~" + cwd[len(home):] if home != "/" and (cwd == home or cwd.startswith(home + "/")) else cwd
+
+
+def _count(value: Any) -> str:
+    return "?" if value is None else str(value)
+
+
+def _money(value: Any) -> str:
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return f"${value:.2f}"
+    return "?" if value is None else str(value)
+
+
+def _size(n: int) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1024 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024  # type: ignore[assignment]
+    return str(n)

@@ -1,0 +1,146 @@
+"""``omp-session pack`` and ``omp-session unpack``: move sessions between machines and agent dirs
+(docs/pack.md). Exit 0 when done, 1 on a one-line error (nothing half-written), 2 on usage errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import NoReturn
+
+import click
+
+from omp_session.catalog.resolve import resolve_session
+from omp_session.errors import SessionError
+from omp_session.ops.pack.archive import PackResult, all_sessions, blobs_dir_for_root, project_sessions
+from omp_session.ops.pack.archive import pack as pack_sessions
+from omp_session.ops.pack.unpack import UnpackResult, parse_map
+from omp_session.ops.pack.unpack import unpack as unpack_archive
+
+__all__ = ["pack", "unpack"]
+
+
+def _fail(message: str) -> NoReturn:
+    click.echo(f"omp-session: {message}", err=True)
+    sys.exit(1)
+
+
+def _size(n: int) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1024 or unit == "GB":
+            return f"{n:,} {unit}" if unit == "B" else f"{n:,.1f} {unit}"
+        n /= 1024  # type: ignore[assignment]
+    return str(n)  # pragma: no cover
+
+
+def _print_pack(result: PackResult, as_json: bool) -> None:
+    if as_json:
+        click.echo(json.dumps(result.to_json(), ensure_ascii=False))
+        return
+    click.echo(f"wrote {result.output} ({result.compression}, {_size(result.size)}): "
+               f"{len(result.sessions)} session(s), {result.blobs} blob(s)")
+    for s in result.sessions:
+        click.echo(f"  {s.id}  {s.cwd}  {s.path}")
+    if result.missing_blobs:
+        click.echo(f"  {len(result.missing_blobs)} referenced blob(s) were not in the store and are not packed",
+                   err=True)
+    for p in result.skipped:
+        click.echo(f"  skipped (a link or special file): {p}", err=True)
+
+
+@click.command("pack")
+@click.argument("sessions", metavar="[SESSION]...", nargs=-1)
+@click.option("-o", "--output", required=True, type=click.Path(path_type=Path),
+              help="The archive to write: .tar, .tar.gz/.tgz or .tar.zst (the name picks the compression).")
+@click.option("--project", "project", type=click.Path(file_okay=False), metavar="DIR",
+              help="Add every session of the project whose working directory is DIR.")
+@click.option("--all", "all_projects", is_flag=True, help="Add every session of every project.")
+@click.option("--archived", is_flag=True, help="With --project/--all: also the sessions omp's gc --archive "
+              "moved to archive/sessions (they unpack as live sessions).")
+@click.option("--root", type=click.Path(file_okay=False), help="Sessions root (default: omp's).")
+@click.option("--blobs", "blobs", type=click.Path(file_okay=False), metavar="DIR",
+              help="Blob store to take blobs from (default: omp's, or 'blobs' beside --root).")
+@click.option("--compression", type=click.Choice(["none", "gzip", "zstd"]), help="Override the name's choice.")
+@click.option("--allow-missing-blobs", is_flag=True, help="Pack even when a referenced blob is not in the "
+              "store (the manifest lists it as missing).")
+@click.option("--force", is_flag=True, help="Replace OUTPUT if it exists.")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON object.")
+def pack(sessions: tuple[str, ...], output: Path, project: str | None, all_projects: bool, archived: bool,
+         root: str | None, blobs: str | None, compression: str | None, allow_missing_blobs: bool, force: bool, as_json: bool) -> None:
+    """Pack sessions, their artifact folders (subagent transcripts, tool output) and every blob
+    they reference into one archive, with a manifest of ids, working directories, paths, sizes and
+    SHA-256 hashes. Files are streamed: memory stays flat on a 1 GB session.
+
+    SESSION is a path (.jsonl or an archived .jsonl.gz), a session id or a unique prefix of one, or
+    ``latest``.
+
+    \b
+    Examples:
+      omp-session pack latest -o last.tar.gz
+      omp-session pack --project ~/src/app -o app.tar.zst
+    """
+    if not sessions and project is None and not all_projects:
+        raise click.UsageError("name at least one SESSION, or --project DIR, or --all")
+    try:
+        paths = [resolve_session(s, root=root) for s in sessions]
+        if project is not None:
+            paths += project_sessions(os.path.abspath(os.path.expanduser(project)), root=root,
+                                      archived=archived)
+        if all_projects:
+            paths += all_sessions(root=root, archived=archived)
+        store = blobs if blobs is not None else blobs_dir_for_root(root)
+        result = pack_sessions(paths, output, compression=compression,  # type: ignore[arg-type]
+                               blobs_dir=store, allow_missing_blobs=allow_missing_blobs, force=force)
+    except SessionError as e:
+        _fail(str(e))
+    _print_pack(result, as_json)
+
+
+def _print_unpack(result: UnpackResult, as_json: bool) -> None:
+    if as_json:
+        click.echo(json.dumps(result.to_json(), ensure_ascii=False))
+        return
+    verb = "would unpack" if result.dry_run else "unpacked"
+    click.echo(f"{verb} {len(result.sessions)} session(s) from {result.archive}; blobs: "
+               f"{result.blobs_added} added, {result.blobs_present} already there")
+    for s in result.sessions:
+        moved = f"  (cwd {s.old_cwd} -> {s.new_cwd})" if s.old_cwd != s.new_cwd else ""
+        click.echo(f"  {s.id}  {s.target}{moved}")
+        if s.backup:
+            click.echo(f"    the session that was there is now {s.backup}")
+    if result.missing_blobs:
+        click.echo(f"  {len(result.missing_blobs)} blob(s) were already missing when packed", err=True)
+
+
+@click.command("unpack")
+@click.argument("archive", metavar="FILE", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--root", type=click.Path(file_okay=False), help="Sessions root (default: omp's).")
+@click.option("--blobs", "blobs", type=click.Path(file_okay=False), metavar="DIR",
+              help="Blob store to add blobs to (default: omp's, or 'blobs' beside --root).")
+@click.option("--cwd", "cwd", metavar="NEW_CWD", help="Give every session this working directory.")
+@click.option("--map", "maps", multiple=True, metavar="OLD=NEW",
+              help="Rewrite working directories under OLD to NEW (repeatable; the longest OLD wins).")
+@click.option("--force", is_flag=True, help="Replace sessions that are in the way, keeping a backup of each.")
+@click.option("--dry-run", is_flag=True, help="Verify the archive and show where each session would go.")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON object.")
+def unpack(archive: Path, root: str | None, blobs: str | None, cwd: str | None, maps: tuple[str, ...],
+           force: bool, dry_run: bool, as_json: bool) -> None:
+    """Unpack an archive made by ``pack``: every hash is verified before anything is placed; each
+    session goes to the project folder of its (new) working directory, its header's cwd rewritten;
+    ids are kept; existing sessions are never overwritten (--force keeps a backup).
+
+    \b
+    Examples:
+      omp-session unpack app.tar.zst --cwd ~/work/app
+      omp-session unpack all.tar.gz --map /home/old=/home/new --dry-run
+    """
+    if cwd is not None and maps:
+        raise click.UsageError("--cwd and --map are exclusive")
+    try:
+        rules = [parse_map(m) for m in maps]
+        result = unpack_archive(archive, root=root, blobs_dir=blobs, cwd=cwd, maps=rules, force=force,
+                                dry_run=dry_run)
+    except SessionError as e:
+        _fail(str(e))
+    _print_unpack(result, as_json)

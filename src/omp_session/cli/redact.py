@@ -1,0 +1,102 @@
+"""``omp-session redact SESSION -o OUT``: a copy of a session with secrets removed (docs/redact.md).
+
+Never in place. Exit 0 when written, 1 on a one-line error (unreadable session, a secrets file
+that does not parse, an invalid regex, OUT exists without --force), 2 on usage errors.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import NoReturn
+
+import click
+
+from omp_session.catalog.resolve import resolve_session
+from omp_session.errors import SessionError
+from omp_session.ops.redact.rewrite import RedactResult, RedactRules, write_redacted
+from omp_session.ops.redact.rewrite import redact as redact_session
+
+__all__ = ["redact"]
+
+
+def _fail(message: str) -> NoReturn:
+    click.echo(f"omp-session: {message}", err=True)
+    sys.exit(1)
+
+
+def _print_report(result: RedactResult, out: Path, as_json: bool, report: bool) -> None:
+    if as_json:
+        payload = {"output": str(out), "counts": result.counts(),
+                   "findings": [f.to_json() for f in result.findings] if report else None}
+        click.echo(json.dumps(payload, ensure_ascii=False))
+        return
+    counts = result.counts()
+    total = sum(counts.values())
+    click.echo(f"wrote {out}: {total} redaction(s)" + (
+        " (" + ", ".join(f"{c} {n}" for c, n in counts.items()) + ")" if counts else ""))
+    if report:
+        for f in result.findings:
+            click.echo(f"  {f}")
+
+
+@click.command("redact")
+@click.argument("session", metavar="SESSION")
+@click.option("-o", "--output", "out", required=True, type=click.Path(path_type=Path),
+              help="Where to write the redacted copy (required: never in place).")
+@click.option("--report", is_flag=True, help="List every redaction: category and location, never the value.")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary (and --report) as one JSON object.")
+@click.option("--secret", "secrets", multiple=True, metavar="VALUE", help="A value to redact (repeatable).")
+@click.option("--secrets-from", "secrets_files", multiple=True, type=click.Path(path_type=Path), metavar="FILE",
+              help="A .env file: each of its values is redacted, also base64- and URL-encoded.")
+@click.option("--pattern", "patterns", multiple=True, metavar="REGEX",
+              help="A regex to redact (repeatable); a group named 'secret' limits it to that group.")
+@click.option("--paths", is_flag=True, help="Replace the session's cwd by <cwd> and the home directory by ~.")
+@click.option("--drop-tool-output", is_flag=True, help="Replace every tool result by a marker.")
+@click.option("--drop-images", is_flag=True, help="Replace every image by a marker.")
+@click.option("--drop-thinking", is_flag=True, help="Remove thinking blocks and reasoning replay data.")
+@click.option("--drop-custom", is_flag=True, help="Empty custom entries and custom messages (entries stay).")
+@click.option("--no-builtin", is_flag=True, help="Only the --secret/--secrets-from/--pattern rules.")
+@click.option("--force", is_flag=True, help="Replace OUT if it exists.")
+def redact(session: str, out: Path, report: bool, as_json: bool, secrets: tuple[str, ...],
+                   secrets_files: tuple[Path, ...], patterns: tuple[str, ...], paths: bool,
+                   drop_tool_output: bool, drop_images: bool, drop_thinking: bool, drop_custom: bool,
+                   no_builtin: bool, force: bool) -> None:
+    """Write a copy of SESSION with secrets redacted; ids and the tree stay as they were.
+
+    Built in: provider API keys, private keys, JWTs, passwords in URLs, Authorization headers
+    and .env-style secret assignments (docs/redact.md). Signed blocks that hold a secret are
+    removed whole, with a marker.
+
+    \b
+    Example:
+      omp-session redact latest -o shared.jsonl --paths --secrets-from .env --report
+    """
+    try:
+        path = resolve_session(session)
+    except SessionError as e:
+        _fail(str(e))
+    try:
+        out_exists = out.exists()  # stat() can fail, e.g. "File name too long"
+        same = os.path.abspath(out) == os.path.abspath(path) or (out_exists and os.path.samefile(out, path))
+    except OSError as e:
+        _fail(f"{out}: {e.strerror or e}")
+    if same:
+        _fail(f"{out}: is the input session; redact never writes in place (choose another -o)")
+    rules = RedactRules(secrets=secrets, secrets_files=secrets_files, patterns=patterns, builtin=not no_builtin,
+                        paths=paths, drop_tool_output=drop_tool_output, drop_images=drop_images,
+                        drop_thinking=drop_thinking, drop_custom=drop_custom)
+    if out_exists and not force:
+        _fail(f"{out}: already exists (use --force to replace it)")  # before the work, not after
+    try:
+        result = redact_session(path, rules)
+        written = write_redacted(result, out, force=force)
+    except SessionError as e:
+        _fail(str(e))
+    except OSError as e:
+        _fail(f"{e.filename or path}: {e.strerror or e}")
+    except RecursionError:  # the reader's JSON parser has a depth limit too
+        _fail(f"{path}: nested too deeply to read")
+    _print_report(result, written, as_json, report)

@@ -1,0 +1,85 @@
+"""``omp-session repair PATH [-o OUT] [--in-place] [--json]``: print the plan, or write it.
+
+Without ``-o``/``--in-place`` nothing is written anywhere (not even a quarantine file).
+Exit 0 on success, 1 when the file cannot be repaired (not a session, unreadable, changed
+meanwhile), 2 on usage errors (click's convention).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from omp_session.errors import SessionError
+from omp_session.ops.repair.plan import RepairPlan, RepairResult, apply_repair, plan_repair
+
+__all__ = ["repair"]
+
+
+def _human(plan: RepairPlan, result: RepairResult | None, dry_run: bool) -> None:
+    changes, notes = plan.changes, plan.notes
+    if plan.is_empty:
+        click.echo(f"{plan.path}: nothing to repair" + (f" ({len(notes)} note(s))" if notes else ""))
+    else:
+        click.echo(f"{plan.path}: {len(changes)} fix(es), {len(plan.quarantined)} record(s) to quarantine, "
+                   f"{len(notes)} note(s)")
+    for fix in [*changes, *notes]:
+        click.echo(f"  {fix}")
+    if result is not None and result.written:
+        click.echo(f"wrote {result.output}")
+        if result.backup:
+            click.echo(f"original kept as {result.backup}")
+        if result.quarantine:
+            click.echo(f"quarantined records appended to {result.quarantine}")
+    elif dry_run and not plan.is_empty:
+        click.echo("nothing written (use -o OUT for a repaired copy, or --in-place)")
+
+
+def _json(plan: RepairPlan, result: RepairResult | None) -> None:
+    out = plan.to_json()
+    out["written"] = None if result is None or not result.written else {
+        "output": result.output, "backup": result.backup, "quarantine": result.quarantine}
+    click.echo(json.dumps(out, ensure_ascii=False))
+
+
+@click.command("repair")
+@click.argument("path", type=click.Path(path_type=Path))
+@click.option("-o", "--output", "out", type=click.Path(path_type=Path), default=None,
+              help="Write the repaired session to OUT (quarantine: OUT.quarantine.jsonl).")
+@click.option("--in-place", is_flag=True, help="Replace PATH atomically; the original is kept as PATH.bak.")
+@click.option("--force", is_flag=True, help="With -o: replace OUT if it exists.")
+@click.option("--json", "as_json", is_flag=True, help="Print the plan as one JSON object.")
+def repair(path: Path, out: Path | None, in_place: bool, force: bool, as_json: bool) -> None:
+    """Repair a damaged session file so omp can open it, losing nothing readable.
+
+    Without -o or --in-place, prints what would be fixed (what, where, why) and writes nothing.
+    Unusable records go to a quarantine file next to the output, never silently dropped.
+
+    \b
+    Examples:
+      omp-session repair broken.jsonl                  # the plan only
+      omp-session repair broken.jsonl -o fixed.jsonl
+      omp-session repair broken.jsonl --in-place       # keeps broken.jsonl.bak
+    """
+    if out is not None and in_place:
+        raise click.UsageError("give either -o OUT or --in-place, not both")
+    try:
+        plan = plan_repair(path)
+        result = None
+        if out is not None:
+            result = apply_repair(plan, out=out, force=force)
+        elif in_place:
+            result = apply_repair(plan, in_place=True)
+    except SessionError as e:
+        click.echo(f"omp-session: {e}", err=True)
+        sys.exit(1)
+    except OSError as e:
+        click.echo(f"omp-session: {e.filename or path}: {e.strerror or e}", err=True)
+        sys.exit(1)
+    if as_json:
+        _json(plan, result)
+    else:
+        _human(plan, result, out is None and not in_place)

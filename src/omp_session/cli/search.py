@@ -1,0 +1,190 @@
+"""``omp-session search QUERY`` and ``omp-session index``: full-text search over every session
+(docs/search.md). The index is a cache under ``$XDG_CACHE_HOME/omp-session``; sessions are never
+changed.
+
+Exit status: 0 (also when nothing matched), 1 on a one-line error (a query that cannot be
+searched for, an index locked too long, a session that does not exist), 2 on usage errors.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
+from pathlib import Path
+from typing import Any, NoReturn
+
+import click
+from rich.console import Console
+from rich.markup import escape
+from rich.text import Text
+
+from omp_session.catalog.resolve import resolve_session
+from omp_session.errors import SessionError
+from omp_session.ops.search.index import HIGHLIGHT, IndexReport, SearchIndex, default_index_path
+from omp_session.ops.search.query import SearchHit, search
+from omp_session.paths import sessions_dir
+
+from .list import _parse_when
+
+__all__ = ["index_command", "search_command"]
+
+_PROGRESS_FROM = 20  # files to (re)index before a progress bar is worth drawing
+
+
+def _fail(message: str) -> NoReturn:
+    click.echo(f"omp-session: {message}", err=True)
+    sys.exit(1)
+
+
+def _notice(message: str) -> None:
+    click.echo(f"omp-session: {message}", err=True)
+
+
+def _report_problems(report: IndexReport | None) -> None:
+    """Damage is reported once, by the update that found it; unreadable files every time."""
+    if report is None:
+        return
+    for line in report.damaged + report.unreadable:
+        _notice(line)
+
+
+@contextmanager
+def _progress() -> Iterator[Callable[[int, int], None] | None]:
+    if not sys.stderr.isatty():
+        yield None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    with Progress(TextColumn("indexing sessions"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                  console=Console(stderr=True), transient=True) as bar:
+        task: list[Any] = []
+
+        def advance(done: int, total: int) -> None:
+            if total < _PROGRESS_FROM:
+                return
+            if not task:
+                task.append(bar.add_task("index", total=total))
+            bar.update(task[0], completed=done)
+
+        yield advance
+
+
+def _highlighted(snippet: str) -> Text:
+    text = Text()
+    start, end = HIGHLIGHT
+    for i, part in enumerate(snippet.replace(end, start).split(start)):
+        text.append(part, style="bold yellow" if i % 2 else None)
+    return text
+
+
+def _print_hits(hits: list[SearchHit]) -> None:
+    console = Console(highlight=False, soft_wrap=True)
+    if not hits:
+        console.print("no matches")
+        return
+    for n, h in enumerate(hits, 1):
+        what = h.role or h.entry_type or "?"
+        if h.kind not in ("text", "tool_result") or h.role is None:
+            what += f" {h.kind}"
+        where = f"entry {h.entry_id}" if h.entry_id else "session title"
+        if h.target_id:
+            where += f" (labels {h.target_id})"
+        when = (h.timestamp or "")[:19].replace("T", " ")
+        console.print(f"[bold]{n}. {escape(h.title or '(untitled)')}[/bold]  [dim]{escape(h.path)}[/dim]")
+        console.print(f"   [cyan]{escape(what)}[/cyan] · {escape(where)} · {when}")
+        console.print(Text("   ") + _highlighted(h.snippet))
+        console.print(f"   [dim]resume: {escape(h.resume)}[/dim]")
+
+
+@click.command("search")
+@click.argument("query", nargs=-1, required=True)
+@click.option("--role", type=click.Choice(["user", "assistant", "tool"]), help="Only messages of this role "
+              "(tool: tool results and ! / $ executions).")
+@click.option("--cwd", type=click.Path(file_okay=False), help="Only sessions of this project directory (or below).")
+@click.option("--since", help="Only entries at or after this time (a date, or 7d / 12h / 30m ago).")
+@click.option("--until", help="Only entries before this time.")
+@click.option("--session", "session_arg", metavar="SESSION", help="Only this session (path, id, id prefix, latest).")
+@click.option("--current-branch", is_flag=True, help="Only entries on the branch the session resumes on.")
+@click.option("--thinking", is_flag=True, help="Search thinking blocks too.")
+@click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True, help="At most this many hits.")
+@click.option("--root", type=click.Path(file_okay=False), help="Sessions root (default: omp's).")
+@click.option("--index", "index_path", type=click.Path(dir_okay=False), help="Index file (default: "
+              "$XDG_CACHE_HOME/omp-session/search.sqlite).")
+@click.option("--no-update", is_flag=True, help="Search the index as it is, without reading changed sessions.")
+@click.option("--json", "as_json", is_flag=True, help="One JSON array of hits (snippet hits in [brackets]).")
+def search_command(query: tuple[str, ...], role: str | None, cwd: str | None, since: str | None, until: str | None,
+                   session_arg: str | None, current_branch: bool, thinking: bool, limit: int, root: str | None,
+                   index_path: str | None, no_update: bool, as_json: bool) -> None:
+    """Search the text of every session: messages, tool calls and results, summaries, titles and
+    labels (thinking with --thinking). Best matches first (bm25), newer first among equals.
+
+    QUERY: words (all must match), "a phrase", prefix*, AND / OR / NOT and parentheses.
+    The index is brought up to date first; only bytes appended since the last search are read.
+
+    \b
+    Examples:
+      omp-session search 'blob store' --since 7d
+      omp-session search '"title slot" OR pad*' --role assistant --json
+      omp-session search 'fix* NOT test' --session latest --current-branch
+    """
+    base = Path(root) if root else sessions_dir()
+    session = None
+    try:
+        if session_arg is not None:
+            session = resolve_session(session_arg, root=base)
+        with _progress() as progress:
+            result = search(" ".join(query), index_path=index_path, root=base, role=role, cwd=cwd,
+                            since_ms=_parse_when(since), until_ms=_parse_when(until), session=session,
+                            current_branch=current_branch, thinking=thinking, limit=limit, update=not no_update,
+                            on_notice=_notice, progress=progress)
+    except SessionError as e:
+        _fail(str(e))
+    _report_problems(result.report)
+    if as_json:
+        click.echo(json.dumps([h.to_json() for h in result.hits], ensure_ascii=False, indent=1))
+        return
+    _print_hits(result.hits)
+
+
+@click.command("index")
+@click.option("--root", type=click.Path(file_okay=False), help="Sessions root (default: omp's).")
+@click.option("--index", "index_path", type=click.Path(dir_okay=False), help="Index file (default: "
+              "$XDG_CACHE_HOME/omp-session/search.sqlite).")
+@click.option("--rebuild", is_flag=True, help="Delete the index and build it again from scratch.")
+@click.option("--json", "as_json", is_flag=True, help="Print what was done as one JSON object.")
+def index_command(root: str | None, index_path: str | None, rebuild: bool, as_json: bool) -> None:
+    """Bring the search index up to date (search does this by itself; this is for cron or a
+    first build with a progress bar). New and grown sessions are read (grown ones only from
+    where they were indexed), rewritten ones again, deleted ones leave the index.
+
+    \b
+    Examples:
+      omp-session index
+      omp-session index --rebuild --json
+    """
+    base = Path(root) if root else sessions_dir()
+    try:
+        if rebuild:
+            path = Path(index_path) if index_path else default_index_path()
+            for suffix in ("", "-wal", "-shm"):
+                with suppress(FileNotFoundError):
+                    os.remove(str(path) + suffix)
+        with _progress() as progress, SearchIndex(index_path, on_notice=_notice) as ix:
+            report = ix.update(base, progress=progress)
+            stats = ix.stats()
+    except SessionError as e:
+        _fail(str(e))
+    _report_problems(report)
+    if as_json:
+        click.echo(json.dumps({**report.to_json(), "index": stats}, ensure_ascii=False, indent=1))
+        return
+    click.echo(f"{report.files} session file(s) under {base}: {len(report.added)} added, {len(report.grown)} grown, "
+               f"{len(report.reindexed)} re-indexed, {len(report.removed)} removed, {report.unchanged} unchanged "
+               f"({report.bytes_parsed:,} bytes read in {report.seconds:.2f} s)")
+    for changed, why in report.reindexed:
+        click.echo(f"  re-indexed {changed}: {why}")
+    click.echo(f"index {stats['index']}: {stats['files']} session(s), {stats['entries']:,} entries, "
+               f"{stats['bytes'] / 1e6:.1f} MB")

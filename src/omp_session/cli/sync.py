@@ -1,0 +1,91 @@
+"""``omp-session sync --from URL --to URL``: copy sessions between any two stores (docs/stores.md)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+import click
+from rich.console import Console
+from rich.markup import escape
+
+from omp_session.errors import SessionError
+from omp_session.ops.sync import SyncItem, SyncReport, sync_urls
+
+from .list import _parse_when
+
+__all__ = ["sync"]
+
+_STYLE = {"copied": "green", "appended": "green", "titled": "green", "replaced": "yellow", "kept": "cyan",
+          "conflict": "bold red", "failed": "bold red"}
+
+
+@contextmanager
+def _progress(enabled: bool) -> Iterator[Callable[[int, int, SyncItem], None] | None]:
+    """A progress bar on a terminal (stderr), nothing otherwise."""
+    if not enabled:
+        yield None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    with Progress(TextColumn("syncing sessions"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                  console=Console(stderr=True), transient=True) as bar:
+        task = bar.add_task("sync", total=None)
+
+        def step(done: int, total: int, item: SyncItem) -> None:
+            bar.update(task, completed=done, total=total)
+
+        yield step
+
+
+@click.command("sync")
+@click.option("--from", "source", required=True, metavar="URL", help="The store to copy from (file:DIR, "
+              "sqlite:PATH, postgresql://…, mysql://…, redis://…).")
+@click.option("--to", "target", required=True, metavar="URL", help="The store to copy to (its table is created "
+              "if needed).")
+@click.option("--project", type=click.Path(file_okay=False), help="Only the sessions of this project directory.")
+@click.option("--since", help="Only sessions modified at or after this time (a date, or 7d / 12h / 30m ago).")
+@click.option("--dry-run", is_flag=True, help="Say what would move; write nothing.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+def sync(source: str, target: str, project: str | None, since: str | None, dry_run: bool, as_json: bool) -> None:
+    """Copy sessions from one store to another, byte for byte, moving only what changed.
+
+    A session that grew moves only its appended bytes; a second run moves nothing. A session
+    changed on both sides since the last sync is a conflict: reported, never overwritten (exit
+    status 1). Sessions only in the target are left alone. The record of the last sync of each
+    pair of stores is kept in $XDG_CACHE_HOME/omp-session/sync/.
+
+    \b
+    Examples:
+      omp-session sync --from file:~/.omp/agent/sessions --to postgresql://team@db/omp
+      omp-session sync --from redis://cache:6379 --to sqlite:backup.db --project . --since 7d --dry-run
+    """
+    since_ms = _parse_when(since)
+    try:
+        with _progress(sys.stderr.isatty() and not as_json) as step:
+            report = sync_urls(source, target, project=project, since_ms=since_ms, dry_run=dry_run, progress=step)
+    except SessionError as e:
+        click.echo(f"omp-session: {e}", err=True)
+        sys.exit(1)
+    if as_json:
+        click.echo(json.dumps(report.to_json(), ensure_ascii=False, indent=2))
+    else:
+        _render(report)
+    sys.exit(1 if report.conflicts or report.count("failed") else 0)
+
+
+def _render(report: SyncReport) -> None:
+    console = Console(highlight=False, soft_wrap=True)
+    for item in report.items:
+        if item.action == "unchanged":
+            continue
+        style = _STYLE.get(item.action, "")
+        size = f" ({item.bytes} bytes)" if item.bytes else ""
+        why = f": {escape(item.reason)}" if item.reason else ""
+        console.print(f"[{style}]{item.action}[/] {escape(item.target)}{size}{why}")
+    counts = ", ".join(f"{report.count(a)} {a}" for a in ("copied", "appended", "titled", "replaced", "unchanged",
+                                                          "kept", "conflict", "failed") if report.count(a))
+    verb = "would move" if report.dry_run else "moved"
+    console.print(f"{len(report.items)} session(s): {counts or 'nothing to do'}; {verb} {report.bytes_moved} bytes")

@@ -1,0 +1,292 @@
+"""``omp-session tail SESSION [-f]``: the end of the current branch, optionally followed live (issue 5).
+
+Without ``-f`` the file is read as omp loads it (S1.4, S6.1). With ``-f`` it is followed by
+:class:`omp_session.follow.Follower`, which reads only appended lines (S8.2) and re-reads the file
+when it is replaced (S8.4) or truncated. See that module for what counts as a complete line.
+
+Exit status: 0 (also on Ctrl-C while following), 1 when the file cannot be read, 2 usage errors.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.markup import escape
+
+from omp_session.catalog.resolve import resolve_session
+from omp_session.errors import SessionError, SessionFileError
+from omp_session.js import codec
+from omp_session.model.session import read_session
+from omp_session.ops.follow import (
+    Appended,
+    BranchSwitch,
+    Created,
+    Deleted,
+    Event,
+    Follower,
+    Reloaded,
+    Replaced,
+    Skipped,
+    TitleChanged,
+    Truncated,
+    Unreadable,
+)
+from omp_session.store.base import StoredFile
+
+from . import _render as render
+from ._store import active_store, open_stored, resolve_in_store, store_option
+
+__all__ = ["tail"]
+
+_BURST = 10  # when -n is smaller: at least this many entries of a new branch or a re-read file are shown
+_ROLE_STYLE = {"user": "bold green", "assistant": "bold cyan", "toolResult": "magenta"}
+
+
+def _clip(text: str, width: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _when(ts: Any) -> str:
+    """The entry's timestamp, to the second, as written (UTC); epoch milliseconds are converted."""
+    if isinstance(ts, str):
+        return ts[:19].replace("T", " ") if len(ts) >= 19 and ts[10:11] == "T" else _clip(ts, 19)
+    if isinstance(ts, int | float) and not isinstance(ts, bool):
+        try:
+            return datetime.fromtimestamp(ts / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S")
+        except (OverflowError, OSError, ValueError):
+            pass
+    return "-"
+
+
+def _blocks(content: Any) -> tuple[str, list[str], bool]:
+    """(text, tool call names, has thinking) of a message's content."""
+    if isinstance(content, str):
+        return content, [], False
+    texts: list[str] = []
+    calls: list[str] = []
+    thinking = False
+    if isinstance(content, list):
+        for block in content:
+            if not isinstance(block, dict):
+                continue
+            kind = block.get("type")
+            if kind == "text":
+                texts.append(str(block.get("text", "")))
+            elif kind == "toolCall":
+                calls.append(str(block.get("name")))
+            elif kind == "image":
+                texts.append("[image]")
+            elif kind in ("thinking", "redactedThinking"):
+                thinking = True
+    return " ".join(texts), calls, thinking
+
+
+def _preview(entry: Any) -> tuple[str, str]:
+    """(label, one-line preview) of an entry."""
+    if not isinstance(entry, dict):
+        return "record", render.summary(entry)
+    kind = entry.get("type")
+    msg = entry.get("message")
+    if kind != "message" or not isinstance(msg, dict):
+        text = render.summary(entry)
+        label = str(kind)
+        if text.startswith(label):
+            text = text[len(label):].lstrip(" :")
+        return label, _clip(text, 100)
+    role = str(msg.get("role"))
+    text, calls, thinking = _blocks(msg.get("content"))
+    if role == "assistant":
+        parts = [_clip(text, 80)] if text.strip() else []
+        if calls:
+            parts.append("→ " + ", ".join(calls))
+        if msg.get("stopReason") == "error":
+            parts.append(f"error: {_clip(str(msg.get('errorMessage', '')), 60)}")
+        if not parts:
+            parts.append("(thinking)" if thinking else "(empty)")
+        return role, " ".join(parts)
+    if role == "toolResult":
+        mark = " [error]" if msg.get("isError") is True else ""
+        return role, f"{msg.get('toolName')}{mark}: {_clip(text, 60)}"
+    return role, _clip(text, 100)
+
+
+class _Printer:
+    def __init__(self, as_json: bool, count: int) -> None:
+        self.as_json = as_json
+        self.count = count
+        self.console = Console(highlight=False, soft_wrap=True)
+
+    def entries(self, entries: list[Any], limit: int) -> None:
+        shown = entries[-limit:] if limit else []
+        if len(entries) > len(shown) and not self.as_json:
+            self.console.print(f"[dim]… {len(entries) - len(shown)} earlier entries not shown[/dim]")
+        for entry in shown:
+            self.entry(entry)
+
+    def entry(self, entry: Any) -> None:
+        if self.as_json:
+            sys.stdout.write((codec.stringify(entry) or "null") + "\n")
+            return
+        label, text = _preview(entry)
+        ts = _when(entry.get("timestamp")) if isinstance(entry, dict) else "-"
+        style = _ROLE_STYLE.get(label, "yellow")
+        self.console.print(f"[dim]{escape(ts)}[/dim] [{style}]{escape(label)}[/{style}] {escape(text)}")
+
+    def notice(self, text: str) -> None:
+        """A change to the file rather than a new entry: on stdout for people, on stderr with
+        --json so that stdout stays one entry per line."""
+        if self.as_json:
+            click.echo(f"omp-session: {text}", err=True)
+        else:
+            self.console.print(f"[bold yellow]── {escape(text)}[/bold yellow]")
+
+    def event(self, event: Event, path: str) -> None:
+        burst = max(self.count, _BURST)
+        if isinstance(event, Appended):
+            self.entry(event.entry)
+        elif isinstance(event, BranchSwitch):
+            fork = "a new root" if event.fork_id is None else f"{event.fork_id}"
+            self.notice(f"branch switch: leaf {event.old_leaf} → {event.new_leaf} (forks at {fork}, "
+                        f"{len(event.entries)} {'entry' if len(event.entries) == 1 else 'entries'} since)")
+            self.entries(event.entries, burst)
+        elif isinstance(event, Reloaded):
+            what = {Created: "file appeared", Truncated: "file truncated or rewritten in place",
+                    Replaced: "file replaced (rewritten)"}.get(type(event), "file re-read")
+            self.notice(f"{what}: read again, {event.branch_length} entries on the current branch, "
+                        f"leaf {event.new_leaf}")
+            self.entries(event.entries, burst if not isinstance(event, Created) else self.count)
+        elif isinstance(event, TitleChanged):
+            self.notice(f"title: {event.old!r} → {event.new!r}")
+        elif isinstance(event, Deleted):
+            self.notice(f"{path} was deleted; waiting for it to come back")
+        elif isinstance(event, Skipped):
+            self.notice(f"skipped a malformed record at byte {event.offset} ({event.length} bytes; omp skips it too)")
+        elif isinstance(event, Unreadable):
+            self.notice(f"cannot read {path}: {event.reason}; retrying")
+
+
+def _follow_store(key: Path, branch: list[Any], printer: _Printer, interval: float, max_polls: int | None) -> None:
+    """-f on a database or Redis store: poll the stored size, read the session again when it
+    changes, and print what the current branch gained (or announce a switch)."""
+    active = active_store()
+    assert active is not None
+    storage = active[1]
+    seen = storage.stat(str(key))
+    polls = 0
+    sys.stdout.flush()
+    while max_polls is None or polls < max_polls:
+        polls += 1
+        _sleep(interval)
+        now = storage.stat(str(key))
+        if _state(now) == _state(seen):
+            continue
+        if now is None:
+            printer.notice(f"{key} was deleted from the store; waiting for it to come back")
+            seen = None
+            continue
+        seen = now
+        with open_stored(key) as s:
+            fresh = s.get_branch()
+        ids = [e.get("id") if isinstance(e, dict) else None for e in branch]
+        leaf = ids[-1] if ids else None
+        new_ids = [e.get("id") if isinstance(e, dict) else None for e in fresh]
+        if leaf is not None and leaf in new_ids:
+            gained = fresh[new_ids.index(leaf) + 1:]
+            printer.entries(gained, len(gained))
+        else:
+            printer.notice(f"the current branch changed: {len(fresh)} entries, leaf {new_ids[-1] if new_ids else None}")
+            printer.entries(fresh, max(printer.count, _BURST))
+        branch = fresh
+        sys.stdout.flush()
+
+
+def _state(f: StoredFile | None) -> tuple[int, float] | None:
+    return None if f is None else (f.size, f.mtime_ms)
+
+
+def _sleep(seconds: float) -> None:
+    time.sleep(seconds)  # a module attribute, so tests can drive the follow loop without waiting
+
+
+def _branch_now(path: Path) -> list[Any]:
+    try:
+        s = read_session(os.path.expanduser(path))
+    except IsADirectoryError:
+        raise SessionFileError(str(path), "is a directory, not a session file") from None
+    except FileNotFoundError:
+        raise SessionFileError(str(path), "no such file") from None
+    except PermissionError:
+        raise SessionFileError(str(path), "permission denied") from None
+    except OSError as e:
+        raise SessionFileError(str(path), os.strerror(e.errno or 5)) from None
+    with s:
+        return s.get_branch()
+
+
+def _session_path(arg: str) -> Path:
+    """A path as given (with -f it may not exist yet), else an id, prefix or ``latest``; under
+    ``--store``, a key of that store."""
+    store = active_store()
+    if store is None and (os.path.exists(arg) or os.sep in arg or arg.endswith(".jsonl")):
+        return Path(arg)
+    try:
+        return Path(resolve_in_store(arg, *store) if store is not None else resolve_session(arg))
+    except SessionError as e:
+        click.echo(f"omp-session: {e}", err=True)
+        sys.exit(1)
+
+
+@click.command("tail")
+@click.argument("path", metavar="SESSION", callback=lambda ctx, param, value: _session_path(value))
+@store_option
+@click.option("-f", "--follow", is_flag=True, help="Keep reading as omp appends; Ctrl-C to stop.")
+@click.option("-n", "--lines", "count", type=click.IntRange(min=0), default=10, show_default=True,
+              help="How many entries of the current branch to print first.")
+@click.option("--json", "as_json", is_flag=True, help="Print the entries as JSON lines, as stored.")
+@click.option("--interval", type=click.FloatRange(min=0.01), default=0.5, show_default=True,
+              help="Seconds between checks of the file with -f.")
+@click.option("--max-polls", type=click.IntRange(min=0), default=None, hidden=True)
+def tail(path: Path, follow: bool, count: int, as_json: bool, interval: float, max_polls: int | None) -> None:
+    """Print the last entries of the current branch; with -f, follow the file as omp writes it.
+
+    With -f, new entries are printed as they are appended. Branch switches, a truncated or
+    replaced file, title changes and deletion are announced; with --json these notices go to
+    stderr and stdout keeps one entry per line. A last line without LF is waited for.
+
+    \b
+    Example:
+      omp-session tail -f ~/.omp/agent/sessions/-src-app/2026-05-14T10-14-22-000Z_ab12.jsonl
+    """
+    printer = _Printer(as_json, count)
+    try:
+        if active_store() is not None:
+            with open_stored(path) as s:
+                branch = s.get_branch()
+            printer.entries(branch, count)
+            if follow:
+                _follow_store(path, branch, printer, interval, max_polls)
+            return
+        if not follow:
+            printer.entries(_branch_now(path), count)
+            return
+        follower = Follower(path)
+        printer.entries(follower.initial(), count)
+        if follower.session is None:
+            printer.notice(f"waiting for {path} to appear")
+        sys.stdout.flush()
+        for event in follower.events(interval, max_polls=max_polls, sleep=_sleep):
+            printer.event(event, str(path))
+            sys.stdout.flush()
+    except SessionError as e:
+        click.echo(f"omp-session: {e}", err=True)
+        sys.exit(1)
+    except KeyboardInterrupt:
+        sys.stdout.flush()

@@ -1,0 +1,134 @@
+"""omp's ``getUsageStatistics`` (spec S13.1): token and cost totals over a session's entries."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from typing import Any, Final
+
+from omp_session.errors import ContextError, JSTypeError
+from omp_session.js.codec import UNDEFINED
+from omp_session.js.date import js_string
+from omp_session.js.value import describe, get, get_opt, is_undef, nullish, num_out, template_string, truthy
+
+__all__ = ["usage_statistics"]
+
+_USAGE_FIELDS: Final = ("input", "output", "cacheRead", "cacheWrite", "totalTokens")
+
+
+def _to_primitive(value: Any) -> Any:
+    if isinstance(value, dict):
+        return "[object Object]"
+    if isinstance(value, list):
+        return js_string(value)
+    return value
+
+
+def _to_number(value: Any) -> float:
+    if is_undef(value):
+        return math.nan
+    if value is None or value is False:
+        return 0.0
+    if value is True:
+        return 1.0
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf if value > 0 else -math.inf
+
+
+def _js_add(a: Any, b: Any) -> Any:
+    """JavaScript ``a + b``: string concatenation when either side is (or becomes) a string."""
+    pa, pb = _to_primitive(a), _to_primitive(b)
+    if isinstance(pa, str) or isinstance(pb, str):
+        return template_string(pa) + template_string(pb)
+    return _to_number(pa) + _to_number(pb)
+
+
+def _entry_usage(entry: Any) -> Any:
+    kind = get(entry, "type")
+    if kind == "model_usage":
+        return get(entry, "usage")
+    if kind != "message":
+        return UNDEFINED
+    message = get(entry, "message")
+    role = get(message, "role")
+    if role == "assistant":
+        return get(message, "usage")
+    if role == "toolResult" and get(message, "toolName") == "task":
+        details = get(message, "details")
+        if isinstance(details, dict | list):
+            usage = get(details, "usage")
+            return usage if isinstance(usage, dict | list) else UNDEFINED
+    return UNDEFINED
+
+
+def reset_usage_cost(entry: Any) -> None:
+    """Zero the money an entry's usage records, in place (omp's ``resetInheritedCost`` fork
+    option): tokens stay, cost becomes zeros, credits and premium requests go."""
+    usage = _entry_usage(entry)
+    if isinstance(usage, dict):
+        usage["cost"] = {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}
+        usage.pop("credits", None)
+        usage.pop("premiumRequests", None)
+
+
+_HUGE_INT: Final = 2**1000
+
+
+def _plain_usage(usage: Any) -> bool:
+    """Every summed field a plain number (Python would raise on float + an int beyond doubles)."""
+    if usage.__class__ is not dict:
+        return False
+    cost = usage.get("cost")
+    if cost.__class__ is not dict:
+        return False
+    values: tuple[Any, ...] = (usage.get("input"), usage.get("output"), usage.get("cacheRead"),
+                               usage.get("cacheWrite"), usage.get("totalTokens"), cost.get("total"))
+    for value in values:
+        kind = value.__class__
+        if kind is not float and (kind is not int or not -_HUGE_INT < value < _HUGE_INT):
+            return False
+    return True
+
+
+def usage_statistics(entries: Iterable[Any]) -> dict[str, Any]:
+    """omp's ``getUsageStatistics()``: token and cost totals over every entry (all branches).
+
+    Sums assistant ``usage``, ``task`` tool results' ``details.usage`` and
+    ``model_usage`` entries with JavaScript ``+`` (so a string field turns the
+    total into a string, a missing one into NaN). Raises :class:`ContextError`
+    where omp throws while indexing (a usage without ``cost``, a ``message``
+    entry without ``message``): omp then cannot open the session at all.
+    """
+    totals: dict[str, Any] = {name: 0.0 for name in (*_USAGE_FIELDS, "orchestrationInput", "orchestrationOutput",
+                                                    "orchestrationCacheRead", "premiumRequests", "cost")}
+    numeric = True  # all of input..totalTokens and cost are still numbers
+    for entry in entries:
+        try:
+            usage = _entry_usage(entry)
+            if not truthy(usage):
+                continue
+            if numeric and _plain_usage(usage):
+                # The common shape: every field a number, so JS `+` is float addition.
+                for name in _USAGE_FIELDS:
+                    totals[name] += usage[name]
+                totals["cost"] += usage["cost"]["total"]
+            else:
+                for name in _USAGE_FIELDS:
+                    totals[name] = _js_add(totals[name], get(usage, name))
+                totals["cost"] = _js_add(totals["cost"], get(get(usage, "cost"), "total"))
+                numeric = all(totals[name].__class__ is float for name in (*_USAGE_FIELDS, "cost"))
+            # `x ?? 0` is still added: a total that became a string gains a "0".
+            orchestration = get(usage, "orchestration")
+            for name, part in (("orchestrationInput", "input"), ("orchestrationOutput", "output"),
+                               ("orchestrationCacheRead", "cacheRead")):
+                value = get_opt(orchestration, part)
+                if not (nullish(value) and totals[name].__class__ is float):
+                    totals[name] = _js_add(totals[name], 0 if nullish(value) else value)
+            premium = get(usage, "premiumRequests")
+            if not (nullish(premium) and totals["premiumRequests"].__class__ is float):
+                totals["premiumRequests"] = _js_add(totals["premiumRequests"], 0 if nullish(premium) else premium)
+        except JSTypeError as exc:
+            raise ContextError(f"{describe(entry)}: {exc}") from None
+    return {name: num_out(value) for name, value in totals.items()}

@@ -1,0 +1,253 @@
+"""The HTML export: one self-contained, offline viewer of the whole entry tree (docs/export-html.md).
+
+    from omp_session.export_html import render_html
+    html = render_html(omp_session.open(path))
+
+The page holds every entry as JSON in a ``<script type="application/json">`` tag and a small
+viewer (export_viewer_js.py, export_viewer_css.py) that renders only the selected branch. Nothing
+is fetched: a Content-Security-Policy forbids every network source, images are inline ``data:``
+URLs. Rendering never writes and never changes the session.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Callable
+from typing import Any, Final
+
+from omp_session.errors import EntryNotFoundError, SessionError
+from omp_session.format.blobs import BlobReader, resolve_blob_refs
+from omp_session.format.reader import copilot_records
+from omp_session.js import codec
+from omp_session.js.codec import UNDEFINED
+from omp_session.model.session import Session
+
+from .formats import branch_tips
+from .subagents import artifacts_dir, find_subagents, task_agent_ids
+from .viewer_css import VIEWER_CSS
+from .viewer_js import VIEWER_JS
+
+__all__ = ["DATA_ELEMENT_ID", "MAX_SUBAGENT_DEPTH", "SUBAGENT_ELEMENT_PREFIX", "VIEWER_FORMAT", "embed_json",
+           "render_html", "render_html_bytes", "viewer_data"]
+
+VIEWER_FORMAT: Final = "omp-session-viewer"
+VIEWER_FORMAT_VERSION: Final = 1
+DATA_ELEMENT_ID: Final = "omp-session-data"
+SUBAGENT_ELEMENT_PREFIX: Final = "omp-subagent-"
+# omp nests subagents without a limit; a page stops embedding at this depth and says so
+MAX_SUBAGENT_DEPTH: Final = 4
+
+# No network at all: scripts and styles only inline, images only from data: URLs. This is what
+# makes "self-contained" hold even for content that tries to load something.
+_CSP: Final = ("default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
+               "img-src data:; base-uri 'none'; form-action 'none'")
+
+
+def embed_json(text: str) -> str:
+    """JSON text made safe inside a ``<script>`` element.
+
+    ``<`` only occurs inside JSON strings, where ``\\u003c`` means the same character, so neither
+    ``</script>`` nor ``<!--`` can end or confuse the element. U+2028/U+2029 are escaped too, for
+    tools that read the block as JavaScript rather than JSON.
+    """
+    return text.replace("<", "\\u003c").replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+
+
+_LS, _PS = "\u2028".encode(), "\u2029".encode()
+
+
+def _embed_bytes(data: bytes) -> bytes:
+    # embed_json on UTF-8 bytes: "<" and U+2028/U+2029 are the same bytes wherever they occur
+    if b"<" in data:
+        data = data.replace(b"<", b"\\u003c")
+    if b"\xe2\x80" in data:
+        data = data.replace(_LS, b"\\u2028").replace(_PS, b"\\u2029")
+    return data
+
+
+def _plain_id(value: Any) -> Any:
+    return None if value is UNDEFINED else value
+
+
+def _json_bytes(value: Any) -> bytes:
+    return (codec.stringify(value) or "null").encode("utf-8", "surrogatepass")
+
+
+def _entry_records(session: Session, blob_store: BlobReader | None) -> Callable[[int], bytes]:
+    """Entry k as JSON bytes for the page. The file's own line when loading did not change the
+    entry (no migration, no blob reference, no Copilot replay data stripped): a 100 MB session
+    is then copied, not decoded and encoded again. Otherwise the loaded entry, serialized."""
+    j = session.journal
+    changed = set(copilot_records(j)) if session.sanitized else set()
+
+    def loaded(k: int) -> bytes:
+        entry = session.entry_at(k)
+        if blob_store is not None:
+            # the session resolves refs itself when opened with a store; this covers a store
+            # given only to the export
+            entry = resolve_blob_refs(entry, blob_store)
+        return _json_bytes(entry)
+
+    if session.migrated or session.header is None:
+        return loaded
+
+    def record(k: int) -> bytes:
+        raw = bytes(j.raw(k + 1))
+        if k + 1 in changed or b"blob:sha256:" in raw:
+            return loaded(k)
+        return raw.strip()
+
+    return record
+
+
+def _document(session: Session, leaf: str | None,
+              blob_store: BlobReader | None) -> tuple[dict[str, Any], list[bytes], dict[str, list[int]]]:
+    """The page's data for one session: its fields but the entries, the entries as JSON bytes
+    ready for the page (:func:`_embed_bytes`), and the agents each task result names (entry
+    indices). Embedding entry by entry copies only the few entries that need it, not the whole
+    payload three times over."""
+    if leaf is not None and session.index_of(leaf) is None:
+        raise EntryNotFoundError(f"{session.path or 'session'}: no entry {leaf}")
+    ids = session.ids
+    record = _entry_records(session, blob_store)
+    entries: list[bytes] = []
+    labels: dict[str, Any] = {}
+    task_refs: dict[str, list[int]] = {}
+    for k in range(len(session)):
+        raw = record(k)
+        entries.append(_embed_bytes(raw))
+        if b'"task"' in raw and b"toolResult" in raw:  # decode only what can be a task result
+            for agent in task_agent_ids(session.entry_at(k)):
+                task_refs.setdefault(agent, []).append(k)
+        if ids[k] is not UNDEFINED:
+            label = session.get_label(ids[k])
+            if label is not None:
+                labels[str(k)] = label
+    leaf_id = leaf if leaf is not None else session.get_leaf_id()
+    leaf_index = session.index_of(leaf_id) if leaf_id is not None else None
+    header = session.header if isinstance(session.header, dict) else {}
+    return {
+        "format": VIEWER_FORMAT,
+        "format_version": VIEWER_FORMAT_VERSION,
+        "title": session.get_session_name(),
+        "session_id": header.get("id"),
+        "cwd": header.get("cwd") if isinstance(header.get("cwd"), str) else None,
+        "header": header,
+        "ids": [_plain_id(i) for i in ids],
+        "parents": list(session.parent_index),
+        "labels": labels,
+        "leaf": -1 if leaf_index is None else leaf_index,
+        "tips": branch_tips(session),
+        "subagents": [],
+    }, entries, task_refs
+
+
+def _payload(fields: dict[str, Any], entries: list[bytes]) -> bytes:
+    """The data block's JSON, ready for the page: the fields, then the (embedded) entries."""
+    parts = [b"{"]
+    for key, value in fields.items():
+        parts += [_json_bytes(key), b":", _embed_bytes(_json_bytes(value)), b","]
+    parts += [b'"entries":[', b",".join(entries), b"]}"]
+    return b"".join(parts)
+
+
+def viewer_data(session: Session, *, leaf: str | None = None,
+                blob_store: BlobReader | None = None) -> dict[str, Any]:
+    """What the viewer gets: entries as loaded (unknown fields kept), the tree as parent indices
+    (the path walk omp does, so damaged links show as omp would), labels in effect, the leaf
+    and the branch tips. Blob references left in the entries are resolved from ``blob_store``
+    when given; those still unresolved show as placeholders in the page. ``subagents`` is
+    empty here: render_html fills it."""
+    fields, entries, _ = _document(session, leaf, blob_store)
+    data: dict[str, Any] = codec.loads(_payload(fields, entries).decode("utf-8", "replace"))
+    return data
+
+
+class _Subagents:
+    """Embeds subagent transcripts: each one is its own JSON block (``omp-subagent-<n>``), parsed
+    by the viewer only when opened, so a page with many big subagents opens as fast as without."""
+
+    def __init__(self, blob_store: BlobReader | None, on_problem: Callable[[str], None] | None) -> None:
+        self.blob_store = blob_store
+        self.on_problem = on_problem
+        self.blocks: list[bytes] = []
+
+    def _problem(self, message: str) -> None:
+        if self.on_problem is not None:
+            self.on_problem(message)
+
+    def listing(self, session_path: str, refs: dict[str, list[int]], depth: int) -> list[dict[str, Any]]:
+        from omp_session.model.session import open_session
+
+        out: list[dict[str, Any]] = []
+        folder = artifacts_dir(session_path)
+        for found in find_subagents(session_path, refs):
+            # relative to the session's folder: the page does not need to reveal absolute paths
+            item: dict[str, Any] = {"id": found.agent_id, "file": f"{folder.name if folder else ''}/{found.path.name}",
+                                    "refs": list(found.refs), "doc": None, "note": None, "entries": None,
+                                    "title": None}
+            out.append(item)
+            # the page names the file relative to the session; the warning gives the full path
+            if not found.exists:
+                self._problem(f"{found.path}: subagent transcript not found")
+                item["note"] = f"{item['file']}: subagent transcript not found"
+                continue
+            if depth > MAX_SUBAGENT_DEPTH:
+                item["note"] = f"nested more than {MAX_SUBAGENT_DEPTH} levels deep: not embedded"
+                continue
+            try:
+                with open_session(found.path, blob_store=self.blob_store) as sub:
+                    fields, entries, sub_refs = _document(sub, None, None)
+            except (SessionError, OSError) as e:
+                self._problem(f"subagent transcript not readable: {e}")
+                reason = str(e).removeprefix(f"{found.path}: ")
+                item["note"] = f"{item['file']}: subagent transcript not readable: {reason}"
+                continue
+            fields["subagents"] = self.listing(str(found.path), sub_refs, depth + 1)
+            self.blocks.append(_payload(fields, entries))
+            item["doc"] = len(self.blocks)
+            item["entries"] = len(entries)
+            item["title"] = fields["title"]
+        return out
+
+
+def render_html_bytes(session: Session, *, leaf: str | None = None, blob_store: BlobReader | None = None,
+                      subagents: bool = True, on_problem: Callable[[str], None] | None = None) -> bytes:
+    """:func:`render_html` as the UTF-8 bytes of the page, what a file gets: a big session's
+    entries are copied from the file into the page without ever becoming text."""
+    fields, entries, refs = _document(session, leaf, blob_store)
+    embedder = _Subagents(blob_store if blob_store is not None else session.blob_store, on_problem)
+    if subagents and session.path:
+        fields["subagents"] = embedder.listing(session.path, refs, 1)
+    title = fields["title"] if isinstance(fields["title"], str) and fields["title"] else "omp session"
+    head = "".join([
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n",
+        f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">\n',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n',
+        f"<title>{html.escape(title)}</title>\n<style>\n{VIEWER_CSS}</style>\n</head>\n<body>\n",
+        # shown while the browser reads the data below: on a 100 MB session that takes seconds
+        '<div id="app"><p class="loading">Loading the session\u2026</p>'
+        '<noscript>This viewer needs JavaScript.</noscript></div>\n',
+        f'<script type="application/json" id="{DATA_ELEMENT_ID}">',
+    ])
+    parts = [head.encode("utf-8", "surrogatepass"), _payload(fields, entries), b"</script>\n"]
+    for n, block in enumerate(embedder.blocks, start=1):
+        parts += [f'<script type="application/json" id="{SUBAGENT_ELEMENT_PREFIX}{n}">'.encode(), block,
+                  b"</script>\n"]
+    parts.append(f"<script>\n{VIEWER_JS}</script>\n</body>\n</html>\n".encode())
+    return b"".join(parts)
+
+
+def render_html(session: Session, *, leaf: str | None = None, blob_store: BlobReader | None = None,
+                subagents: bool = True, on_problem: Callable[[str], None] | None = None) -> str:
+    """The session as one self-contained HTML page: tree panel, branch view, filters, search.
+
+    ``leaf`` selects the branch shown first (default: the session's leaf); every other branch
+    stays reachable from the tree. ``blob_store`` resolves image blob references.
+    ``subagents``: embed the subagent transcripts found in the session's artifacts directory
+    (and theirs, nested) and link them from the task results that spawned them. A subagent
+    named but missing, or unreadable, becomes a note in the page and a call of ``on_problem``
+    with a one-line message; it never fails the export.
+    """
+    page = render_html_bytes(session, leaf=leaf, blob_store=blob_store, subagents=subagents, on_problem=on_problem)
+    return page.decode("utf-8", "replace")

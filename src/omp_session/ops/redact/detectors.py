@@ -1,0 +1,294 @@
+"""What ``redact`` looks for in a string: the built-in detectors, user secrets in every encoding
+they are likely to travel in, custom patterns, and the ``.env`` secrets-file parser.
+
+A :class:`Matcher` finds spans in one string and replaces them with ``[REDACTED:<category>]``
+in a single pass (markers are never scanned again, so a pattern matching a marker cannot loop).
+Overlapping hits are merged: the earliest start wins, then the longest span.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import quote, quote_plus
+
+from omp_session.errors import PatternError, SecretsFileError
+
+__all__ = [
+    "BUILTIN_DETECTORS",
+    "MIN_SECRET_LEN",
+    "Detector",
+    "Hit",
+    "Matcher",
+    "encoded_forms",
+    "marker",
+    "parse_secrets_file",
+    "secret_key_name",
+]
+
+# Shorter explicit secrets would redact ordinary words and numbers all over the transcript.
+MIN_SECRET_LEN = 4
+# A base64 core shorter than this matches by chance inside unrelated base64 (images, signatures).
+_MIN_B64_CORE = 8
+
+
+def marker(category: str) -> str:
+    return f"[REDACTED:{category}]"
+
+
+@dataclass(frozen=True, slots=True)
+class Detector:
+    """``group``: which group is the secret (0: the whole match); the rest is context that stays."""
+
+    category: str
+    regex: re.Pattern[str]
+    group: int | str = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    start: int
+    end: int
+    category: str
+    rank: int = 0  # detector order: on overlap the more specific (earlier) detector names the hit
+
+
+# Token bodies must not continue a longer identifier on the left (``(?<!…)``), so ``task-sk-…``
+# style words inside prose do not start a key in the middle of another word.
+_L = r"(?<![A-Za-z0-9_\-])"
+_SECRET_WORDS = r"(?:PASSWORD|PASSWD|PASSPHRASE|PWD|SECRET|TOKEN|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|" \
+                r"SECRET_?KEY|CREDENTIALS?|AUTH|KEY)"
+
+BUILTIN_DETECTORS: tuple[Detector, ...] = (
+    Detector("private-key", re.compile(
+        r"-----BEGIN[A-Z0-9 ]{0,40} PRIVATE KEY( BLOCK)?-----[\s\S]*?"
+        r"(?:-----END[A-Z0-9 ]{0,40} PRIVATE KEY( BLOCK)?-----|\Z)")),
+    Detector("anthropic-api-key", re.compile(_L + r"sk-ant-[A-Za-z0-9_\-]{16,}")),
+    Detector("openai-api-key", re.compile(_L + r"sk-(?!ant-)(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}")),
+    Detector("google-api-key", re.compile(_L + r"AIza[0-9A-Za-z_\-]{35}")),
+    Detector("aws-access-key-id", re.compile(r"(?<![A-Z0-9])(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}(?![A-Z0-9])")),
+    # A 40-character AWS secret is indistinguishable from other base64 on its own: only with a
+    # name in front of it (env var, config key, JSON key in a text).
+    Detector("aws-secret-key", re.compile(
+        r"(?i)aws_?(?:secret_?access_?key|secret_?key|secret)[\"']?\s*[:=]\s*[\"']?"
+        r"(?P<s>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+])"), "s"),
+    Detector("github-token", re.compile(_L + r"(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})")),
+    Detector("gitlab-token", re.compile(_L + r"glpat-[A-Za-z0-9_\-]{20,}")),
+    Detector("slack-token", re.compile(_L + r"xox[abpr]-[A-Za-z0-9\-]{10,}")),
+    Detector("stripe-key", re.compile(_L + r"(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}")),
+    Detector("huggingface-token", re.compile(_L + r"hf_[A-Za-z0-9]{30,}")),
+    Detector("jwt", re.compile(_L + r"eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*")),
+    # scheme://user:password@host: only the password goes, the user and host stay readable.
+    Detector("url-password", re.compile(
+        # (the user may be empty, redis://:pw@host; the password runs to the last "@" of the authority)
+        r"\b[A-Za-z][A-Za-z0-9+.\-]{0,30}://[^\s:/?#@\"'<>\[\]]*:(?P<s>[^\s/?#\"'<>]+)@"), "s"),
+    # Authorization: Bearer|Basic|Token <credential> (also as a JSON or header-dict key in text).
+    Detector("authorization-header", re.compile(
+        r"(?i)\b(?:proxy-)?authorization[\"']?\s*[:=]\s*[\"']?(?:(?:bearer|basic|token|digest)\s+)?"
+        r"(?P<s>[^\s\"',;}]{4,})"), "s"),
+    # NAME=value where NAME ends in a secret-looking word (.env files, shell, YAML, JSON in text).
+    Detector("env-assignment", re.compile(
+        r"(?i)(?<![A-Za-z0-9_])(?:[A-Za-z_][A-Za-z0-9_]*?[_\-]?)?" + _SECRET_WORDS +
+        r"(?![A-Za-z0-9])[\"']?[ \t]*[:=][ \t]*[\"']?(?P<s>(?![\"'$<\[{(])"
+        # a quoted value goes whole, up to its closing quote (JSON arguments: "password":"a b c")
+        r"(?:(?<=\")(?:[^\"\\\n]|\\.){3,}(?=\")|(?<=')[^'\n]{3,}(?=')|[^\s\"'`,;]{3,}))"), "s"),
+)
+
+# Object keys whose string value is a secret as a whole (``{"apiKey": "…"}`` in tool arguments,
+# headers dicts, provider options). Compared on the key lowercased without ``_``/``-``.
+_SECRET_KEY = re.compile(
+    r"(?:password|passwd|passphrase|secret|token|apikey|accesskey|privatekey|secretkey|authorization|"
+    r"credential|credentials|cookie|sessionkey|authtoken|clientsecret)")
+# Keys that end like a secret word but hold counts or identifiers, never secrets.
+_SECRET_KEY_ENDINGS = ("password", "secret", "apikey", "accesstoken", "refreshtoken", "authtoken", "privatekey",
+                        "secretkey", "bearertoken", "sessiontoken", "idtoken")
+_NOT_SECRET_KEY = frozenset({"maxtokens", "tokencount", "tokentype", "tokenizer", "secretname", "pagetoken"})
+
+
+def secret_key_name(key: str) -> bool:
+    """Whether a dict key names a secret value (its whole string value is redacted)."""
+    k = key.lower().replace("_", "").replace("-", "")
+    if k in _NOT_SECRET_KEY:
+        return False
+    return _SECRET_KEY.fullmatch(k) is not None or k.endswith(_SECRET_KEY_ENDINGS)
+
+
+def _b64_cores(data: bytes) -> list[str]:
+    """The part of base64(…data…) that depends on ``data`` alone, for the three positions
+    ``data`` can start at relative to a 3-byte group, in both alphabets.
+
+    With k filler bytes in front, the first ceil(8k/6) characters mix in filler bits and the
+    characters after bit 8(k+len) mix in whatever follows, so only the middle is fixed.
+    """
+    out: list[str] = []
+    for k in range(3):
+        enc = base64.b64encode(b"\0" * k + data).decode("ascii")
+        lead = -(-8 * k // 6)
+        core = enc[lead: (8 * (k + len(data))) // 6]
+        if len(core) >= _MIN_B64_CORE:
+            out.append(core)
+            out.append(core.replace("+", "-").replace("/", "_"))
+    return out
+
+
+def encoded_forms(secret: str) -> list[str]:
+    """``secret`` and the encodings it is redacted in: raw, base64 (standard and url-safe, any
+    alignment) and URL-encoded (``%XX`` upper and lower case, ``+`` for spaces)."""
+    forms = {secret}
+    raw = secret.encode("utf-8", "surrogatepass")
+    forms.update(_b64_cores(raw))
+    for q in (quote(secret, safe=""), quote(secret, safe="/"), quote_plus(secret, safe="")):
+        forms.add(q)
+        forms.add(re.sub(r"%[0-9A-F]{2}", lambda m: m.group().lower(), q))
+    return sorted(forms, key=lambda s: (-len(s), s))
+
+
+_JSON_SHORT = {'"': '"', "\\": "\\", "/": "/", "\b": "b", "\f": "f", "\n": "n", "\r": "r", "\t": "t"}
+
+
+def _any_escape_regex(secret: str) -> str:
+    """A regex for ``secret`` with each character raw, ``%XX``-encoded (either case, ``+`` for a
+    space) or JSON-escaped (``\\uXXXX`` either case, ``\\/``, ``\\"`` …), in any mix: encoders
+    differ in what they leave alone (``encodeURIComponent`` keeps ``!'()*``, PHP escapes ``/``)."""
+    parts: list[str] = []
+    for c in secret:
+        alts = [re.escape(c), "(?i:" + "".join(f"%{b:02X}" for b in c.encode("utf-8", "surrogatepass")) + ")"]
+        cp = ord(c)
+        units = [cp] if cp < 0x10000 else [0xD800 + ((cp - 0x10000) >> 10), 0xDC00 + ((cp - 0x10000) & 0x3FF)]
+        alts.append("(?i:" + "".join(f"\\\\u{u:04X}" for u in units) + ")")
+        if c in _JSON_SHORT:
+            alts.append("\\\\" + re.escape(_JSON_SHORT[c]))
+        if c == " ":
+            alts.append("\\+")
+        parts.append("(?:" + "|".join(alts) + ")")
+    return "".join(parts)
+
+
+class Matcher:
+    """Everything one ``redact`` run looks for, compiled once."""
+
+    def __init__(self, *, builtin: bool = True, secrets: Iterable[tuple[str, str]] = (),
+                 patterns: Sequence[str | re.Pattern[str]] = ()) -> None:
+        self.detectors: list[Detector] = list(BUILTIN_DETECTORS) if builtin else []
+        by_category: dict[str, set[str]] = {}
+        values: dict[str, set[str]] = {}
+        for category, value in secrets:
+            if len(value) >= MIN_SECRET_LEN:
+                by_category.setdefault(category, set()).update(encoded_forms(value))
+                values.setdefault(category, set()).add(value)
+        for category, forms in by_category.items():
+            alternation = "|".join([_any_escape_regex(v) for v in sorted(values[category], key=lambda s: (-len(s), s))]
+                                   + [re.escape(f) for f in sorted(forms, key=lambda s: (-len(s), s))])
+            self.detectors.append(Detector(category, re.compile(alternation)))
+        for p in patterns:
+            try:
+                rx = p if isinstance(p, re.Pattern) else re.compile(p)
+            except re.error as e:
+                raise PatternError(f"invalid --pattern {p!r}: {e}") from None
+            if rx.search("") is not None:
+                raise PatternError(f"--pattern {rx.pattern!r} matches the empty string")
+            self.detectors.append(Detector("pattern", rx, "secret" if "secret" in rx.groupindex else 0))
+        self.literals: list[str] = []  # cwd/home prefixes, set by the caller
+
+    def hits(self, text: str) -> list[Hit]:
+        found: list[Hit] = []
+        for rank, d in enumerate(self.detectors):
+            for m in d.regex.finditer(text):
+                start, end = m.span(d.group)
+                if end > start:
+                    found.append(Hit(start, end, d.category, rank))
+        if len(found) < 2:
+            return found
+        found.sort(key=lambda h: (h.start, -h.end))
+        merged = [found[0]]
+        for h in found[1:]:
+            last = merged[-1]
+            if h.start < last.end:  # overlap: one marker for the union
+                best = last if last.rank <= h.rank else h
+                merged[-1] = Hit(last.start, max(h.end, last.end), best.category, best.rank)
+            else:
+                merged.append(h)
+        return merged
+
+    def scrub(self, text: str) -> tuple[str, list[str]]:
+        """``text`` with every hit replaced by its marker, and the categories replaced."""
+        hits = self.hits(text)
+        if not hits:
+            return text, []
+        parts: list[str] = []
+        pos = 0
+        for h in hits:
+            parts.append(text[pos:h.start])
+            parts.append(marker(h.category))
+            pos = h.end
+        parts.append(text[pos:])
+        return "".join(parts), [h.category for h in hits]
+
+
+# ----------------------------------------------------------------- .env files
+
+_ENV_LINE = re.compile(r"\s*(?:export\s+)?(?P<name>[A-Za-z_][A-Za-z0-9_.\-]*)\s*[=:]\s*(?P<rest>.*?)\s*")
+_DQ_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", '"': '"', "\\": "\\", "$": "$"}
+
+
+def _env_value(rest: str, where: str) -> str:
+    if rest[:1] == '"':
+        out: list[str] = []
+        i = 1
+        while i < len(rest):
+            c = rest[i]
+            if c == "\\" and i + 1 < len(rest):
+                out.append(_DQ_ESCAPES.get(rest[i + 1], "\\" + rest[i + 1]))
+                i += 2
+                continue
+            if c == '"':
+                tail = rest[i + 1:].strip()
+                if tail and not tail.startswith("#"):
+                    raise SecretsFileError(f"{where}: text after the closing quote")
+                return "".join(out)
+            out.append(c)
+            i += 1
+        raise SecretsFileError(f"{where}: unterminated double-quoted value")
+    if rest[:1] == "'":
+        end = rest.find("'", 1)
+        if end < 0:
+            raise SecretsFileError(f"{where}: unterminated single-quoted value")
+        tail = rest[end + 1:].strip()
+        if tail and not tail.startswith("#"):
+            raise SecretsFileError(f"{where}: text after the closing quote")
+        return rest[1:end]
+    # unquoted: a " #" starts a comment
+    cut = re.search(r"\s#", rest)
+    return (rest[:cut.start()] if cut else rest).strip()
+
+
+def parse_secrets_file(path: str | os.PathLike[str]) -> list[tuple[str, str]]:
+    """``(NAME, value)`` for every assignment of a ``.env`` file.
+
+    Accepted: blank lines, ``# comments``, ``NAME=value``, ``export NAME=value``, ``NAME: value``,
+    values in single quotes (literal) or double quotes (``\\n``, ``\\"``, ``\\\\`` escapes; may not
+    span lines), and unquoted values with a trailing `` # comment``. Anything else is an error
+    naming the line, so a wrong file is never half-used.
+    """
+    try:
+        raw = Path(path).read_bytes()
+    except OSError as e:
+        raise SecretsFileError(f"{path}: cannot read secrets file: {e.strerror or e}") from None
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise SecretsFileError(f"{path}: secrets file is not UTF-8 text") from None
+    out: list[tuple[str, str]] = []
+    for n, line in enumerate(text.splitlines(), 1):
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        m = _ENV_LINE.fullmatch(line)
+        if m is None:
+            raise SecretsFileError(f"{path}:{n}: not a NAME=value line")
+        out.append((m["name"], _env_value(m["rest"], f"{path}:{n}")))
+    return out

@@ -1,0 +1,453 @@
+"""Redact a session for sharing: secrets out, tree intact (issue 6, docs/redact.md).
+
+    result = redact(omp_session.open(path), RedactRules(secrets=["hunter22"], paths=True))
+    write_redacted(result, "shared.jsonl")
+
+Every string of the header, the title slot and every entry is scanned (object keys too, in
+free-form objects). Ids, parent links, types, roles and timestamps are never edited, so the tree
+omp builds from the output has the shape of the input's. Blocks a provider signed or encrypted
+cannot be edited without breaking replay: when one holds something to redact it is removed whole
+and a marker text block takes its place. The report says what was redacted where, never the value.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from omp_session.errors import PatternError, RedactError, SecretsFileError
+from omp_session.format.blobs import BLOB_PREFIX
+from omp_session.format.title import TitleSlot, build_title_slot
+from omp_session.js import codec
+from omp_session.model.session import Session
+from omp_session.store.atomic import write_new_file
+
+from .detectors import Matcher, marker, parse_secrets_file, secret_key_name
+
+__all__ = ["Finding", "PatternError", "RedactResult", "RedactRules", "SecretsFileError",
+           "redact", "write_redacted"]
+
+CWD_PLACEHOLDER = "<cwd>"
+HOME_PLACEHOLDER = "~"
+SIGNED_MARKER = "[REDACTED: signed block removed]"
+IMAGE_MARKER = "[REDACTED: image removed]"
+THINKING_MARKER = "[REDACTED: thinking removed]"
+TOOL_OUTPUT_MARKER = "[REDACTED: tool output removed]"
+TOOL_CALL_MARKER = "[REDACTED: tool call removed]"
+CUSTOM_MARKER = "[REDACTED: custom content removed]"
+
+# Fields whose edit would change the tree or how omp pairs and orders things: never edited.
+_ENVELOPE = frozenset({"type", "id", "parentId", "timestamp", "targetId", "fromId", "firstKeptEntryId",
+                       "providerReplayThroughEntryId", "version"})
+_MESSAGE_FIXED = frozenset({"role", "toolCallId", "timestamp"})
+_MARKER = re.compile(r"\[REDACTED[^\]]*\]")  # already redacted (e.g. a file redacted twice)
+# Only a whole blob ref or base64 image data URL is skipped: text that merely starts like one is text.
+_NOT_TEXT = re.compile(r"blob:sha256:[0-9a-f]{64}|data:image/[A-Za-z0-9.+\-]+;base64,[A-Za-z0-9+/=]*")
+
+
+@dataclass
+class RedactRules:
+    """What to redact. ``secrets``: literal values; ``secrets_files``: ``.env`` files whose values
+    are secrets; ``patterns``: regexes (a group named ``secret`` limits the redaction to it);
+    ``builtin``: the built-in detectors; ``paths``: replace the cwd by ``<cwd>`` and the home
+    directory prefix by ``~``; ``home``: the home directory (default: this user's, plus the
+    ``/home/<user>`` / ``/Users/<user>`` prefix of the session's cwd)."""
+
+    secrets: Sequence[str] = ()
+    secrets_files: Sequence[str | os.PathLike[str]] = ()
+    patterns: Sequence[str | re.Pattern[str]] = ()
+    builtin: bool = True
+    paths: bool = False
+    home: str | None = None
+    drop_tool_output: bool = False
+    drop_images: bool = False
+    drop_thinking: bool = False
+    drop_custom: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One thing redacted (or removed, dropped, or found but kept). ``path`` is a JSON path into
+    the output record (``$`` is the entry, header or title slot), built from redacted keys."""
+
+    category: str
+    action: str  # redacted | removed | dropped | kept
+    line: int | None
+    entry_id: str | None
+    path: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"category": self.category, "action": self.action, "line": self.line,
+                "entryId": self.entry_id, "path": self.path}
+
+    def __str__(self) -> str:
+        where = f"line {self.line}" if self.line is not None else "?"
+        if self.entry_id is not None:
+            where += f" entry {self.entry_id}"
+        return f"{self.category}: {self.action} at {where} {self.path}"
+
+
+@dataclass
+class RedactResult:
+    header: dict[str, Any]
+    entries: list[Any]
+    title_slot: TitleSlot | None
+    findings: list[Finding] = field(default_factory=list)
+    source: str | None = None
+
+    def to_bytes(self) -> bytes:
+        """The output file: title slot (if the input had one), header, entries; omp's serializer."""
+        parts: list[bytes] = []
+        if self.title_slot is not None:
+            s = self.title_slot
+            parts.append(build_title_slot(s.title, s.source, s.updated_at))
+        parts.append(codec.dumps_line(self.header))
+        parts.extend(codec.dumps_line(e) for e in self.entries)
+        return b"".join(parts)
+
+    def counts(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for f in self.findings:
+            out[f.category] = out.get(f.category, 0) + 1
+        return dict(sorted(out.items()))
+
+
+class _Removed:
+    """A block or value the parent must take out (why: the marker text to put in a content list,
+    or None to remove without a trace)."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str | None) -> None:
+        self.text = text
+
+
+def _key_path(path: str, key: str) -> str:
+    return f"{path}.{key}" if re.fullmatch(r"[A-Za-z_$][A-Za-z0-9_$]*", key) else f"{path}[{codec.stringify(key)}]"
+
+
+def _is_signed(obj: dict[str, Any], key: str | None) -> bool:
+    """Blocks a provider validates byte-for-byte on replay (see persist.py's verbatim blocks)."""
+    t = obj.get("type")
+
+    def has(name: str) -> bool:
+        v = obj.get(name)
+        return isinstance(v, str) and v != ""
+
+    if t in ("anthropicServerTool", "anthropicCompaction") or key == "anthropicCompaction":
+        return True
+    return ((t == "thinking" and has("thinkingSignature")) or (t == "text" and has("textSignature"))
+            or (t == "toolCall" and has("thoughtSignature")) or (t == "redactedThinking" and has("data"))
+            or (t == "reasoning" and has("encrypted_content")))
+
+
+def _text_block(text: str) -> dict[str, Any]:
+    return {"type": "text", "text": text}
+
+
+class _Redactor:
+    def __init__(self, rules: RedactRules, matcher: Matcher, literals: list[tuple[re.Pattern[str], str, str]]
+                 ) -> None:
+        self.rules = rules
+        self.m = matcher
+        self.literals = literals
+        self.findings: list[Finding] = []
+        self.line: int | None = None
+        self.entry_id: str | None = None
+        self.removed_calls: set[str] = set()
+        # a --secret / --secrets-from value may be a number (a PIN, an account id) stored unquoted
+        self.number_secrets = any(d.category in ("secret", "secrets-file") for d in matcher.detectors)
+
+    def note(self, category: str, action: str, path: str) -> None:
+        self.findings.append(Finding(category, action, self.line, self.entry_id, path))
+
+    # ----- strings
+
+    def text(self, s: str, path: str, *, image_data: bool = False) -> str:
+        if image_data or (s.startswith((BLOB_PREFIX, "data:image/")) and _NOT_TEXT.fullmatch(s)):
+            return s  # image bytes and blob hashes: not text, and a chance hit would corrupt them
+        out, categories = self.m.scrub(s)
+        for c in categories:
+            self.note(c, "redacted", path)
+        for rx, placeholder, category in self.literals:
+            out, n = rx.subn(placeholder, out)
+            for _ in range(n):
+                self.note(category, "redacted", path)
+        return out
+
+    # ----- the walk
+
+    def value(self, v: Any, path: str, key: str | None, fixed: bool = False) -> Any:
+        if isinstance(v, str):
+            if fixed:
+                if self.m.hits(v):
+                    self.note("structural-field", "kept", path)  # an id cannot change: say so
+                return v
+            return self.text(v, path)
+        if isinstance(v, list):
+            return self.seq(v, path, key)
+        if isinstance(v, dict):
+            return self.obj(v, path, key)
+        if self.number_secrets and not fixed and isinstance(v, int | float) and not isinstance(v, bool):
+            hits = [h for h in self.m.hits(codec.stringify(v) or "") if h.category in ("secret", "secrets-file")]
+            if hits:
+                self.note(hits[0].category, "redacted", path)
+                return marker(hits[0].category)
+        return v
+
+    def seq(self, items: list[Any], path: str, key: str | None) -> list[Any]:
+        out: list[Any] = []
+        for i, item in enumerate(items):
+            new = self.value(item, f"{path}[{i}]", key)
+            if isinstance(new, _Removed):
+                if key == "content" and new.text is not None:
+                    out.append(_text_block(new.text))
+                continue
+            out.append(new)
+        return out
+
+    def obj(self, obj: dict[str, Any], path: str, key: str | None, fixed_keys: frozenset[str] = frozenset(),
+             *, done: dict[str, Any] | None = None, check_signed: bool = True) -> Any:
+        """``done``: keys whose new value the caller already computed (kept in their place)."""
+        r = self.rules
+        t = obj.get("type")
+        if t == "image" and r.drop_images:
+            self.note("image", "dropped", path)
+            return _Removed(IMAGE_MARKER)
+        if t in ("thinking", "redactedThinking") and r.drop_thinking and key == "content":
+            self.note("thinking", "dropped", path)
+            return _Removed(None)
+        if check_signed and _is_signed(obj, key):
+            return self.signed(obj, path, key)
+        out: dict[str, Any] = {}
+        for k, v in obj.items():
+            if done is not None and k in done:
+                out[k] = done[k]
+                continue
+            new_key = k if k in fixed_keys else self.text(k, _key_path(path, "<key>"))
+            while (new_key != k and new_key in obj) or new_key in out:
+                new_key += "#"  # two keys redacted to the same marker must both survive
+            sub = _key_path(path, new_key)
+            if r.drop_images and k == "images" and isinstance(v, list) and v:
+                self.note("image", "dropped", sub)
+                out[new_key] = []
+                continue
+            if isinstance(v, str) and k not in fixed_keys and secret_key_name(k) and v and not _MARKER.fullmatch(v):
+                self.note("secret-key-value", "redacted", sub)
+                out[new_key] = marker("secret-key-value")
+                continue
+            new = self.value(v, sub, k, fixed=k in fixed_keys) if not (
+                t == "image" and k == "data" and isinstance(v, str)) else v
+            if isinstance(new, _Removed):
+                continue
+            out[new_key] = new
+        return out
+
+    def signed(self, obj: dict[str, Any], path: str, key: str | None) -> Any:
+        """Scan a signed block as a whole; any hit removes it (an edit would fail its signature)."""
+        mark = len(self.findings)
+        probe = self.obj(obj, path, key, check_signed=False)
+        if probe == obj:
+            del self.findings[mark:]
+            return obj
+        hits = self.findings[mark:]
+        del self.findings[mark:]
+        for f in hits:
+            self.findings.append(Finding(f.category, "removed", f.line, f.entry_id, path))
+        self.note("signed-block", "removed", path)
+        if obj.get("type") == "toolCall" and isinstance(obj.get("id"), str):
+            self.removed_calls.add(obj["id"])
+            return _Removed(TOOL_CALL_MARKER)
+        return _Removed(SIGNED_MARKER)
+
+    # ----- records
+
+    def entry(self, e: Any) -> Any:
+        if not isinstance(e, dict):
+            return self.value(e, "$", None)
+        r = self.rules
+        e = dict(e)
+        kind = e.get("type")
+        if r.drop_custom and kind == "custom" and "data" in e:
+            # the entry stays (children keep their parent); only its payload goes
+            del e["data"]
+            self.note("custom", "dropped", "$.data")
+        if r.drop_custom and kind == "custom_message":
+            e["content"] = CUSTOM_MARKER
+            e.pop("details", None)
+            self.note("custom", "dropped", "$.content")
+        message = e.get("message")
+        done = {"message": self.message(message)} if isinstance(message, dict) else None
+        return self.obj(e, "$", None, _ENVELOPE, done=done)
+
+    def message(self, m: dict[str, Any]) -> dict[str, Any]:
+        r = self.rules
+        m = dict(m)
+        role = m.get("role")
+        if role == "toolResult" and r.drop_tool_output:
+            self.drop_result(m, "tool-output", TOOL_OUTPUT_MARKER)
+        if role in ("bashExecution", "pythonExecution") and r.drop_tool_output and "output" in m:
+            m["output"] = TOOL_OUTPUT_MARKER
+            m.pop("images", None)
+            self.note("tool-output", "dropped", "$.message.output")
+        if role in ("custom", "hookMessage") and r.drop_custom:
+            m["content"] = CUSTOM_MARKER
+            m.pop("details", None)
+            self.note("custom", "dropped", "$.message.content")
+        payload = m.get("providerPayload")
+        if isinstance(payload, dict) and r.drop_thinking and any(
+                isinstance(i, dict) and i.get("type") == "reasoning" for i in payload.get("items") or []):
+            del m["providerPayload"]
+            self.note("thinking", "dropped", "$.message.providerPayload")
+        out: dict[str, Any] = {}
+        for k, v in m.items():
+            path = _key_path("$.message", k)
+            if k in _MESSAGE_FIXED:
+                out[k] = self.value(v, path, k, fixed=True)
+                continue
+            if k == "content" and isinstance(v, list):
+                out[k] = self.content(v, path)
+                continue
+            mark = len(self.findings)
+            new = self.value(v, path, k)
+            if k == "providerPayload" and any(f.action == "removed" for f in self.findings[mark:]):
+                # a replay payload missing one of its signed items is worse than none: omp
+                # rebuilds the request from the message content when there is no payload
+                self.note("provider-payload", "removed", path)
+                continue
+            if not isinstance(new, _Removed):
+                out[k] = new
+        return out
+
+    def content(self, blocks: list[Any], path: str) -> list[Any]:
+        out: list[Any] = []
+        for i, block in enumerate(blocks):
+            sub = f"{path}[{i}]"
+            fixed = frozenset({"type", "id"}) if isinstance(block, dict) and block.get("type") == "toolCall" \
+                else frozenset({"type"})
+            new = self.obj(block, sub, "content", fixed) if isinstance(block, dict) else self.value(
+                block, sub, "content")
+            if isinstance(new, _Removed):
+                if new.text is not None:
+                    out.append(_text_block(new.text))
+                continue
+            out.append(new)
+        if blocks and not out:
+            out.append(_text_block(THINKING_MARKER))  # an assistant turn keeps a block to show
+        return out
+
+    def drop_result(self, m: dict[str, Any], category: str, text: str) -> None:
+        m["content"] = [_text_block(text)]
+        details = m.get("details")
+        if isinstance(details, dict) and "usage" in details:
+            m["details"] = {"usage": details["usage"]}  # subagent usage still counts in the statistics
+        else:
+            m.pop("details", None)
+        self.note(category, "dropped", "$.message.content")
+
+
+def _home_dirs(rules: RedactRules, cwd: Any) -> list[str]:
+    homes = {rules.home} if rules.home else {str(Path.home())}
+    if isinstance(cwd, str):
+        m = re.match(r"(/home/[^/]+|/Users/[^/]+|/root)(?=/|$)", cwd)
+        if m:
+            homes.add(m.group(1))
+    return [h.rstrip("/") for h in homes if h and h.rstrip("/").count("/") >= 1 and len(h.rstrip("/")) > 1]
+
+
+def _literals(rules: RedactRules, header: dict[str, Any]) -> list[tuple[re.Pattern[str], str, str]]:
+    if not rules.paths:
+        return []
+    out: list[tuple[re.Pattern[str], str, str]] = []
+    cwd = header.get("cwd")
+    # a path ends where a path name could not go on (so /home/u/app does not eat /home/u/app2)
+    end = r"(?![A-Za-z0-9._\-])"
+    if isinstance(cwd, str) and len(cwd.rstrip("/")) > 1:
+        out.append((re.compile(re.escape(cwd.rstrip("/")) + end), CWD_PLACEHOLDER, "path-cwd"))
+    for home in sorted(_home_dirs(rules, cwd), key=len, reverse=True):
+        out.append((re.compile(re.escape(home) + end), HOME_PLACEHOLDER, "path-home"))
+    return out
+
+
+def build_matcher(rules: RedactRules) -> Matcher:
+    """The matcher for ``rules``; raises SecretsFileError / PatternError (one line each)."""
+    secrets: list[tuple[str, str]] = [("secret", s) for s in rules.secrets]
+    for f in rules.secrets_files:
+        secrets.extend(("secrets-file", value) for _, value in parse_secrets_file(f))
+    return Matcher(builtin=rules.builtin, secrets=secrets, patterns=rules.patterns)
+
+
+def redact(session: Session | str | os.PathLike[str], rules: RedactRules | None = None) -> RedactResult:
+    """The redacted header, title slot and entries of ``session`` (a Session or a path), and the
+    report. Nothing is written; see :func:`write_redacted`. Malformed records are dropped (they
+    cannot be scanned structurally) and reported."""
+    rules = rules or RedactRules()
+    matcher = build_matcher(rules)
+    if not isinstance(session, Session):
+        from omp_session.model.session import open_session
+
+        with open_session(session) as s:
+            return redact(s, rules)
+    if session.header is None:
+        raise RedactError(f"{session.path or 'session'}: not a session file (no valid header); nothing to redact")
+    r = _Redactor(rules, matcher, _literals(rules, session.header))
+    j = session.journal
+    slot = session.title_slot
+    if slot is not None:
+        r.line = 1
+        slot = TitleSlot(r.text(slot.title, "$.title"), slot.source, r.text(slot.updated_at, "$.updatedAt"))
+        try:
+            build_title_slot(slot.title, slot.source, slot.updated_at)
+        except ValueError:  # omp reads a slot of any width; one whose metadata passes 256 bytes cannot be rebuilt
+            raise RedactError(f"{session.path or 'session'}: line 1: title slot metadata longer than 256 bytes; "
+                              "cannot rewrite it") from None
+    r.line = j.line_of(j.start(0)) if len(j) else None
+    entries: list[Any] = []
+    try:
+        header = r.obj(session.header, "$", None, _ENVELOPE)
+        for k, e in enumerate(session.entries):
+            r.line = session.line_of_entry(k)
+            eid = e.get("id") if isinstance(e, dict) else None
+            r.entry_id = eid if isinstance(eid, str) else None
+            entries.append(r.entry(e))
+    except RecursionError:
+        # the reader accepts deeper nesting than this recursive walk fits in Python's stack
+        raise RedactError(f"{session.path or 'session'}: line {r.line}"
+                          + (f" entry {r.entry_id}" if r.entry_id else "") + ": nested too deeply to redact") from None
+    assert isinstance(header, dict)
+    if r.removed_calls:
+        _drop_removed_results(r, session, entries)
+    r.entry_id = None
+    for span in j.malformed:
+        r.line = j.line_of(span.start)
+        r.note("malformed-record", "dropped", "$")
+    return RedactResult(header, entries, slot, r.findings, session.path)
+
+
+def _drop_removed_results(r: _Redactor, session: Session, entries: list[Any]) -> None:
+    """A removed tool call takes its result's content with it (the entry stays for the tree)."""
+    for k, e in enumerate(entries):
+        m = e.get("message") if isinstance(e, dict) else None
+        if isinstance(m, dict) and m.get("role") == "toolResult" and m.get("toolCallId") in r.removed_calls:
+            r.line = session.line_of_entry(k)
+            r.entry_id = e.get("id") if isinstance(e.get("id"), str) else None
+            m = dict(m)
+            r.drop_result(m, "tool-call-removed", TOOL_CALL_MARKER)
+            entries[k] = dict(e, message=m)
+
+
+def write_redacted(result: RedactResult, out: str | os.PathLike[str], *, force: bool = False) -> Path:
+    """Write ``result`` to ``out`` atomically (a temp file in the same directory, then a rename).
+
+    Refuses the input file itself, and an existing ``out`` unless ``force``. On any failure
+    nothing is left behind: not the temp file, not a partial ``out``.
+    """
+    target = Path(out)
+    write_new_file(target, [result.to_bytes()], force=force, error=RedactError, source=result.source,
+                   in_place="is the input session; redact never writes in place")
+    return target
+

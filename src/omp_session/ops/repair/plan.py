@@ -1,0 +1,337 @@
+"""Repair a damaged session file so omp opens it, losing nothing that can be read.
+
+    plan = plan_repair(path)          # reads only
+    for fix in plan.fixes: print(fix)
+    apply_repair(plan, out="fixed.jsonl")   # or in_place=True (keeps PATH.bak)
+
+The plan is computed from the file's bytes in a fixed order of steps, each in its own module:
+records (``repair_records``: spec S1.1-S1.4), the title slot and the header (here: S1.2, S2),
+records omp cannot load, repeated records and ids, orphans and cycles (``repair_tree``: S1.6,
+S6, S14). ``docs/repair.md`` states every rule; applying writes atomically (S8.4).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from typing import Any
+
+from omp_session.diagnostics import Severity
+from omp_session.errors import (
+    NotASessionError,
+    RepairConflictError,
+    RepairError,
+    SessionFileError,
+    WriteConflictError,
+)
+from omp_session.format.migrate import needs_migration
+from omp_session.format.reader import Journal, scan_bytes
+from omp_session.format.title import TITLE_SLOT_BYTES, build_title_slot
+from omp_session.js import codec
+from omp_session.store.atomic import write_new_file
+from omp_session.store.base import FileStorage
+from omp_session.write.ids import iso_timestamp, new_session_id
+
+from .model import Fix, Quarantined, RepairPlan, RepairResult
+from .records import Rec, Records, read_records
+from .tree import break_cycles, drop_duplicates, fresh_ids, quarantine_crashers, reattach_orphans
+
+__all__ = ["Fix", "NotASessionError", "Quarantined", "RepairConflictError", "RepairError", "RepairPlan",
+           "RepairResult", "apply_repair", "plan_repair", "plan_repair_bytes", "quarantine_path"]
+
+_SNIFF = 1024 * 1024
+_FILE_NAME = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d)-(\d\d)-(\d\d)-(\d{3}Z)_([0-9a-fA-F-]{36})\.jsonl$")
+
+
+def quarantine_path(target: str | os.PathLike[str]) -> str:
+    return os.fspath(target) + ".quarantine.jsonl"
+
+
+def plan_repair(path: str | os.PathLike[str], *, blob_store: Any = None) -> RepairPlan:
+    """Read ``path`` and work out its repair; writes nothing.
+
+    Raises :class:`NotASessionError` for a directory, an empty file or bytes that are not a
+    session (a PNG, random data), :class:`SessionFileError` when the file cannot be read.
+    ``blob_store`` (default: omp's blob directory) is only used to report missing blobs.
+    """
+    name = os.fspath(path)
+    if os.path.isdir(name):
+        raise NotASessionError(f"{name}: is a directory, not a session file")
+    if name.endswith(".jsonl.gz"):
+        raise RepairError(f"{name}: an archived session (.jsonl.gz); gunzip it, then repair the plain file")
+    try:
+        with open(name, "rb") as f:
+            st = os.fstat(f.fileno())
+            data = f.read()
+    except FileNotFoundError:
+        raise SessionFileError(name, "no such file") from None
+    except OSError as e:
+        raise SessionFileError(name, e.strerror or "cannot be read") from None
+    if blob_store is None:
+        from omp_session.format.blobs import BlobStore
+        from omp_session.paths import blobs_dir
+
+        blob_store = BlobStore(blobs_dir())
+    return plan_repair_bytes(data, name, mtime_ns=st.st_mtime_ns, blob_store=blob_store)
+
+
+def plan_repair_bytes(data: bytes, path: str = "session.jsonl", *, mtime_ns: int = 0,
+                      blob_store: Any = None) -> RepairPlan:
+    """:func:`plan_repair` on bytes already read (``path`` names the file in messages and is where
+    a lost header's id and timestamp are taken from)."""
+    if not data.strip(b" \t\r\n\x00"):
+        what = "is empty" if not data else "holds only whitespace or NUL bytes"
+        raise NotASessionError(f"{path}: {what}; there is nothing to repair (omp starts a new session in it)")
+    if b'"type"' not in data[:_SNIFF]:
+        raise NotASessionError(f"{path}: not an omp session file (no JSON record with a \"type\" near the start)")
+    j = scan_bytes(data)
+    rs = read_records(j)
+    if j.bom:
+        rs.fixes.insert(0, Fix("bom", "leading UTF-8 BOM removed (omp never writes one, and cannot rewrite a "
+                               "file that has one)", line=1, offset=0))
+    near_miss = _take_near_miss_title(j, rs)
+    if j.slot is None and near_miss is None and not any(
+            isinstance(r.value, dict) and isinstance(r.value.get("type"), str) for r in rs.recs):
+        raise NotASessionError(f"{path}: not an omp session file (no session record could be read)")
+    quarantine_crashers(rs, 0)
+    _fix_header(rs, path)
+    if not needs_migration(rs.recs[0].value):  # v1/v2 ids are replaced by omp's migration anyway
+        drop_duplicates(rs)
+        fresh_ids(rs)
+        reattach_orphans(rs)
+        break_cycles(rs)
+    else:
+        drop_duplicates(rs)
+    slot = _fix_slot(j, data, near_miss, rs)
+    output = slot + b"".join(rec.out() for rec in rs.recs)
+    fixes = sorted(rs.fixes, key=lambda f: (f.line is not None, f.line or 0, f.offset or 0))
+    plan = RepairPlan(path, len(data), mtime_ns, hashlib.sha256(data).hexdigest(), output, fixes=fixes, quarantined=rs.quarantined)
+    if output == data and not plan.quarantined:
+        # a record-level fix that re-serialised to the very same bytes changed nothing
+        plan.fixes = [f for f in plan.fixes if not f.changes]
+    _check_output(plan, blob_store)
+    return plan
+
+
+def _take_near_miss_title(j: Journal, rs: Records) -> Rec | None:
+    """A first line that tries to be a title slot but is not a valid one (S1.2.5): omp then reads it
+    as the first record and refuses the file, so it is taken out here and rebuilt later."""
+    if j.slot is not None or not rs.recs:
+        return None
+    first = rs.recs[0]
+    if first.line == 1 and isinstance(first.value, dict) and first.value.get("type") == "title":
+        rs.recs.pop(0)
+        return first
+    return None
+
+
+def _is_header(value: Any) -> bool:
+    return isinstance(value, dict) and value.get("type") == "session" and isinstance(value.get("id"), str)
+
+
+def _fix_header(rs: Records, path: str) -> None:
+    """The header must be the first record (S1.4.4, S2): move it there, or rebuild it."""
+    recs = rs.recs
+    at = next((i for i, r in enumerate(recs) if _is_header(r.value)), None)
+    if at is None:
+        base: dict[str, Any] = {}
+        old = next((i for i, r in enumerate(recs)
+                    if isinstance(r.value, dict) and r.value.get("type") == "session"), None)
+        where: dict[str, Any] = {}
+        if old is not None:
+            rec = recs.pop(old)
+            base = rec.value
+            where = {"line": rec.line, "offset": rec.offset}
+            rs.quarantine(rec.line, rec.offset, rec.raw, "a session header without a string id: omp refuses "
+                          "the file; a header with the same fields and a valid id replaces it")
+        header = _rebuild_header(base, path, recs)
+        recs.insert(0, Rec(header, b"", 0, 0, dirty=True))
+        source = "the file name" if _FILE_NAME.match(os.path.basename(path)) else "the entries"
+        rs.fixes.append(Fix("header-rebuilt", f"no valid session header (omp refuses such a file); one was "
+                            f"rebuilt with id {header['id']} from {source}", entry_id=None, **where))
+    elif at > 0:
+        rec = recs.pop(at)
+        recs.insert(0, rec)
+        rs.fixes.append(Fix("header-moved", "the session header was not the first record (omp refuses such a "
+                            "file); moved to the front", line=rec.line, offset=rec.offset))
+    head = recs[0]
+    cwd = head.value.get("cwd", codec.UNDEFINED)
+    if cwd is not codec.UNDEFINED and not isinstance(cwd, str):
+        if head.raw:
+            rs.quarantine(head.line, head.offset, head.raw, "the header's cwd is not a string (omp's open() "
+                          "throws); the header is kept without it")
+        del head.value["cwd"]
+        head.dirty = True
+        rs.fixes.append(Fix("header-cwd", f"the header's cwd {codec.stringify(cwd)} is not a string (omp cannot "
+                            "open the file); removed, original header quarantined", line=head.line or None,
+                            offset=head.offset if head.raw else None))
+
+
+def _rebuild_header(base: dict[str, Any], path: str, recs: list[Rec]) -> dict[str, Any]:
+    m = _FILE_NAME.match(os.path.basename(path))
+    stamps = [r.value.get("timestamp") for r in recs if isinstance(r.value, dict)]
+    first_stamp = next((s for s in stamps if isinstance(s, str) and s), None)
+    if m is not None:
+        session_id = m.group(5).lower()
+        timestamp = f"{m.group(1)}:{m.group(2)}:{m.group(3)}.{m.group(4)}"
+    else:
+        session_id = new_session_id()
+        given = base.get("timestamp")
+        timestamp = given if isinstance(given, str) else first_stamp or iso_timestamp()
+    header: dict[str, Any] = {"type": "session"}
+    if "version" in base:
+        header["version"] = base["version"]
+    elif any(isinstance(r.value, dict) and isinstance(r.value.get("id"), str) for r in recs):
+        header["version"] = 3  # entries carry ids and parents: a v3 file, not one for v1 migration
+    header["id"] = session_id
+    header["timestamp"] = timestamp
+    for key, value in base.items():
+        if key not in header and key != "type" and not (key == "cwd" and not isinstance(value, str)):
+            header[key] = value
+    return header
+
+
+def _fix_slot(j: Journal, data: bytes, near_miss: Rec | None, rs: Records) -> bytes:
+    """The title slot (S1.2): kept when valid and 256 bytes; rebuilt from what it holds otherwise."""
+    start = 3 if j.bom else 0
+    if j.slot is not None:
+        end = data.find(b"\n", start) + 1
+        line = data[start:end]
+        try:
+            pad = codec.loads(line.decode("utf-8")).get("pad", "")
+        except (ValueError, AttributeError):
+            pad = None
+        crlf = line.endswith(b"\r\n")
+        if len(line) == TITLE_SLOT_BYTES and isinstance(pad, str) and not pad.strip(" ") and not crlf:
+            return line
+        slot = j.slot
+        return _rebuilt_slot(slot.title, slot.source, slot.updated_at, line, start, rs,
+                             f"the title slot is {len(line)} bytes, not 256 (omp's in-place title update would "
+                             "overwrite the header)" if len(line) != TITLE_SLOT_BYTES else
+                             "the title slot ends in CR LF" if crlf else
+                             "the title slot's pad is not all spaces")
+    if near_miss is None:
+        return b""
+    v = near_miss.value
+    header_ts = rs.recs[0].value.get("timestamp")
+    title = v.get("title") if isinstance(v.get("title"), str) else ""
+    source = v.get("source") if v.get("source") in ("auto", "user") else None
+    updated = v.get("updatedAt") if isinstance(v.get("updatedAt"), str) else (
+        header_ts if isinstance(header_ts, str) else iso_timestamp())
+    rs.quarantine(near_miss.line, near_miss.offset, near_miss.raw, "a title record that is not a valid title slot "
+                  "(omp reads it as the first record and refuses the file)")
+    return _rebuilt_slot(title, source, updated, None, near_miss.offset, rs,
+                         "the first line is a title record with invalid fields (omp refuses the file)")
+
+
+def _rebuilt_slot(title: str, source: str | None, updated: str, original: bytes | None, offset: int,
+                  rs: Records, why: str) -> bytes:
+    try:
+        slot = build_title_slot(title, source, updated)
+    except ValueError:
+        if original is not None:
+            rs.quarantine(1, offset, original.rstrip(b"\n"), "a title slot that cannot be rebuilt")
+        rs.fixes.append(Fix("title-slot", f"{why}; it cannot be rebuilt (its updatedAt is too long), so it was "
+                            "removed and quarantined", line=1, offset=offset))
+        return b""
+    kept = codec.loads(slot.decode("utf-8"))["title"]
+    if original is not None and kept != title:
+        rs.quarantine(1, offset, original.rstrip(b"\n"), "the original title slot (its title did not fit)")
+    rs.fixes.append(Fix("title-slot", f"{why}; rebuilt at 256 bytes" +
+                        ("" if kept == title else " (title shortened to fit; original quarantined)"),
+                        line=1, offset=offset))
+    return slot
+
+
+def _check_output(plan: RepairPlan, blob_store: Any) -> None:
+    """Read the repaired bytes back: blob references omp cannot resolve are reported (left as they
+    are: the blob may come back), and anything still wrong is reported rather than hidden."""
+    from omp_session.model.session import Session
+
+    with Session(scan_bytes(plan.output), plan.path, blob_store) as s:
+        for d in s.diagnostics:
+            if d.code in ("blob-missing", "blob-malformed-ref"):
+                plan.fixes.append(Fix(d.code, d.message + " (left as is; the line is in the repaired file)",
+                                      line=d.line, changes=False))
+            elif d.severity is Severity.ERROR:
+                plan.fixes.append(Fix("unrepaired", f"still wrong after repair: {d.message} [{d.code}]",
+                                      line=d.line, changes=False))
+
+
+# ----- applying ---------------------------------------------------------------------------------
+
+
+def apply_repair(plan: RepairPlan, *, out: str | os.PathLike[str] | None = None,
+                 in_place: bool = False, force: bool = False) -> RepairResult:
+    """Write the repaired file: a copy at ``out`` (an existing file there is refused unless
+    ``force``), or over the original (``in_place``: atomic replace, the original kept as
+    ``PATH.bak``). Quarantined records go to ``<target>.quarantine.jsonl`` (appended to, never
+    overwritten).
+
+    In place, refuses with :class:`RepairConflictError` when the file changed since it was
+    planned (size, mtime and SHA-256 compared), before anything is written.
+    """
+    if (out is None) == (not in_place):
+        raise ValueError("give exactly one of out= or in_place=True")
+    if in_place:
+        return _apply_in_place(plan)
+    assert out is not None
+    target = os.fspath(out)
+    if os.path.exists(target) and os.path.samefile(target, plan.path):
+        raise RepairError(f"{target}: is the file being repaired; use in_place=True (--in-place) to replace it")
+    if os.path.isdir(target):
+        raise RepairError(f"{target}: is a directory")
+    if os.path.lexists(target) and not force:
+        raise RepairError(f"{target}: already exists (use --force to replace it)")
+    quarantine = _write_quarantine(plan, target)
+    write_new_file(target, [plan.output], force=force, error=RepairError)
+    return RepairResult(target, None, quarantine)
+
+
+def _apply_in_place(plan: RepairPlan) -> RepairResult:
+    path = plan.path
+    current = _read_if_unchanged(plan)
+    if plan.is_empty:
+        return RepairResult(path, None, None, written=False)
+    backup = path + ".bak"
+    n = 0
+    while os.path.lexists(backup):  # an earlier backup is somebody's data: never overwrite it
+        n += 1
+        backup = f"{path}.bak.{n}"
+    write_new_file(backup, [current], force=False, error=RepairError)  # a link: never over a file
+    quarantine = _write_quarantine(plan, path)
+    try:
+        FileStorage().replace(path, plan.output, plan.size)
+    except WriteConflictError as e:
+        raise RepairConflictError(f"{path}: changed while being repaired; nothing was replaced ({e})") from None
+    return RepairResult(path, backup, quarantine)
+
+
+def _read_if_unchanged(plan: RepairPlan) -> bytes:
+    try:
+        with open(plan.path, "rb") as f:
+            st = os.fstat(f.fileno())
+            data = f.read()
+    except OSError as e:
+        raise RepairConflictError(f"{plan.path}: cannot be read again ({e.strerror}); nothing was written") from None
+    if st.st_size != plan.size or st.st_mtime_ns != plan.mtime_ns or hashlib.sha256(data).hexdigest() != plan.sha256:
+        raise RepairConflictError(f"{plan.path}: changed since the repair was planned; nothing was written "
+                                  "(plan again)")
+    return data
+
+
+def _write_quarantine(plan: RepairPlan, target: str) -> str | None:
+    if not plan.quarantined:
+        return None
+    path = quarantine_path(target)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        data = plan.quarantine_bytes()
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    return path

@@ -1,0 +1,297 @@
+"""Where a session's bytes go, and what would shrink it: ``omp-session size`` (docs/size.md).
+
+Every byte of the file is accounted to exactly one record: an entry's share is its line (record
+bytes plus its end of line); the title slot, the header, unreadable records and blank space are
+overhead. Entries are then split by type, by message role and by tool name (tool results), and
+cross-cut by what usually makes sessions big: inline images, long tool outputs, thinking blocks
+and branches that are no longer on the path the session resumes on.
+
+The savings are not estimates: each one is the exact size of the file the remedy would write,
+computed by the remedy's own code in a dry run (:func:`omp_session.externalize.externalize_records`,
+:func:`omp_session.prune.plan_prune`) — except the archive figure, which is zlib's level-6 gzip
+size of the file, what a ``.jsonl.gz`` archive holds.
+"""
+
+from __future__ import annotations
+
+import os
+import zlib
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from omp_session.errors import EditError, FormatError, SessionError
+from omp_session.format.blobs import BLOB_PREFIX
+from omp_session.js import codec
+from omp_session.paths import sessions_dir
+
+from .externalize import ExternalizeResult, externalize_record
+from .prune import open_tree_session, plan_prune
+
+__all__ = [
+    "LONG_TOOL_OUTPUT_BYTES",
+    "Bucket",
+    "SizeReport",
+    "Suggestion",
+    "analyze_size",
+    "biggest_sessions",
+]
+
+# A tool result whose line is longer than this counts as a long tool output (about 4,000 tokens).
+LONG_TOOL_OUTPUT_BYTES = 16 * 1024
+_TOP = 10
+_CHUNK = 1 << 20
+
+
+@dataclass(slots=True)
+class Bucket:
+    count: int = 0
+    bytes: int = 0
+
+    def add(self, n: int, count: int = 1) -> None:
+        self.count += count
+        self.bytes += n
+
+    def to_json(self) -> dict[str, int]:
+        return {"count": self.count, "bytes": self.bytes}
+
+
+@dataclass(frozen=True, slots=True)
+class Suggestion:
+    action: str  # "externalize", "prune", "archive"
+    command: str
+    saves: int
+    note: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"action": self.action, "command": self.command, "saves": self.saves, "note": self.note}
+
+
+@dataclass(slots=True)
+class SizeReport:
+    path: str
+    bytes: int
+    entries: int = 0
+    header_bytes: int = 0  # BOM, title slot and header line
+    other_bytes: int = 0  # unreadable records, blank lines, whitespace
+    by_type: dict[str, Bucket] = field(default_factory=dict)
+    by_role: dict[str, Bucket] = field(default_factory=dict)
+    by_tool: dict[str, Bucket] = field(default_factory=dict)
+    inline_images: Bucket = field(default_factory=Bucket)  # base64 characters held inline
+    image_refs: int = 0
+    thinking: Bucket = field(default_factory=Bucket)  # serialized thinking blocks
+    long_tool_outputs: Bucket = field(default_factory=Bucket)
+    longest_tool_outputs: list[tuple[Any, str, int]] = field(default_factory=list)  # (id, tool, bytes)
+    abandoned: Bucket = field(default_factory=Bucket)  # entries off the current path
+    externalize: ExternalizeResult | None = None
+    prune_saves: int = 0
+    archive_bytes: int | None = None
+    suggestions: list[Suggestion] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        def table(d: dict[str, Bucket]) -> list[dict[str, Any]]:
+            return [{"name": k, **b.to_json()} for k, b in _ranked(d)]
+
+        return {
+            "path": self.path, "bytes": self.bytes, "entries": self.entries,
+            "header_bytes": self.header_bytes, "other_bytes": self.other_bytes,
+            "by_type": table(self.by_type), "by_role": table(self.by_role), "by_tool": table(self.by_tool),
+            "inline_images": self.inline_images.to_json(), "image_refs": self.image_refs,
+            "thinking": self.thinking.to_json(),
+            "long_tool_outputs": {"threshold": LONG_TOOL_OUTPUT_BYTES, **self.long_tool_outputs.to_json(),
+                                  "longest": [{"id": i, "tool": t, "bytes": b}
+                                              for i, t, b in self.longest_tool_outputs]},
+            "abandoned": self.abandoned.to_json(),
+            "externalize": None if self.externalize is None else self.externalize.to_json(),
+            "prune_saves": self.prune_saves, "archive_bytes": self.archive_bytes,
+            "suggestions": [s.to_json() for s in self.suggestions],
+        }
+
+
+def _ranked(d: dict[str, Bucket]) -> list[tuple[str, Bucket]]:
+    return sorted(d.items(), key=lambda kv: (-kv[1].bytes, kv[0]))
+
+
+def _decode(raw: bytes) -> Any:
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return codec.loads(raw.decode("utf-8", "replace"))
+
+
+def _name(value: Any, default: str) -> str:
+    return value if isinstance(value, str) and value else default
+
+
+def _count_images(value: Any, report: SizeReport) -> None:
+    """Inline images and refs anywhere in a record (image blocks, ``images`` lists, data URLs)."""
+    if isinstance(value, list):
+        for v in value:
+            _count_images(v, report)
+        return
+    if not isinstance(value, dict):
+        return
+    data = value.get("data")
+    if isinstance(data, str) and (value.get("type") == "image"
+                                  or str(value.get("mimeType", "")).lower().startswith("image/")):
+        if data.startswith(BLOB_PREFIX):
+            report.image_refs += 1
+        else:
+            report.inline_images.add(len(data))
+    url = value.get("image_url")
+    if isinstance(url, str):
+        if url.startswith(BLOB_PREFIX):
+            report.image_refs += 1
+        elif url.startswith("data:image/"):
+            report.inline_images.add(len(url))
+    for k, v in value.items():
+        if k != "data" and isinstance(v, (dict, list)):
+            _count_images(v, report)
+
+
+def _thinking(message: dict[str, Any], report: SizeReport) -> None:
+    content = message.get("content")
+    if not isinstance(content, list):
+        return
+    for block in content:
+        if isinstance(block, dict) and block.get("type") in ("thinking", "redactedThinking"):
+            text = codec.stringify(block)
+            report.thinking.add(len(text.encode("utf-8")) if text else 0)
+
+
+def _gzip_size(path: str) -> int:
+    z = zlib.compressobj(6, zlib.DEFLATED, 31)
+    n = 0
+    with open(path, "rb") as f:
+        while chunk := f.read(_CHUNK):
+            n += len(z.compress(chunk))
+    return n + len(z.flush())
+
+
+def analyze_size(path: str | os.PathLike[str], *, archive: bool = True, top: int = _TOP) -> SizeReport:
+    """Account for every byte of one session file and compute what each remedy saves."""
+    src = os.fspath(path)
+    archived = src.endswith(".jsonl.gz")  # reported as the plain file it holds; already archived
+    s = open_tree_session(src, archives=True)
+    try:
+        j = s.journal
+        report = SizeReport(src, j.size, entries=len(s))
+        report.header_bytes = min(j.end(0) + 1, j.size) if len(j) else 0
+        accounted = report.header_bytes
+        on_path = bytearray(len(s))
+        for k in s.branch_indices():
+            on_path[k] = 1
+        types = s.types
+        longest: list[tuple[Any, str, int]] = []
+        ext = ExternalizeResult(src, bytes_before=j.size, bytes_after=j.size)  # the dry run, record by record
+        for k in range(len(s)):
+            start, end = j.start(k + 1), j.end(k + 1)
+            n = min(end + 1, j.size) - start  # the record and its end of line
+            accounted += n
+            t = types[k]
+            report.by_type.setdefault(_name(t, "<no type>"), Bucket()).add(n)
+            if not on_path[k]:
+                report.abandoned.add(n)
+            raw = j.read(start, end)
+            new = externalize_record(j, k + 1, raw, ext, None)
+            if new is not None:
+                ext.bytes_after += len(new) - len(raw)
+            images = b'"image' in raw
+            if t != "message" and not images:
+                continue
+            value = _decode(raw)
+            if not isinstance(value, dict):
+                continue
+            if images:
+                _count_images(value, report)
+            message = value.get("message")
+            if t != "message" or not isinstance(message, dict):
+                continue
+            role = _name(message.get("role"), "<no role>")
+            report.by_role.setdefault(role, Bucket()).add(n)
+            if role == "toolResult":
+                tool = _name(message.get("toolName"), "<no tool name>")
+                report.by_tool.setdefault(tool, Bucket()).add(n)
+                if n > LONG_TOOL_OUTPUT_BYTES:
+                    report.long_tool_outputs.add(n)
+                    longest.append((value.get("id"), tool, n))
+            elif role == "assistant":
+                _thinking(message, report)
+        report.other_bytes = j.size - accounted
+        longest.sort(key=lambda x: -x[2])
+        report.longest_tool_outputs = longest[:top]
+        report.externalize = ext
+        try:
+            report.prune_saves = plan_prune(s).saved
+        except EditError:
+            report.prune_saves = 0
+    finally:
+        s.close()
+    if archive and not archived:
+        report.archive_bytes = _gzip_size(src)
+    # prune and externalize write from a plain file: an archive is to be unpacked first
+    report.suggestions = [] if archived else _suggest(report)
+    return report
+
+
+def _suggest(r: SizeReport) -> list[Suggestion]:
+    out: list[Suggestion] = []
+    q = _quote(r.path)
+    if r.externalize is not None and r.externalize.saved > 0:
+        e = r.externalize
+        out.append(Suggestion("externalize", f"omp-session externalize {q} -o NEW.jsonl", e.saved,
+                              f"moves {e.images_moved} inline image(s) into the blob store; omp's context "
+                              f"is unchanged"))
+    if r.prune_saves > 0:
+        out.append(Suggestion("prune", f"omp-session prune {q} --keep-branch -o NEW.jsonl", r.prune_saves,
+                              f"keeps only the current branch; {r.abandoned.count} entries on abandoned "
+                              f"branches stay in the original"))
+    if r.archive_bytes is not None and r.archive_bytes < r.bytes:
+        out.append(Suggestion("archive", f"gzip -k {q}  (a .jsonl.gz archive)", r.bytes - r.archive_bytes,
+                              "for a session you will not resume soon: omp does not read .jsonl.gz "
+                              "(omp-session does; gunzip it to resume)"))
+    out.sort(key=lambda x: -x.saves)
+    return out
+
+
+def _quote(path: str) -> str:
+    safe = all(c.isalnum() or c in "/._-+=:@%," for c in path)
+    return path if safe else "'" + path.replace("'", "'\\''") + "'"
+
+
+# ----------------------------------------------------------------- --all
+
+
+def _session_files(roots: Iterable[str | os.PathLike[str]]) -> list[tuple[int, str]]:
+    out: list[tuple[int, str]] = []
+    for root in roots:
+        r = os.fspath(root)
+        if not os.path.isdir(r):
+            raise FormatError("no such sessions directory", path=r)
+        for dirpath, _, names in os.walk(r):
+            for name in names:
+                if name.endswith(".jsonl"):
+                    p = os.path.join(dirpath, name)
+                    try:
+                        out.append((os.stat(p).st_size, p))
+                    except OSError:
+                        continue
+    out.sort(key=lambda x: (-x[0], x[1]))
+    return out
+
+
+def biggest_sessions(roots: Iterable[str | os.PathLike[str]] | None = None, *, top: int = 20,
+                     ) -> tuple[int, int, list[SizeReport], list[tuple[str, str]]]:
+    """The ``top`` biggest ``.jsonl`` sessions under ``roots`` (default omp's sessions dir), each
+    analysed (no archive figure). Returns (files seen, their total bytes, reports, failures)."""
+    files = _session_files([sessions_dir()] if roots is None else roots)
+    reports: list[SizeReport] = []
+    failures: list[tuple[str, str]] = []
+    for _, p in files[:top]:
+        try:
+            reports.append(analyze_size(p, archive=False, top=3))
+        except SessionError as e:
+            failures.append((p, str(e)))
+    return len(files), sum(n for n, _ in files), reports, failures

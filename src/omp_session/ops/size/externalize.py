@@ -1,0 +1,339 @@
+"""Move the inline images of an existing session into the blob store (docs/blobs.md).
+
+omp externalizes an image only when it writes the line (spec S8.7 2a/2b/2d, S8.8): sessions
+written before that rule, by other tools, or appended by hand keep their base64 inline. This
+module rewrites such a file into a new one, image by image, with omp's own persistence walk
+(:func:`omp_session.persist.truncate_for_persistence`, the code the manager writes with), so
+thresholds and hashing are omp's by construction.
+
+From that walk only the image moves are taken, and only those omp's loader undoes exactly, so
+that what omp loads from the new file (entries, context) is what it loads from the old one:
+
+* string truncation, ``jsonlEvents`` removal and the other steps of the walk are left out —
+  they change what omp sees;
+* an image whose base64 is not canonical (missing padding, line breaks, URL-safe alphabet) is
+  left inline: omp would load it back re-encoded, a different string;
+* snapcompact ``frames`` stay inline: omp leaves frame refs unresolved on load (S8.8.5);
+* the header is never touched (omp never resolves refs in it).
+
+Every record not changed is copied byte for byte, as are the title slot, blank lines and
+unreadable records.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from omp_session.errors import EditError, FormatError
+from omp_session.format.blobs import BLOB_PREFIX, BlobSink, BlobStore, b64encode, parse_blob_ref
+from omp_session.format.reader import Journal, scan_file
+from omp_session.js import codec
+from omp_session.paths import blobs_dir
+from omp_session.store.atomic import write_new_file
+from omp_session.write.persist import BLOB_EXTERNALIZE_MIN, truncate_for_persistence
+
+__all__ = [
+    "ExternalizeResult",
+    "externalize",
+    "externalize_record",
+    "externalize_records",
+    "write_session_copy",
+]
+
+# Quick byte tests that rule out most records without decoding them.
+_CANDIDATE_MARKS = (b'"data":"', b'"result":"', b'"image_url":"data:image/')
+
+
+class _Recorder:
+    """A blob sink that only remembers what omp would store: blobs are written after the walk,
+    and only for the images that are actually moved."""
+
+    def __init__(self) -> None:
+        self.blobs: dict[str, tuple[bytes, set[str | None]]] = {}
+
+    def put(self, data: bytes, mime_type: str | None = None) -> str:
+        sha = hashlib.sha256(data).hexdigest()
+        entry = self.blobs.get(sha)
+        if entry is None:
+            self.blobs[sha] = (data, {mime_type})
+        else:
+            entry[1].add(mime_type)
+        return sha
+
+
+@dataclass(slots=True)
+class ExternalizeResult:
+    """What externalizing a session does (or did)."""
+
+    source: str
+    output: str | None = None
+    bytes_before: int = 0
+    bytes_after: int = 0
+    images_moved: int = 0
+    image_bytes_moved: int = 0  # inline characters replaced by refs
+    records_changed: int = 0
+    blobs: list[str] = field(default_factory=list)  # distinct hashes referenced by the moves
+    new_blobs: int = 0  # of those, how many the store did not hold yet
+    below_threshold: int = 0  # inline images omp keeps inline (< 1024 characters)
+    kept_noncanonical: int = 0  # inline images left because omp would load them re-encoded
+    kept_frames: int = 0  # snapcompact frames left inline
+
+    @property
+    def saved(self) -> int:
+        return self.bytes_before - self.bytes_after
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "source": self.source, "output": self.output, "bytes_before": self.bytes_before,
+            "bytes_after": self.bytes_after, "saved": self.saved, "images_moved": self.images_moved,
+            "image_bytes_moved": self.image_bytes_moved, "records_changed": self.records_changed,
+            "blobs": len(self.blobs), "new_blobs": self.new_blobs, "below_threshold": self.below_threshold,
+            "kept_noncanonical": self.kept_noncanonical, "kept_frames": self.kept_frames,
+        }
+
+
+# ----------------------------------------------------------------- the graft
+
+
+class _Graft:
+    """Takes from omp's walk output only the image refs omp resolves back to the same string."""
+
+    __slots__ = ("accepted", "frames", "moved", "moved_chars", "noncanonical", "recorder")
+
+    def __init__(self, recorder: _Recorder) -> None:
+        self.recorder = recorder
+        self.accepted: set[str] = set()
+        self.moved = 0
+        self.moved_chars = 0
+        self.noncanonical = 0
+        self.frames = 0
+
+    def take(self, orig: Any, new: Any, key: str | None) -> Any:
+        if new is orig:
+            return orig
+        if isinstance(orig, str):
+            return self._string(orig, new, key)
+        if isinstance(orig, list) and isinstance(new, list) and len(orig) == len(new):
+            out: list[Any] | None = None
+            for i, (a, b) in enumerate(zip(orig, new, strict=True)):
+                c = self.take(a, b, key)  # array items inherit the array's key, as in the walk
+                if c is not a:
+                    if out is None:
+                        out = list(orig)
+                    out[i] = c
+            return orig if out is None else out
+        if isinstance(orig, dict) and isinstance(new, dict):
+            if key == "frames":
+                self.frames += _count_moves(orig, new)
+                return orig
+            obj: dict[str, Any] | None = None
+            for k, a in orig.items():
+                if k not in new:
+                    continue
+                c = self.take(a, new[k], k)
+                if c is not a:
+                    if obj is None:
+                        obj = dict(orig)
+                    obj[k] = c
+            return orig if obj is None else obj
+        return orig
+
+    def _string(self, orig: str, new: Any, key: str | None) -> str:
+        if not (isinstance(new, str) and new.startswith(BLOB_PREFIX)) or orig.startswith(BLOB_PREFIX):
+            return orig  # a truncation or another change omp's loader would not undo
+        sha = parse_blob_ref(new)
+        if sha is None:
+            return orig
+        data = self.recorder.blobs[sha][0]
+        # What omp's loader puts back (S8.8.5): padded base64 of an image, the text of a data URL.
+        back = data.decode("utf-8", "replace") if key == "image_url" else b64encode(data)
+        if back != orig:
+            self.noncanonical += 1
+            return orig
+        self.accepted.add(sha)
+        self.moved += 1
+        self.moved_chars += len(orig)
+        return new
+
+
+def _count_moves(orig: Any, new: Any) -> int:
+    if new is orig:
+        return 0
+    if isinstance(orig, str):
+        return 1 if isinstance(new, str) and new.startswith(BLOB_PREFIX) else 0
+    if isinstance(orig, list) and isinstance(new, list):
+        return sum(_count_moves(a, b) for a, b in zip(orig, new, strict=False))
+    if isinstance(orig, dict) and isinstance(new, dict):
+        return sum(_count_moves(v, new[k]) for k, v in orig.items() if k in new)
+    return 0
+
+
+def _count_small_images(value: Any, key: str | None) -> int:
+    """Inline images in externalizable positions that omp keeps inline for their size."""
+    if isinstance(value, list):
+        return sum(_count_small_images(v, key) for v in value)
+    if not isinstance(value, dict):
+        return 0
+    data = value.get("data")
+    if (key in ("content", "images") and isinstance(data, str) and not data.startswith(BLOB_PREFIX)
+            and (value.get("type") == "image" or (key == "images" and str(value.get("mimeType", ""))
+                                                   .lower().startswith("image/")))
+            and codec.utf16_len(data) < BLOB_EXTERNALIZE_MIN):
+        return 1
+    return sum(_count_small_images(v, k) for k, v in value.items())
+
+
+# ----------------------------------------------------------------- records
+
+
+def _is_candidate(raw: bytes) -> bool:
+    return len(raw) >= BLOB_EXTERNALIZE_MIN and any(m in raw for m in _CANDIDATE_MARKS)
+
+
+def _value(journal: Journal, i: int) -> Any:
+    """Record ``i`` decoded as the reader decodes it, without keeping it in the journal's cache."""
+    cached = journal.is_decoded(i)
+    value = journal.value(i)
+    if not cached:
+        del journal.values[i]
+    return value
+
+
+def externalize_record(journal: Journal, i: int, raw: bytes, result: ExternalizeResult,
+                       sink: BlobSink | None) -> bytes | None:
+    """The new bytes of record ``i`` (``raw``, without its end of line), or None when it stays.
+
+    Counts into ``result``; stores the moved blobs in ``sink`` (None: a dry run).
+    """
+    small = b'"image"' in raw or b'"images"' in raw
+    if not small and not _is_candidate(raw):
+        return None
+    value = _value(journal, i)
+    if not isinstance(value, dict):
+        return None
+    if small:
+        result.below_threshold += _count_small_images(value, None)
+    if not _is_candidate(raw):
+        return None
+    recorder = _Recorder()
+    walked = truncate_for_persistence(value, recorder)
+    graft = _Graft(recorder)
+    new = graft.take(value, walked, None)
+    result.kept_noncanonical += graft.noncanonical
+    result.kept_frames += graft.frames
+    if new is value:
+        return None
+    for sha in sorted(graft.accepted):
+        data, mimes = recorder.blobs[sha]
+        if sha not in result.blobs:
+            result.blobs.append(sha)
+            if sink is not None and not _holds(sink, sha):
+                result.new_blobs += 1
+        if sink is not None:
+            for mime in sorted(mimes, key=lambda m: m or ""):
+                sink.put(data, mime)
+    result.images_moved += graft.moved
+    result.image_bytes_moved += graft.moved_chars
+    result.records_changed += 1
+    return codec.dumps_line(new)[:-1]  # the record's own end of line stays in the copied bytes
+
+
+def externalize_records(journal: Journal, result: ExternalizeResult,
+                        sink: BlobSink | None) -> Iterator[bytes]:
+    """The bytes of the new file, in pieces: everything of ``journal``'s file, with each
+    record that holds a movable image replaced by its new serialization.
+
+    The blobs of a record go to ``sink`` before its bytes are yielded, so a ref is never
+    published ahead of its blob. ``sink=None`` is a dry run.
+    """
+    pos = 0
+    size = journal.size
+    for i in range(1, len(journal)):  # record 0 is the header: never resolved, never changed
+        new = externalize_record(journal, i, journal.raw(i), result, sink)
+        if new is None:
+            continue
+        start = journal.start(i)
+        while pos < start:
+            block = journal.read(pos, min(start, pos + (1 << 20)))
+            pos += len(block)
+            yield block
+        yield new
+        pos = journal.end(i)
+    while pos < size:
+        block = journal.read(pos, min(size, pos + (1 << 20)))
+        pos += len(block)
+        yield block
+
+
+def _holds(sink: BlobSink, sha: str) -> bool:
+    try:
+        return sha in sink  # type: ignore[operator]
+    except TypeError:
+        return False
+
+
+def write_session_copy(source: str | os.PathLike[str], out: str | os.PathLike[str], pieces: Iterable[bytes],
+                       *, force: bool = False) -> int:
+    """Write ``pieces`` to ``out`` atomically (temp file in its directory, fsync, rename); returns
+    the bytes written. Refuses ``source`` itself and an existing ``out`` unless ``force``; on any
+    failure nothing is left behind."""
+    return write_new_file(out, pieces, force=force, error=EditError, source=source,
+                          in_place="is the input session; the new session is never written in place")
+
+
+def refuse_archive(path: str) -> None:
+    """An archive is rewritten by unpacking it first: these commands work on a session's own bytes."""
+    try:
+        with open(path, "rb") as f:
+            magic = f.read(2)
+    except OSError:
+        return  # the open that follows reports it
+    if magic == b"\x1f\x8b":
+        raise FormatError("is a gzip archive (.jsonl.gz); gunzip it first", path=path)
+
+
+def read_error(path: str, e: OSError) -> FormatError:
+    """One line for a session file these commands cannot read."""
+    if isinstance(e, IsADirectoryError):
+        return FormatError("is a directory, not a session file", path=path)
+    return FormatError(f"cannot read: {e.strerror or e}", path=path)
+
+
+def _open_journal(path: str) -> Journal:
+    refuse_archive(path)
+    try:
+        journal = scan_file(path)
+    except OSError as e:
+        raise read_error(path, e) from None
+    if len(journal) == 0:
+        journal.close()
+        raise FormatError("holds no session header", path=path)
+    header = journal.value(0)
+    if not (isinstance(header, dict) and header.get("type") == "session" and isinstance(header.get("id"), str)):
+        journal.close()
+        raise FormatError('the first record is not a session header ({"type":"session","id":<string>})',
+                          path=path)
+    return journal
+
+
+def externalize(path: str | os.PathLike[str], out: str | os.PathLike[str] | None, *,
+                store: BlobStore | str | os.PathLike[str] | None = None, force: bool = False) -> ExternalizeResult:
+    """Write ``out``: ``path`` with its inline images moved into ``store`` (default omp's blob
+    directory). ``out=None`` is a dry run: nothing is stored or written, the result says what
+    would change. Never writes ``path`` itself."""
+    src = os.fspath(path)
+    journal = _open_journal(src)
+    try:
+        result = ExternalizeResult(src, None if out is None else os.fspath(out), bytes_before=journal.size)
+        if out is None:
+            result.bytes_after = sum(len(p) for p in externalize_records(journal, result, None))
+            return result
+        sink = store if isinstance(store, BlobStore) else BlobStore(blobs_dir() if store is None else store)
+        result.bytes_after = write_session_copy(src, out, externalize_records(journal, result, sink), force=force)
+        return result
+    finally:
+        journal.close()
