@@ -1,0 +1,235 @@
+"""list, cat and SESSION resolution (ids, prefixes, latest), and docs/cli.md covering every command."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from omp_session.catalog.resolve import resolve_session
+from omp_session.cli import cli
+from omp_session.errors import AmbiguousSessionError, SessionNotFoundError
+from omp_session.format.blobs import MemoryBlobStore
+from omp_session.write.manager import SessionManager
+
+ROOT = Path(__file__).resolve().parents[2]
+ASSISTANT = {"role": "assistant", "content": [{"type": "text", "text": "done"}], "provider": "p", "model": "m",
+             "usage": {"input": 1, "output": 1, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 2,
+                       "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}},
+             "stopReason": "stop", "timestamp": 2}
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("PI_CODING_AGENT_DIR", str(tmp_path / "agent"))
+    monkeypatch.delenv("PI_CODING_AGENT_SESSION_DIR", raising=False)
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    return work
+
+
+def make(cwd: Path, text: str, title: str | None = None) -> SessionManager:
+    sm = SessionManager.create(str(cwd), blob_store=MemoryBlobStore())
+    sm.append_message({"role": "user", "content": text, "timestamp": 1})
+    sm.append_message(ASSISTANT)
+    if title:
+        sm.set_session_name(title, "user")
+    sm.close()
+    return sm
+
+
+def run(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(cli, list(args))
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_resolve_by_path_id_prefix_and_latest(project: Path) -> None:
+    first = make(project, "one")
+    time.sleep(0.01)
+    second = make(project, "two")
+    os.utime(first.get_session_file() or "", (1, 1))  # the other one is the most recent
+    assert resolve_session(second.get_session_id()) == second.get_session_file()
+    assert resolve_session(second.get_session_id()[:30].upper()) == second.get_session_file()
+    assert resolve_session("latest") == second.get_session_file()
+    assert resolve_session(first.get_session_file() or "") == first.get_session_file()
+    with pytest.raises(SessionNotFoundError):
+        resolve_session("ffffffff-nothing")
+    with pytest.raises(AmbiguousSessionError) as err:
+        resolve_session("20")  # both file names start with the year
+    assert len(err.value.candidates) == 2
+
+
+def test_list_shows_this_projects_sessions_with_stable_fields(project: Path, tmp_path: Path) -> None:
+    a = make(project, "fix the importer", title="Importer")
+    b = make(project, "write docs")
+    other = tmp_path / "other"
+    other.mkdir()
+    make(other, "elsewhere")
+    sub_dir = Path((a.get_session_file() or "")[: -len(".jsonl")])
+    sub_dir.mkdir()
+    sub = SessionManager.open(sub_dir / "agent-1.jsonl", blob_store=MemoryBlobStore(), initial_cwd=str(project))
+    sub.append_message({"role": "user", "content": "subtask", "timestamp": 1})
+    sub.close()
+    code, out, _ = run("list", "--jsonl")
+    rows = [json.loads(line) for line in out.splitlines()]
+    assert code == 0 and {r["path"] for r in rows if r["subagent_of"] is None} == {a.get_session_file(),
+                                                                                b.get_session_file()}
+    assert set(rows[0]) == {"path", "id", "title", "cwd", "created", "modified", "messages", "size", "status",
+                            "first_message", "parent_session", "subagent_of"}
+    subs = [r for r in rows if r["subagent_of"]]
+    assert len(subs) == 1 and subs[0]["subagent_of"] == a.get_session_file()
+    assert next(r for r in rows if r["path"] == a.get_session_file())["title"] == "Importer"
+    code, out, _ = run("list", "--all", "--json", "--no-subagents")
+    assert code == 0 and len(json.loads(out)) == 3
+    code, out, _ = run("list", "--jsonl", "--grep", "IMPORT*", "--no-subagents")
+    assert [json.loads(x)["path"] for x in out.splitlines()] == [a.get_session_file()]
+    code, out, _ = run("list", "--jsonl", "--limit", "1", "--no-subagents")
+    assert len(out.splitlines()) == 1
+    code, out, _ = run("list", "--since", "not a date")
+    assert code == 2
+    code, out, _ = run("list")
+    assert code == 0 and "Importer" in out
+
+
+def test_cat_prints_records_as_stored(project: Path) -> None:
+    sm = make(project, "hello")
+    path = sm.get_session_file() or ""
+    code, out, _ = run("cat", path, "--all")
+    data = Path(path).read_text().splitlines()
+    assert code == 0 and out.splitlines() == data[1:]  # the title slot is not a record
+    code, out, _ = run("cat", sm.get_session_id(), "--type", "message")
+    assert [json.loads(x)["type"] for x in out.splitlines()] == ["message", "message"]
+    code, _, err = run("cat", "no-such-session")
+    assert code == 1 and "no session matches" in err
+
+
+def test_every_command_is_in_docs_cli() -> None:
+    text = (ROOT / "docs" / "cli.md").read_text()
+    for name in cli.commands:
+        assert f"omp-session {name}" in text, name
+
+
+SAMPLE = ROOT / "src" / "omp_session" / "samples" / "sample.jsonl"
+
+
+def test_show_reports_branches_models_and_cost() -> None:
+    code, out, _ = run("show", str(SAMPLE), "--json")
+    info = json.loads(out)
+    assert code == 0 and info["branches"] == 2 and info["leaf_id"] in info["branch_tips"]
+    assert info["entry_types"]["message"] == 8 and info["models"] == ["anthropic/claude-sonnet-4-5"]
+    assert info["usage"]["all"]["cost"] > info["usage"]["branch"]["cost"] > 0
+    assert info["labels"] == {"52592a2f": "diagnosis"} and info["diagnostics_summary"]["error"] == 0
+
+
+def test_tree_depth_and_only_messages() -> None:
+    _, out, _ = run("tree", str(SAMPLE), "--json")
+    everything = json.loads(out)
+    _, out, _ = run("tree", str(SAMPLE), "--json", "--only-messages")
+    messages = json.loads(out)
+    assert {r["type"] for r in messages} <= {"message", "compaction", "branch_summary", "custom_message"}
+    assert len(messages) < len(everything) and messages[0]["depth"] == 0
+    _, out, _ = run("tree", str(SAMPLE), "--json", "--depth", "2")
+    assert max(r["depth"] for r in json.loads(out)) == 1
+
+
+def test_context_at_another_leaf() -> None:
+    _, out, _ = run("context", str(SAMPLE), "--json")
+    _, other, _ = run("context", str(SAMPLE), "--json", "--leaf", "a1b45091")
+    assert json.loads(out)["messages"] != json.loads(other)["messages"]
+    code, _, err = run("context", str(SAMPLE), "--leaf", "nope")
+    assert code == 1 and "no entry nope" in err
+
+
+def test_long_output_is_paged_only_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    from contextlib import contextmanager
+
+    from rich.console import Console
+
+    from omp_session.cli import _render as render
+
+    calls: list[bool] = []
+
+    @contextmanager
+    def fake_pager(self: Console, *args: object, **kwargs: object):  # type: ignore[no-untyped-def]
+        calls.append(True)
+        yield
+
+    monkeypatch.setattr(Console, "pager", fake_pager)
+    run("tree", str(SAMPLE))
+    assert calls == []  # not a terminal: never paged
+    monkeypatch.setattr("sys.stdout.isatty", lambda: True)
+    with render.paged(Console()):
+        pass
+    assert calls == [True]
+    monkeypatch.setenv("OMP_SESSION_PAGER", "0")
+    with render.paged(Console()):
+        pass
+    assert calls == [True]
+
+
+def test_a_repeated_listing_is_reprinted_until_a_file_changes(project: Path) -> None:
+    a = make(project, "first")
+    code, first, _ = run("list", "--jsonl")
+    code2, again, _ = run("list", "--jsonl")
+    assert code == code2 == 0 and first == again
+    sm = SessionManager.open(a.get_session_file() or "", blob_store=MemoryBlobStore())
+    sm.append_message({"role": "user", "content": "more", "timestamp": 3})
+    sm.close()
+    _, changed, _ = run("list", "--jsonl")
+    assert json.loads(changed)["size"] > json.loads(first)["size"]
+    b = make(project, "second")
+    _, grown, _ = run("list", "--jsonl")
+    assert {json.loads(x)["path"] for x in grown.splitlines()} == {a.get_session_file(), b.get_session_file()}
+    Path(b.get_session_file() or "").unlink()
+    _, shrunk, _ = run("list", "--jsonl")
+    assert [json.loads(x)["path"] for x in shrunk.splitlines()] == [a.get_session_file()]
+
+
+def test_list_goes_on_past_files_that_are_not_sessions(project: Path) -> None:
+    a = make(project, "good")
+    bad = Path(a.get_session_file() or "").with_name("broken.jsonl")
+    bad.write_bytes(b"\x89PNG not a session")
+    code, out, err = run("list", "--jsonl")
+    assert code == 0 and [json.loads(x)["path"] for x in out.splitlines()] == [a.get_session_file()]
+    assert "skipped 1 file" in err and "broken.jsonl" in err
+
+
+def test_cat_of_a_directory_is_one_line(tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli, ["cat", str(tmp_path)])
+    assert result.exit_code == 1 and isinstance(result.exception, SystemExit)  # not a traceback
+    assert result.stderr.startswith("omp-session: ") and "directory" in result.stderr
+    assert result.stderr.count("\n") == 1
+
+
+def test_sort_created_orders_by_the_header_timestamp_not_the_mtime(project: Path) -> None:
+    made = []
+    for text in ("first", "second", "third"):
+        made.append(make(project, text).get_session_file() or "")
+        time.sleep(0.01)  # distinct header timestamps (ms)
+    for path, mtime in zip(made, (3e9, 1e9, 2e9), strict=True):  # modified order: first, third, second
+        os.utime(path, (mtime, mtime))
+    code, out, _ = run("list", "--json", "--sort", "created", "--no-cache")
+    assert code == 0 and [r["first_message"] for r in json.loads(out)] == ["third", "second", "first"]
+    code, out, _ = run("list", "--json", "--sort", "created", "--reverse", "--no-cache")
+    assert code == 0 and [r["first_message"] for r in json.loads(out)] == ["first", "second", "third"]
+
+
+def test_an_unreadable_subagent_folder_is_not_a_traceback(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    a = make(project, "parent")
+    folder = Path((a.get_session_file() or "")[: -len(".jsonl")])
+    folder.mkdir()  # omp's artifacts folder, here one we may not read (another user's, or deleted meanwhile)
+    real = os.listdir
+
+    def listdir(path: str) -> list[str]:
+        if os.fspath(path) == os.fspath(folder):
+            raise PermissionError(13, "Permission denied", os.fspath(path))
+        return real(path)
+
+    monkeypatch.setattr(os, "listdir", listdir)
+    code, out, _ = run("list", "--jsonl")
+    assert code == 0 and [json.loads(x)["path"] for x in out.splitlines()] == [a.get_session_file()]
