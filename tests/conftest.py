@@ -1,4 +1,10 @@
-"""Shared fixtures: the oracle's directory and generated corpora."""
+"""Shared fixtures (the oracle's directory, generated corpora) and the markers given by place.
+
+Markers say what a test needs beyond python: ``oracle`` (the real omp under Bun), ``browser``
+(headless chromium), ``db`` (the PostgreSQL, MariaDB and Redis servers). ``./dev test-fast`` runs
+``-m "not oracle and not browser and not db"``. Most tests carry their markers themselves; the
+hook below adds those that go with a place (``MARKERS_BY_PATH``).
+"""
 
 from __future__ import annotations
 
@@ -11,6 +17,25 @@ from pathlib import Path
 import pytest
 
 ORACLE = Path(os.environ.get("OMP_ORACLE_DIR", Path(__file__).resolve().parents[2] / "shared" / "oracle"))
+TESTS = Path(__file__).resolve().parent
+
+# A folder or file below tests/ -> the marker every test in it gets.
+MARKERS_BY_PATH = {
+    "store": "db",  # the store backends against the live servers (the sqlite cases included)
+    "conformance/test_copilot_replay.py": "oracle",  # loads its session with omp-oracle
+}
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m selects by marker
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        try:
+            where = item.path.resolve().relative_to(TESTS).as_posix()
+        except ValueError:
+            continue
+        for place, marker in MARKERS_BY_PATH.items():
+            if where == place or where.startswith(place + "/"):
+                item.add_marker(marker)
 
 
 @pytest.fixture(scope="session")

@@ -15,13 +15,12 @@ This module is a façade: every name is imported on first use (PEP 562), so ``im
 costs almost nothing. The layers behind it are drawn in docs/architecture.md.
 """
 
-from __future__ import annotations
-
-from typing import TYPE_CHECKING, Any
-
 from ._version import __version__ as __version__
 
-if TYPE_CHECKING:  # what a type checker and an IDE see; at run time __getattr__ below loads them
+_TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing alone would double our import time
+if _TYPE_CHECKING:  # what a type checker and an IDE see; at run time __getattr__ below loads them
+    from typing import Any
+
     from .diagnostics import Diagnostic as Diagnostic
     from .diagnostics import Severity as Severity
     from .errors import (
@@ -134,7 +133,7 @@ del _name
 __all__ = sorted([*_EXPORTS, "__version__"])
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> "Any":
     try:
         module, attr = _EXPORTS[name]
     except KeyError:

@@ -33,7 +33,8 @@ line and exits 1 (usage errors exit 2); nothing here is meant to reach a user as
     ├── SearchIndexError                 the search index cannot be used
     │   ├── IndexBusyError               another process held it too long
     │   └── QueryError(ValueError)       a query that cannot be searched for
-    └── StatsOptionError(ValueError)     a bad --tz/--since/--until/--by (a usage error: exit 2)
+    ├── StatsOptionError(ValueError)     a bad --tz/--since/--until/--by (a usage error: exit 2)
+    └── MissingExtraError(ImportError)   a store or .tar.zst without its optional package (.extra)
 
     Internal signals (caught inside the library, never raised to a caller):
     JSONSyntaxError(ValueError)          the exact JSON parser's "not JSON here" (.pos)
@@ -61,6 +62,7 @@ __all__ = [
     "JSONSyntaxError",
     "JSTypeError",
     "LockError",
+    "MissingExtraError",
     "NotASessionError",
     "PackError",
     "PatternError",
@@ -249,3 +251,11 @@ class JSONSyntaxError(ValueError):
 
 class JSTypeError(Exception):
     """A TypeError omp would throw; converted to ContextError with the entry that caused it."""
+
+
+class MissingExtraError(SessionError, ImportError):
+    """An optional feature whose package is not installed; the message names the extra to install."""
+
+    def __init__(self, message: str, *, extra: str) -> None:
+        super().__init__(message)
+        self.extra = extra

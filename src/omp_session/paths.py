@@ -23,7 +23,7 @@ def _home(env: Mapping[str, str]) -> Path:
     return Path(env.get("HOME") or os.path.expanduser("~"))
 
 
-def _profile(env: Mapping[str, str]) -> str | None:
+def profile_name(env: Mapping[str, str]) -> str | None:
     """The named profile: ``OMP_PROFILE`` when set at all (empty = default), else ``PI_PROFILE``.
     An invalid name means the default profile, as when omp's modules load."""
     raw = env["OMP_PROFILE"] if "OMP_PROFILE" in env else env.get("PI_PROFILE", "")
@@ -35,9 +35,9 @@ def _profile(env: Mapping[str, str]) -> str | None:
     return name
 
 
-def _config_root(env: Mapping[str, str]) -> Path:
+def config_root(env: Mapping[str, str]) -> Path:
     root = _home(env) / (env.get("PI_CONFIG_DIR") or ".omp")
-    profile = _profile(env)
+    profile = profile_name(env)
     return root / "profiles" / profile if profile else root
 
 
@@ -45,20 +45,20 @@ def agent_dir(env: Mapping[str, str] | None = None) -> Path:
     """``$PI_CODING_AGENT_DIR`` (absolute) unless a named profile is active, else ``<root>/agent``."""
     env = _env(env)
     override = env.get("PI_CODING_AGENT_DIR")
-    if override and _profile(env) is None:
+    if override and profile_name(env) is None:
         return Path(os.path.abspath(override))
-    return _config_root(env) / "agent"
+    return config_root(env) / "agent"
 
 
 def _xdg_data_dir(env: Mapping[str, str]) -> Path | None:
     """The flattened XDG location, used only when it already exists and the agent dir is the
     default one (S9.1)."""
-    if sys.platform not in ("linux", "darwin") or agent_dir(env) != _config_root(env) / "agent":
+    if sys.platform not in ("linux", "darwin") or agent_dir(env) != config_root(env) / "agent":
         return None
     xdg = env.get("XDG_DATA_HOME")
     if not xdg:
         return None
-    profile = _profile(env)
+    profile = profile_name(env)
     base = Path(xdg) / "omp"
     candidate = base / "profiles" / profile if profile else base
     return candidate if candidate.is_dir() else None

@@ -13,7 +13,9 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+import builders
 import omp_session
+from builders import usage, user
 from omp_session.catalog.summaries import CACHE_NAME, ListCache, compute_stats
 from omp_session.cli import cli
 from omp_session.errors import ContextError
@@ -21,17 +23,11 @@ from omp_session.format.blobs import MemoryBlobStore
 from omp_session.write.manager import SessionManager
 
 
-def usage(total: int, cost: float) -> dict[str, Any]:
-    return {"input": total - 1, "output": 1, "cacheRead": 0, "cacheWrite": 0, "totalTokens": total,
-            "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": cost}}
-
-
 def assistant(model: str, total: int = 10, cost: float = 0.1) -> dict[str, Any]:
-    return {"role": "assistant", "content": [{"type": "text", "text": "ok"}], "provider": "prov", "model": model,
-            "usage": usage(total, cost), "stopReason": "stop", "timestamp": 2}
+    return builders.assistant("ok", api=None, provider="prov", model=model, usage=usage(total - 1, 1, cost))
 
 
-USER = {"role": "user", "content": "hello", "timestamp": 1}
+USER = user()
 
 
 @pytest.fixture(autouse=True)

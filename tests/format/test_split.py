@@ -39,7 +39,7 @@ def test_split_equals_sequential_on_every_kind(corpus: Path, monkeypatch: pytest
         seq = scan(path, "1", monkeypatch)
         par = scan(path, "2", monkeypatch)
         assert snapshot(seq) == snapshot(par), path.name
-        split_used += scan_split._midpoint(par, par.body_start) is not None
+        split_used += scan_split._midpoint(par.source, par.size, par.body_start) is not None
     assert split_used > 40
 
 
@@ -63,8 +63,8 @@ def test_not_used_for_small_files_or_when_disabled(tmp_path: Path, monkeypatch: 
     path = tmp_path / "s.jsonl"
     path.write_text('{"type":"session","id":"s"}\n' * 10)
     j = reader.scan_file(path)
-    assert not scan_split._worth_splitting(j, 0)
+    assert not scan_split._worth_splitting(j.size, 0)
     monkeypatch.setattr(scan_split, "MIN_SPLIT_SIZE", 0)
-    assert scan_split._worth_splitting(j, 0)
+    assert scan_split._worth_splitting(j.size, 0)
     monkeypatch.setenv("OMP_SESSION_WORKERS", "1")
-    assert not scan_split._worth_splitting(j, 0)
+    assert not scan_split._worth_splitting(j.size, 0)

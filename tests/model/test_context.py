@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from builders import entry, user
 from omp_session.errors import SessionError
 from omp_session.format.migrate import migrate, needs_migration
 from omp_session.model.context import (
@@ -161,8 +162,7 @@ def test_usage(name: str) -> None:
 
 
 def _user(ident: Any, parent: Any, text: str) -> dict[str, Any]:
-    return {"type": "message", "id": ident, "parentId": parent, "timestamp": "2026-01-01T00:00:00.000Z",
-            "message": {"role": "user", "content": text, "timestamp": 1}}
+    return entry(ident, parent, message=user(text))
 
 
 def test_leaf_after_load_distinguishes_null_and_undefined() -> None:

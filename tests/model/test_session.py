@@ -8,24 +8,21 @@ from typing import Any
 
 import pytest
 
+import builders
 import omp_session
 from omp_session import SessionFileError, SessionManager
 from omp_session.errors import FormatError
 
-H = {"type": "session", "version": 3, "id": "s", "timestamp": "2025-01-01T00:00:00.000Z", "cwd": "/tmp"}
+H = builders.header(timestamp="2025-01-01T00:00:00.000Z")
 
 
 def entry(i: Any, parent: Any, ts: str = "2025-01-01T00:00:01.000Z", **extra: Any) -> dict[str, Any]:
-    e: dict[str, Any] = {"type": "message", "id": i, "parentId": parent, "timestamp": ts,
-                         "message": {"role": "user", "content": str(i), "timestamp": 1}}
-    e.update(extra)
-    return e
+    """A user message whose text is its id; ``extra`` replaces or adds fields."""
+    return {**builders.entry(i, parent, timestamp=ts, message=builders.user(str(i))), **extra}
 
 
 def write(tmp_path: Path, *records: Any, name: str = "s.jsonl") -> Path:
-    path = tmp_path / name
-    path.write_text("".join(json.dumps(r) + "\n" for r in records))
-    return path
+    return builders.write_jsonl(tmp_path / name, records, compact=False, ensure_ascii=True)
 
 
 def tree_rows(s: omp_session.Session) -> list[tuple[Any, int]]:

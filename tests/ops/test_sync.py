@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from message_samples import ASSISTANT
+from builders import ASSISTANT, user
 from omp_session.cli import cli
 from omp_session.format.blobs import MemoryBlobStore
 from omp_session.ops.sync import sync_urls
@@ -21,7 +21,17 @@ from omp_session.store import open_store, parse_store_url
 from omp_session.write.manager import SessionManager
 from stores.sqlutil import SQL_BACKENDS, drop_table, fresh_table, store_url
 
-USER = {"role": "user", "content": "hello ✓", "timestamp": 1}
+USER = user("hello ✓")
+SERVERS = {"postgres", "mysql", "redis"}
+
+
+def cases(*values: Any) -> list[Any]:
+    """Parametrize values (tuples or single values); those naming a database server are marked ``db``."""
+    params = []
+    for value in values:
+        args = value if isinstance(value, tuple) else (value,)
+        params.append(pytest.param(*args, marks=pytest.mark.db if SERVERS & set(args) else ()))
+    return params
 
 
 @pytest.fixture
@@ -90,8 +100,8 @@ def grow(url: str, path: str, text: str = "more") -> None:
     sm.close()
 
 
-@pytest.mark.parametrize(("src", "dst"), [("file", "sqlite"), ("sqlite", "postgres"), ("postgres", "mysql"),
-                                          ("mysql", "redis"), ("redis", "file"), ("file", "file")])
+@pytest.mark.parametrize(("src", "dst"), cases(("file", "sqlite"), ("sqlite", "postgres"), ("postgres", "mysql"),
+                                                ("mysql", "redis"), ("redis", "file"), ("file", "file")))
 def test_a_copy_is_byte_identical_incremental_and_idempotent(src: str, dst: str, new_url: Any,
                                                             tmp_path: Path) -> None:
     a, b = new_url(src), new_url(dst)
@@ -141,6 +151,7 @@ def test_a_session_changed_on_both_sides_is_a_conflict_left_alone(new_url: Any, 
     assert result.exit_code == 1 and "conflict" in result.output and "both changed" in result.output
 
 
+@pytest.mark.db
 def test_a_target_that_changed_alone_is_kept_and_a_rewritten_source_replaces(new_url: Any, tmp_path: Path) -> None:
     a, b = new_url("file"), new_url("sqlite")
     [path] = write_sessions(a, str(tmp_path), 1)
@@ -228,7 +239,7 @@ def test_the_cli_reports_json_and_refuses_bad_input(new_url: Any, tmp_path: Path
     assert result.exit_code == 1 and "cannot connect" in result.output and "Traceback" not in result.output
 
 
-@pytest.mark.parametrize("kind", SQL_BACKENDS)
+@pytest.mark.parametrize("kind", cases(*SQL_BACKENDS))
 def test_read_commands_take_a_store(kind: str, new_url: Any, tmp_path: Path,
                                     monkeypatch: pytest.MonkeyPatch) -> None:
     url = new_url(kind)

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import json
 import os
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
 from click.testing import CliRunner
 
+import builders
+from builders import tool_result, user
 from omp_session.cli.tail import tail
 from omp_session.format.blobs import MemoryBlobStore
 from omp_session.js import codec
@@ -31,24 +34,15 @@ ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "src" / "omp_session" / "samples" / "sample.jsonl"
 
 
-def user(text: str) -> dict[str, Any]:
-    return {"role": "user", "content": text, "timestamp": 1}
+run = partial(builders.run, tail)
 
 
 def assistant(text: str, *, call: str | None = None) -> dict[str, Any]:
-    content: list[dict[str, Any]] = [{"type": "text", "text": text}]
+    """An answer; with ``call``, one that calls that tool (id c1) on a.py."""
+    content: list[dict[str, Any]] = [builders.text(text)]
     if call is not None:
         content.append({"type": "toolCall", "id": "c1", "name": call, "arguments": {"path": "a.py"}})
-    return {"role": "assistant", "content": content, "api": "anthropic-messages", "provider": "anthropic",
-            "model": "m", "usage": {"input": 1, "output": 1, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 2,
-                                    "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0,
-                                             "total": 0.001}},
-            "stopReason": "toolUse" if call else "stop", "timestamp": 2}
-
-
-def tool_result(name: str, text: str) -> dict[str, Any]:
-    return {"role": "toolResult", "toolCallId": "c1", "toolName": name,
-            "content": [{"type": "text", "text": text}], "isError": False, "timestamp": 3}
+    return builders.assistant(content, stop_reason="toolUse" if call else "stop")
 
 
 @pytest.fixture(autouse=True)
@@ -318,11 +312,6 @@ def test_events_loop_is_bounded(sm: SessionManager) -> None:
 
 # ----- the command -----------------------------------------------------------------------------------
 
-def run(*args: str) -> tuple[int, str, str]:
-    result = CliRunner().invoke(tail, list(args))
-    return result.exit_code, result.stdout, result.stderr
-
-
 def test_tail_prints_the_end_of_the_current_branch() -> None:
     code, out, _ = run(str(SAMPLE), "-n", "3")
     lines = out.splitlines()
@@ -341,7 +330,7 @@ def test_tail_json_prints_the_raw_branch_entries() -> None:
 
 def test_tail_previews_tool_calls_and_results(sm: SessionManager) -> None:
     sm.append_message(assistant("let me look", call="read"))
-    sm.append_message(tool_result("read", "line one\nline two " + "x" * 200))
+    sm.append_message(tool_result("line one\nline two " + "x" * 200, name="read"))
     code, out, _ = run(path_of(sm), "-n", "2")
     lines = out.splitlines()
     assert code == 0 and "→ read" in lines[-2] and "toolResult read: line one line two" in lines[-1]

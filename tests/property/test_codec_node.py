@@ -7,7 +7,8 @@
 
 One node and one bun process serve the whole module (tests/property/js_oracle.js, line protocol).
 node is found on PATH (or /usr/bin/node); bun in the omp oracle install ($OMP_ORACLE_HOME, default
-~/.cache/omp-oracle). A missing runtime fails the tests: the suite installs the oracle first.
+~/.cache/omp-oracle), so the tests that use bun are marked ``oracle``. A missing runtime fails the
+tests: ``./dev test`` installs the oracle first.
 """
 
 from __future__ import annotations
@@ -186,6 +187,7 @@ def _check_stringify(runtimes: list[JSRuntime], batch: list[Any]) -> None:
 HEALTH = [HealthCheck.too_slow, HealthCheck.data_too_large]
 
 
+@pytest.mark.oracle  # bun from the oracle install
 @settings(max_examples=40, deadline=None, suppress_health_check=HEALTH)
 @given(batch=st.lists(values, min_size=10, max_size=30))
 def test_stringify_matches_node_and_bun(node: JSRuntime, bun: JSRuntime, batch: list[Any]) -> None:
@@ -245,6 +247,7 @@ def _random_value(rnd: random.Random, depth: int = 0) -> Any:
     return rnd.choice([None, True, False, UNDEFINED])
 
 
+@pytest.mark.oracle  # bun from the oracle install
 @settings(max_examples=6, deadline=None, suppress_health_check=HEALTH)
 @given(seed=st.integers(0, 2**32))
 def test_stringify_bulk_random_values(node: JSRuntime, bun: JSRuntime, seed: int) -> None:
@@ -404,12 +407,14 @@ def _check_jsonl(texts_: list[str], results: list[dict[str, Any]]) -> None:
                 loads(text)
 
 
+@pytest.mark.oracle  # bun from the oracle install
 @settings(max_examples=80, deadline=None, suppress_health_check=HEALTH)
 @given(batch=st.lists(st.one_of(jsonl_texts(), token_soup), min_size=5, max_size=25))
 def test_jsonl_matches_bun(bun: JSRuntime, batch: list[str]) -> None:
     _check_jsonl(batch, bun.call({"op": "jsonl", "texts": batch}))
 
 
+@pytest.mark.oracle  # bun from the oracle install
 @settings(max_examples=50, deadline=None, suppress_health_check=HEALTH)
 @given(batch=st.lists(json_values, min_size=5, max_size=25), pretty=st.booleans())
 def test_valid_json_lines_match_bun(bun: JSRuntime, batch: list[Any], pretty: bool) -> None:

@@ -21,8 +21,9 @@ from pathlib import Path
 
 import pytest
 
+from omp_session.catalog.stored import read_stored_session
 from omp_session.format.blobs import MemoryBlobStore
-from omp_session.store import open_store, read_stored_session
+from omp_session.store import open_store
 from omp_session.write.manager import SessionManager
 from stores.sqlutil import drop_table, fresh_table, store_url
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from message_samples import ASSISTANT
+from builders import ASSISTANT
 from omp_session.format.blobs import MemoryBlobStore
 from omp_session.store import open_store
 from omp_session.write.manager import SessionManager

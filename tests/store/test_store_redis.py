@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 import redis
 
+from builders import assistant, header, usage
 from omp_session.errors import StoreError, WriteConflictError
 from omp_session.format.title import build_title_slot
 from omp_session.js import codec
@@ -36,10 +37,7 @@ ORACLE_HOME = Path(os.environ.get("OMP_ORACLE_HOME", Path.home() / ".cache" / "o
 BUN = ORACLE_HOME / "node_modules" / "bun" / "bin" / "bun.exe"
 OMP_SCRIPT = Path(__file__).parents[1] / "stores" / "omp_redis_store.ts"
 
-ASSISTANT = {"role": "assistant", "content": [{"type": "text", "text": "an answer ✓"}], "api": "anthropic-messages",
-             "provider": "anthropic", "model": "claude-test", "stopReason": "stop", "timestamp": 1767225601000,
-             "usage": {"input": 10, "output": 5, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 15,
-                       "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}}}
+ASSISTANT = assistant("an answer ✓", model="claude-test", timestamp=1767225601000, usage=usage(10, 5, 0))
 
 
 @pytest.fixture
@@ -71,8 +69,7 @@ def body_of(*records: dict[str, Any], title: str = "", source: str | None = None
     return slot + b"".join(codec.dumps_line(r) for r in records)
 
 
-HEADER = {"type": "session", "version": 3, "id": "01900000-0000-7000-8000-000000000000",
-          "timestamp": "2026-01-01T00:00:00.000Z", "cwd": "/tmp"}
+HEADER = header("01900000-0000-7000-8000-000000000000")
 
 
 # ----- a scripted session, identical on every backend ----------------------------------------------

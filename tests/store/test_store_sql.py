@@ -10,11 +10,12 @@ from urllib.parse import quote
 
 import pytest
 
-from message_samples import ASSISTANT
+from builders import ASSISTANT, user
+from omp_session.catalog.stored import read_stored_session
 from omp_session.errors import PersistenceError, StoreError, WriteConflictError
 from omp_session.format.blobs import MemoryBlobStore
 from omp_session.format.title import build_title_slot
-from omp_session.store import open_store, read_stored_session
+from omp_session.store import open_store
 from omp_session.store.base import FileStorage, SessionStorage
 from omp_session.write.manager import SessionManager
 from stores.sqlutil import (
@@ -26,7 +27,7 @@ from stores.sqlutil import (
     store_url,
 )
 
-USER = {"role": "user", "content": "héllo ✓ 𝄞", "timestamp": 1}
+USER = user("héllo ✓ 𝄞")
 KEY = "/home/u/.omp/agent/sessions/--work--/2026-01-01T00-00-00-000Z_0197.jsonl"
 
 

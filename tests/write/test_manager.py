@@ -16,14 +16,14 @@ from typing import Any
 import pytest
 
 import omp_session
-from message_samples import ASSISTANT
+from builders import ASSISTANT, user
 from omp_session.errors import EditError, EntryNotFoundError, LockError, PersistenceError, WriteConflictError
 from omp_session.format.blobs import BlobStore, MemoryBlobStore
 from omp_session.format.title import build_title_slot
 from omp_session.store.locking import lock_path
 from omp_session.write.manager import SessionManager
 
-USER = {"role": "user", "content": "hello", "timestamp": 1}
+USER = user()
 
 
 @pytest.fixture(autouse=True)

@@ -18,6 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import builders
 from omp_session.format.blobs import (
     BLOB_PREFIX,
     BlobStore,
@@ -215,8 +216,7 @@ def test_in_memory_entry_keeps_full_content() -> None:
 
 
 def _entry(message: dict[str, Any]) -> dict[str, Any]:
-    return {"type": "message", "id": "e1", "parentId": None, "timestamp": "2026-01-01T00:00:00.000Z",
-            "message": message}
+    return builders.entry("e1", message=message)
 
 
 def test_truncation_lengths() -> None:

@@ -107,7 +107,7 @@ class SessionInfo:
         return text
 
 
-class _Unlisted(Exception):
+class Unlisted(Exception):
     """omp's scan would throw here (its catch-all then drops the file from the listing)."""
 
 
@@ -115,7 +115,7 @@ class _Unlisted(Exception):
 # Reading the windows
 
 
-def _decode(data: bytes) -> str:
+def decode_text(data: bytes) -> str:
     # TextDecoder("utf-8"): replacement characters for bad bytes, and a leading BOM is dropped.
     text = data.decode("utf-8", "replace")
     return text[1:] if text.startswith("\ufeff") else text
@@ -137,13 +137,13 @@ def _read_windows(path: str, with_status: bool) -> tuple[str, str]:
         size = os.fstat(f.fileno()).st_size
         head = f.read(PREFIX_BYTES)
         if not with_status:
-            return _decode(head), ""
+            return decode_text(head), ""
         if size <= len(head):
             tail = head[-SUFFIX_BYTES:]
         else:
             f.seek(max(0, size - SUFFIX_BYTES))
             tail = f.read(SUFFIX_BYTES)
-    return _decode(head), _decode(tail)
+    return decode_text(head), decode_text(tail)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -231,7 +231,7 @@ def _first_display_message(content: str) -> str | None:
 
 
 @dataclass
-class _Header:
+class Header:
     id: str
     cwd: str | None
     title: str | None
@@ -260,25 +260,25 @@ def _pick_title(override: Any, header_title: str | None) -> str | None:
     return override if isinstance(override, str) else header_title
 
 
-def _header_from_record(record: Any, override: Any) -> _Header | None:
+def _header_from_record(record: Any, override: Any) -> Header | None:
     if _get(record, "type") != "session" or not isinstance(_get(record, "id"), str):
         return None
-    return _Header(record["id"], _str_or_none(record.get("cwd")),
+    return Header(record["id"], _str_or_none(record.get("cwd")),
                    _pick_title(override, _str_or_none(record.get("title"))),
                    _str_or_none(record.get("parentSession")), _str_or_none(record.get("timestamp")))
 
 
-def _header_from_line(line: str, override: Any) -> _Header | None:
+def _header_from_line(line: str, override: Any) -> Header | None:
     if _string_property(line, "type") != "session":
         return None
     id_ = _string_property(line, "id")
     if not id_:
         return None
-    return _Header(id_, _string_property(line, "cwd"), _pick_title(override, _string_property(line, "title")),
+    return Header(id_, _string_property(line, "cwd"), _pick_title(override, _string_property(line, "title")),
                    _string_property(line, "parentSession"), _string_property(line, "timestamp"))
 
 
-def _parse_header(content: str, values: list[Any]) -> _Header | None:
+def parse_header(content: str, values: list[Any]) -> Header | None:
     first = values[0] if values else UNDEFINED
     has_slot = _get(first, "type") == "title"
     override = _slot_override(_str_or_none(_get(first, "title")) if has_slot else None)
@@ -310,11 +310,11 @@ def _content_text(content: Any) -> str:
     if isinstance(content, str):
         return content
     if not isinstance(content, list):
-        raise _Unlisted("content is not iterable")
+        raise Unlisted("content is not iterable")
     parts: list[str] = []
     for block in content:
         if block is None:
-            raise _Unlisted("null content block")
+            raise Unlisted("null content block")
         if _get(block, "type") == "text":
             text = _get(block, "text")
             # Array.prototype.join writes null and undefined as empty strings.
@@ -370,15 +370,15 @@ def scan_session_info(path: StrPath, *, with_status: bool = True) -> SessionInfo
         st = os.stat(path)
         content, suffix = _read_windows(path, with_status)
         values = [value for value, _, _ in parse_jsonl(content)[0]]
-        header = _parse_header(content, values)
+        header = parse_header(content, values)
         if header is None:
             return None
-        return _summarise(path, st, header, content, values, suffix if with_status else None)
-    except (OSError, ValueError, RecursionError, _Unlisted):
+        return summarise(path, st, header, content, values, suffix if with_status else None)
+    except (OSError, ValueError, RecursionError, Unlisted):
         return None
 
 
-def _summarise(path: str, st: os.stat_result, header: _Header, content: str, values: list[Any],
+def summarise(path: str, st: os.stat_result, header: Header, content: str, values: list[Any],
                suffix: str | None) -> SessionInfo:
     parsed_count = 0
     first_message = ""
@@ -387,7 +387,7 @@ def _summarise(path: str, st: os.stat_result, header: _Header, content: str, val
     # omp starts at record 1 whether the header was record 0, record 1 (after a slot) or textual.
     for entry in values[1:]:
         if entry is None:
-            raise _Unlisted("null record")  # omp reads entry.type and throws
+            raise Unlisted("null record")  # omp reads entry.type and throws
         kind = _get(entry, "type")
         if kind == "compaction" and isinstance(_get(entry, "shortSummary"), str):
             short_summary = entry["shortSummary"]
@@ -469,7 +469,7 @@ def _compare(a: SessionInfo, b: SessionInfo) -> int:
     return _locale_compare(b.path, a.path)
 
 
-def _sorted(sessions: Iterable[SessionInfo]) -> list[SessionInfo]:
+def sort_sessions(sessions: Iterable[SessionInfo]) -> list[SessionInfo]:
     return sorted(sessions, key=functools.cmp_to_key(_compare))
 
 
@@ -493,13 +493,13 @@ def load_pinned_session_ids(agent: StrPath | None = None) -> set[str]:
 # Directories
 
 
-def _join(directory: str, name: str) -> str:
+def node_join(directory: str, name: str) -> str:
     # Node's path.join normalises (".." and "." segments, duplicate slashes); the listing shows that.
     joined = posixpath.normpath(posixpath.join(directory, name)) if directory else name
     return joined[1:] if joined.startswith("//") else joined
 
 
-def _visible(directory: str, want_dir: bool) -> list[str]:
+def glob_visible(directory: str, want_dir: bool) -> list[str]:
     """Names ``Bun.Glob`` matches with ``*``: not hidden, and no symlinks (files only, or dirs only)."""
     try:
         with os.scandir(directory) as it:
@@ -510,12 +510,12 @@ def _visible(directory: str, want_dir: bool) -> list[str]:
 
 
 def _jsonl_files(directory: str) -> list[str]:
-    return [_join(directory, n) for n in _visible(directory, False) if n.endswith(".jsonl")]
+    return [node_join(directory, n) for n in glob_visible(directory, False) if n.endswith(".jsonl")]
 
 
 def _scan_all(files: Iterable[str], with_status: bool) -> list[SessionInfo]:
     found = (scan_session_info(f, with_status=with_status) for f in files)
-    return _sorted(info for info in found if info is not None)
+    return sort_sessions(info for info in found if info is not None)
 
 
 def recover_orphaned_backups(directory: StrPath) -> list[tuple[str, str]]:
@@ -527,7 +527,7 @@ def recover_orphaned_backups(directory: StrPath) -> list[tuple[str, str]]:
     """
     directory = os.fspath(directory)
     candidates: dict[str, tuple[str, float]] = {}
-    for name in _visible(directory, False):
+    for name in glob_visible(directory, False):
         if not name.endswith(".bak"):
             continue
         trimmed = name[: -len(".bak")]
@@ -535,12 +535,12 @@ def recover_orphaned_backups(directory: StrPath) -> list[tuple[str, str]]:
         primary_name = trimmed[:dot]
         if dot <= 0 or not primary_name.endswith(".jsonl"):
             continue
-        backup = _join(directory, name)
+        backup = node_join(directory, name)
         try:
             mtime = _mtime_ms_float(os.stat(backup))
         except OSError:
             continue
-        primary = _join(directory, primary_name)
+        primary = node_join(directory, primary_name)
         if primary not in candidates or mtime > candidates[primary][1]:
             candidates[primary] = (backup, mtime)
     done: list[tuple[str, str]] = []
@@ -572,7 +572,7 @@ def list_all_sessions(sessions_root: StrPath | None = None, *,
                       pins: Iterable[str] | None = None) -> list[SessionInfo]:
     """``SessionManager.listAll()``: ``<root>/*/*.jsonl`` (one level only), pinned first, then newest first."""
     root = os.fspath(sessions_dir() if sessions_root is None else sessions_root)
-    files = [f for bucket in _visible(root, True) for f in _jsonl_files(_join(root, bucket))]
+    files = [f for bucket in glob_visible(root, True) for f in _jsonl_files(node_join(root, bucket))]
     return _pinned_first(_scan_all(files, True), pins)
 
 

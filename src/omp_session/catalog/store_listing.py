@@ -31,18 +31,18 @@ def store_session_info(storage: SessionStorage, stored: StoredFile) -> SessionIn
         data = storage.read(stored.path)
     except FileNotFoundError:
         return None
-    content = _listing._decode(data[:PREFIX_BYTES])
-    suffix = _listing._decode(data[-SUFFIX_BYTES:])
+    content = _listing.decode_text(data[:PREFIX_BYTES])
+    suffix = _listing.decode_text(data[-SUFFIX_BYTES:])
     try:
         values = [value for value, _, _ in parse_jsonl(content)[0]]
-        header = _listing._parse_header(content, values)
+        header = _listing.parse_header(content, values)
         if header is None:
             return None
         # whole milliseconds apart: a float product would turn 123 ms into 122.999… ms (listed as 122)
         whole = math.floor(stored.mtime_ms)
         st: Any = _Stat(len(data), whole * 1_000_000 + round((stored.mtime_ms - whole) * 1_000_000))
-        return _listing._summarise(stored.path, st, header, content, values, suffix)
-    except (ValueError, RecursionError, _listing._Unlisted):
+        return _listing.summarise(stored.path, st, header, content, values, suffix)
+    except (ValueError, RecursionError, _listing.Unlisted):
         return None
 
 
@@ -84,4 +84,4 @@ def list_store_sessions(storage: SessionStorage, prefix: str, *, all_buckets: bo
         found = [i for i in (store_session_info(storage, s) for s in sorted(subs)) if i is not None]
         if found:
             subagents[parent] = found
-    return StoreListing(_listing._sorted(infos), subagents, skipped)
+    return StoreListing(_listing.sort_sessions(infos), subagents, skipped)

@@ -120,7 +120,7 @@ def _merge_models(models: list[str], heads: Iterable[Any]) -> list[str]:
     return list(order)
 
 
-def _usage_candidates(kinds: bytearray, types: Sequence[Any], heads: Sequence[Any],
+def usage_candidates(kinds: bytearray, types: Sequence[Any], heads: Sequence[Any],
                       raw: Callable[[int], bytes]) -> list[int]:
     """Entries whose usage omp's sum reads, or on which it may throw; the rest contribute nothing."""
     # KIND_ASSISTANT, KIND_OTHER, KIND_ODD
@@ -168,7 +168,7 @@ def _full_state(s: Session) -> _State:
         return _state_from_values(s, list(s.entries))
     kinds = s.kinds
     heads = j.heads
-    candidates = _usage_candidates(kinds, types, heads, lambda k: j.raw(k + 1))
+    candidates = usage_candidates(kinds, types, heads, lambda k: j.raw(k + 1))
     usage = _sum_usage(None, (s.entry_at(k) for k in candidates))
     assistants = [m.start() + 1 for m in re.finditer(rb"\x01", kinds)]
     models = _merge_models([], (heads[i] for i in assistants))
@@ -220,7 +220,7 @@ def _append(state: _State, tail: Journal) -> _State | None:
             dangling.add(p)
     heads = [None, *tail.heads]
     kinds = entry_kinds(types, heads, None if tail.loose_heads else shared_heads())
-    candidates = _usage_candidates(kinds, types, heads, lambda k: tail.raw(k))
+    candidates = usage_candidates(kinds, types, heads, lambda k: tail.raw(k))
     old = state.stats
     usage = None if old.usage is None else _sum_usage(old.usage, (tail.value(k) for k in candidates))
     models = _merge_models(old.models, (heads[m.start() + 1] for m in re.finditer(rb"\x01", kinds)))
@@ -275,13 +275,13 @@ def archived_session_info(path: str, st: os.stat_result | None = None) -> Sessio
                     head += block[: _listing.PREFIX_BYTES - len(head)]
                 tail = (tail + block)[-_listing.SUFFIX_BYTES:]
         # reuses the listing's own steps so an archive lists exactly as its .jsonl would
-        content, suffix = _listing._decode(head), _listing._decode(tail)
+        content, suffix = _listing.decode_text(head), _listing.decode_text(tail)
         values = [value for value, _, _ in parse_jsonl(content)[0]]
-        header = _listing._parse_header(content, values)
+        header = _listing.parse_header(content, values)
         if header is None:
             return None
-        return _listing._summarise(path, st, header, content, values, suffix)
-    except (OSError, ValueError, EOFError, zlib.error, RecursionError, _listing._Unlisted):
+        return _listing.summarise(path, st, header, content, values, suffix)
+    except (OSError, ValueError, EOFError, zlib.error, RecursionError, _listing.Unlisted):
         return None
 
 

@@ -1,5 +1,5 @@
-"""``--store URL`` for the read commands: read sessions from a database or Redis store instead of
-the files (docs/stores.md).
+"""``--store URL`` and the SESSION it changes: read sessions from a database or Redis store
+instead of the files (docs/stores.md). Used by _options and the commands that take ``--store``.
 
 The option is eager, so the store is open before SESSION is resolved: with ``--store``, SESSION is
 a key in that store (omp's keys are the absolute paths the files would have), a path relative to
@@ -10,10 +10,9 @@ current project's bucket in the store). The store is opened for reading: nothing
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -22,16 +21,20 @@ from omp_session.errors import SessionError, SessionFileError, SessionNotFoundEr
 from omp_session.model.session import Session
 from omp_session.model.session import open_session as open_file_session
 from omp_session.paths import project_dir_name
-from omp_session.store import StoreURL, open_store, parse_store_url, read_stored_session
-from omp_session.store.base import SessionStorage
 
-__all__ = ["KeyOrPath", "active_store", "open_stored", "resolve_any", "resolve_in_store", "store_option", "stored_keys"]
+if TYPE_CHECKING:  # the store modules load only when --store is given
+    from omp_session.store import StoreURL
+    from omp_session.store.base import SessionStorage
+
+__all__ = ["KeyOrPath", "active_store", "open_stored", "resolve_any", "resolve_in_store", "store_option",
+           "stored_keys"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 _KEY = "omp_session.store"
 
 
 def store_option(fn: F) -> F:
+    """``--store URL``; eager, so the store is open before SESSION is resolved."""
     return click.option(
         "--store", metavar="URL", is_eager=True, expose_value=False, callback=_open,
         help="Read from this session store instead of the files: file:DIR, sqlite:PATH, postgresql://…, "
@@ -41,12 +44,10 @@ def store_option(fn: F) -> F:
 def _open(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
     if value is None:
         return
-    try:
-        parsed = parse_store_url(value)
-        storage = open_store(parsed, create=False)
-    except SessionError as e:
-        click.echo(f"omp-session: {e}", err=True)
-        sys.exit(1)
+    from omp_session.store import open_store, parse_store_url
+
+    parsed = parse_store_url(value)
+    storage = open_store(parsed, create=False)
     ctx.meta[_KEY] = (parsed, storage)
     # on the outermost context: a SESSION that is not found, or a usage error, ends the parsing of
     # this command's context, whose close callbacks then never run; the outermost one always closes
@@ -130,8 +131,10 @@ def open_stored(path: str | os.PathLike[str]) -> Session:
         return open_file_session(path)
     parsed, storage = active
     try:
+        from omp_session.catalog.stored import read_stored_session
+
         return read_stored_session(storage, os.fspath(path))
-    except SessionError:
+    except SessionError:  # SessionFileError is an OSError too: it already says what happened
         raise
     except FileNotFoundError:
         raise SessionNotFoundError(f"{parsed.name}: no session {os.fspath(path)}") from None

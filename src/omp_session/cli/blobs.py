@@ -10,11 +10,10 @@ import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NoReturn, TypeVar
+from typing import Any, TypeVar
 
 import click
 
-from omp_session.errors import SessionError
 from omp_session.ops.blobs import (
     DEFAULT_MIN_AGE,
     collect_gc,
@@ -24,19 +23,17 @@ from omp_session.ops.blobs import (
     verify_store,
 )
 
+from ._errors import group
+from ._options import json_option
+
 __all__ = ["blobs"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 _SHOWN = 50  # rows of a list shown without --json
 
 
-def _fail(message: str) -> NoReturn:
-    click.echo(f"omp-session: {message}", err=True)
-    sys.exit(1)
-
-
 def _common(fn: F) -> F:
-    fn = click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")(fn)
+    fn = json_option("Print one JSON object.")(fn)
     fn = click.option("--no-registered", is_flag=True,
                       help="Skip the session files omp registered outside its root "
                            "(<agent dir>/custom-session-files).")(fn)
@@ -60,7 +57,7 @@ def _size(n: int) -> str:
     return f"{n} B"
 
 
-@click.group("blobs")
+@group("blobs")
 def blobs() -> None:
     """Check, clean and measure omp's blob store (images kept outside the session files).
 
@@ -82,10 +79,7 @@ def verify(roots: tuple[Path, ...], store: Path | None, no_registered: bool, as_
     Example:
       omp-session blobs verify --json
     """
-    try:
-        res = verify_store(_roots(roots), store, registered=not no_registered)
-    except SessionError as e:
-        _fail(str(e))
+    res = verify_store(_roots(roots), store, registered=not no_registered)
     if as_json:
         click.echo(json.dumps(res.to_json(), ensure_ascii=False))
     else:
@@ -132,13 +126,10 @@ def gc(roots: tuple[Path, ...], store: Path | None, no_registered: bool, as_json
       omp-session blobs gc                 # what would go, with sizes
       omp-session blobs gc --apply
     """
-    try:
-        res = collect_gc(_roots(roots), store, registered=not no_registered, min_age=min_age,
-                         allow_empty=allow_empty)
-        if apply:
-            delete_blobs(res)
-    except SessionError as e:
-        _fail(str(e))
+    res = collect_gc(_roots(roots), store, registered=not no_registered, min_age=min_age,
+                     allow_empty=allow_empty)
+    if apply:
+        delete_blobs(res)
     if as_json:
         click.echo(json.dumps(res.to_json(), ensure_ascii=False))
         return
@@ -168,10 +159,7 @@ def stats(roots: tuple[Path, ...], store: Path | None, no_registered: bool, as_j
     Example:
       omp-session blobs stats --top 5
     """
-    try:
-        st = store_stats(_roots(roots), store, registered=not no_registered, top=top)
-    except SessionError as e:
-        _fail(str(e))
+    st = store_stats(_roots(roots), store, registered=not no_registered, top=top)
     if as_json:
         click.echo(json.dumps(st.to_json(), ensure_ascii=False))
         return

@@ -6,15 +6,15 @@ import sys
 
 import click
 
-from omp_session.errors import SessionError
-
+from ._errors import command
+from ._options import session_argument
 from ._store import open_stored, resolve_any, store_option
 
 __all__ = ["cat"]
 
 
-@click.command()
-@click.argument("session", metavar="SESSION")
+@command()
+@session_argument()
 @store_option
 @click.option("--branch", "scope", flag_value="branch", default=True, help="The current branch, root to leaf "
               "(default).")
@@ -30,12 +30,7 @@ def cat(session: str, scope: str, types: tuple[str, ...]) -> None:
       omp-session cat latest --type message | jq .message.role
       omp-session cat 0197 --all > copy.jsonl
     """
-    try:
-        path = resolve_any(session)
-        s = open_stored(path)
-    except SessionError as e:
-        click.echo(f"omp-session: {e}", err=True)
-        sys.exit(1)
+    s = open_stored(resolve_any(session))
     out = sys.stdout.buffer
     with s:
         j = s.journal

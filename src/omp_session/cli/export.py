@@ -13,14 +13,11 @@ from omp_session.ops.export.formats import export as export_session
 from omp_session.ops.export.html import render_html_bytes
 from omp_session.store.atomic import write_new_file
 
+from ._errors import command
+from ._options import force_option, output_option, session_argument
 from ._store import active_store, open_stored, resolve_any, store_option
 
 __all__ = ["export", "write_atomically"]
-
-
-def _fail(message: str) -> None:
-    click.echo(f"omp-session: {message}", err=True)
-    sys.exit(1)
 
 
 def _warn(message: str) -> None:
@@ -34,20 +31,19 @@ def write_atomically(path: Path, data: bytes, *, force: bool, source: str | None
     write_new_file(path, [data], force=force, error=SessionError, source=source)
 
 
-@click.command()
-@click.argument("session", metavar="SESSION")
+@command()
+@session_argument()
 @store_option
 @click.option("--format", "-f", "fmt", required=True, type=click.Choice(["md", "json", "html"]),
               help="md: readable Markdown; json: every record, tree intact (or --lossy); html: a self-contained "
               "offline viewer of the whole tree (docs/export-html.md).")
-@click.option("-o", "--output", "output", type=click.Path(dir_okay=False, path_type=Path),
-              help="Write to this file (atomically) instead of stdout.")
+@output_option("Write to this file (atomically) instead of stdout.", name="output", dir_okay=False)
 @click.option("--leaf", "leaf_id", help="Export the branch ending at this entry instead of the session's leaf.")
 @click.option("--all-branches", is_flag=True, help="Markdown: add every other branch, saying where it forks.")
 @click.option("--lossy", is_flag=True, help="JSON: a plain transcript of one branch instead of every record.")
 @click.option("--no-subagents", is_flag=True, help="html: leave out the subagent transcripts found next to the "
               "session (embedded and linked by default; a missing one is a warning, never a failure).")
-@click.option("--force", is_flag=True, help="Replace OUTPUT if it exists.")
+@force_option("Replace OUTPUT if it exists.")
 def export(session: str, fmt: str, output: Path | None, leaf_id: str | None, all_branches: bool, lossy: bool,
            no_subagents: bool, force: bool) -> None:
     """Export a session as Markdown, JSON or a self-contained HTML viewer (docs/export.md).
@@ -71,26 +67,20 @@ def export(session: str, fmt: str, output: Path | None, leaf_id: str | None, all
     if lossy and all_branches:
         raise click.UsageError("--lossy exports one branch: drop --all-branches (the faithful json has them all)")
     if output is not None and output.exists() and not force:
-        _fail(f"{output}: already exists (use --force to replace it)")
-    try:
-        path = resolve_any(session)
-        with open_stored(path) as s:
-            if fmt == "html":  # bytes: a big session's entries are copied, never decoded
-                # subagent transcripts live in a file session's artifacts folder; a store has none
-                subagents = not no_subagents and active_store() is None
-                data = render_html_bytes(s, leaf=leaf_id, subagents=subagents, on_problem=_warn)
-            else:
-                data = export_session(s, fmt, leaf=leaf_id, all_branches=all_branches,
-                                      lossy=lossy).encode("utf-8")
-    except SessionError as e:
-        _fail(str(e))
+        raise SessionError(f"{output}: already exists (use --force to replace it)")
+    path = resolve_any(session)
+    with open_stored(path) as s:
+        if fmt == "html":  # bytes: a big session's entries are copied, never decoded
+            # subagent transcripts live in a file session's artifacts folder; a store has none
+            subagents = not no_subagents and active_store() is None
+            data = render_html_bytes(s, leaf=leaf_id, subagents=subagents, on_problem=_warn)
+        else:
+            data = export_session(s, fmt, leaf=leaf_id, all_branches=all_branches,
+                                  lossy=lossy).encode("utf-8")
     if output is None:
         sys.stdout.buffer.write(data)
         sys.stdout.flush()
         return
-    try:
-        # --force replaces an old export, never the session it was read from
-        source = os.path.expanduser(path)
-        write_atomically(output, data, force=force, source=source if os.path.exists(source) else None)
-    except SessionError as e:
-        _fail(str(e))
+    # --force replaces an old export, never the session it was read from
+    source = os.path.expanduser(path)
+    write_atomically(output, data, force=force, source=source if os.path.exists(source) else None)

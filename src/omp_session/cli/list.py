@@ -7,7 +7,6 @@ import json
 import os
 import sys
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -22,26 +21,14 @@ from omp_session.catalog.list_output import OutputCache, file_key
 from omp_session.catalog.listing import SessionInfo
 from omp_session.catalog.store_listing import StoreListing, list_store_sessions
 from omp_session.catalog.summaries import ListCache, SessionStats, cache_dir, is_archived
-from omp_session.js.date import date_parse, to_iso
+from omp_session.js.date import to_iso
 from omp_session.paths import project_dir_name, sessions_dir
 
+from ._errors import command
+from ._options import json_option, since_option, until_option
 from ._store import active_store, store_option
 
 __all__ = ["list_command"]
-
-
-def _parse_when(text: str | None) -> int | None:
-    """``--since``/``--until``: anything JavaScript's ``Date.parse`` reads, or ``7d``/``12h``/``30m``."""
-    if text is None:
-        return None
-    units = {"d": 86_400_000, "h": 3_600_000, "m": 60_000}
-    if text[-1:] in units and text[:-1].isdigit():
-        now = int(datetime.now(UTC).timestamp() * 1000)
-        return now - int(text[:-1]) * units[text[-1]]
-    ms = date_parse(text)
-    if ms != ms:  # NaN: not a date
-        raise click.BadParameter(f"{text!r} is not a date (try 2026-05-14, 2026-05-14T10:00Z or 7d)")
-    return int(ms)
 
 
 def _session_files(directory: str, folders: set[str] | None = None) -> list[str]:
@@ -57,12 +44,12 @@ def _session_files(directory: str, folders: set[str] | None = None) -> list[str]
                 if e.is_file(follow_symlinks=False) and e.name.endswith((".jsonl", ".jsonl.gz")):
                     names.append(e.name)
                 elif folders is not None and e.is_dir(follow_symlinks=False):
-                    folders.add(_listing._join(directory, e.name))
+                    folders.add(_listing.node_join(directory, e.name))
     except OSError:
         return []
-    # what listing._join gives, with one normalisation for the whole directory: the names are
+    # what listing.node_join gives, with one normalisation for the whole directory: the names are
     # plain file names (no separators, no leading dot)
-    prefix = _listing._join(directory, "x")[:-1]
+    prefix = _listing.node_join(directory, "x")[:-1]
     return [prefix + n for n in names]
 
 
@@ -84,7 +71,7 @@ def _scan(files: list[str], cache: ListCache) -> list[SessionInfo]:
         shown = ", ".join(skipped[:3]) + (f" and {len(skipped) - 3} more" if len(skipped) > 3 else "")
         click.echo(f"omp-session: skipped {len(skipped)} file(s) that are not readable sessions: {shown}",
                    err=True)
-    return _listing._sorted(info for _, info in found if info is not None)
+    return _listing.sort_sessions(info for _, info in found if info is not None)
 
 
 def _subagents(info: SessionInfo, cache: ListCache, folders: set[str]) -> list[SessionInfo]:
@@ -168,13 +155,13 @@ def _fill_stats(rows: list[dict[str, Any]], cache: ListCache) -> None:
         _add_stats(r, None if st is None else cache.stats(r["path"], st))
 
 
-@click.command("list")
+@command("list")
 @click.option("--all", "all_projects", is_flag=True, help="Every project, not only the current one.")
 @click.option("--cwd", type=click.Path(file_okay=False), help="List the sessions of this project directory.")
 @click.option("--root", type=click.Path(file_okay=False), help="Sessions root (default: omp's, from "
               "PI_CODING_AGENT_DIR, profiles and XDG).")
-@click.option("--since", help="Only sessions modified at or after this time (a date, or 7d / 12h / 30m ago).")
-@click.option("--until", help="Only sessions modified before this time.")
+@since_option("Only sessions modified at or after this time (a date, or 7d / 12h / 30m ago).")
+@until_option("Only sessions modified before this time.")
 @click.option("--grep", "pattern", help="Only sessions whose title or first message matches (case-insensitive; "
               "* and ? are wildcards).")
 @click.option("--limit", type=click.IntRange(min=1), help="At most this many sessions.")
@@ -187,10 +174,10 @@ def _fill_stats(rows: list[dict[str, Any]], cache: ListCache) -> None:
               "read from the whole file (cached per file; a grown file is read from where it was).")
 @click.option("--no-cache", is_flag=True, help="Neither read nor write the listing cache "
               "($XDG_CACHE_HOME/omp-session/list-stats.json).")
-@click.option("--json", "as_json", is_flag=True, help="One JSON array.")
+@json_option("One JSON array.")
 @click.option("--jsonl", "as_jsonl", is_flag=True, help="One JSON object per line.")
 @store_option
-def list_command(all_projects: bool, cwd: str | None, root: str | None, since: str | None, until: str | None,
+def list_command(all_projects: bool, cwd: str | None, root: str | None, since: int | None, until: int | None,
                  pattern: str | None, limit: int | None, sort: str, reverse: bool, no_subagents: bool,
                  with_stats: bool, no_cache: bool, as_json: bool, as_jsonl: bool) -> None:
     """List sessions, newest first: when, title, cwd, messages, size, status.
@@ -219,8 +206,8 @@ def list_command(all_projects: bool, cwd: str | None, root: str | None, since: s
         base, files = Path(prefix), []
     elif all_projects:
         root_dir = os.fspath(base)
-        files = [f for bucket in _listing._visible(root_dir, True)
-                 for f in _session_files(_listing._join(root_dir, bucket), folders)]
+        files = [f for bucket in _listing.glob_visible(root_dir, True)
+                 for f in _session_files(_listing.node_join(root_dir, bucket), folders)]
     else:
         bucket = base / project_dir_name(cwd or os.getcwd())
         files = _session_files(os.fspath(bucket), folders) if bucket.is_dir() else []
@@ -243,10 +230,9 @@ def list_command(all_projects: bool, cwd: str | None, root: str | None, since: s
     if listed is not None and listed.skipped:
         click.echo(f"omp-session: skipped {len(listed.skipped)} stored file(s) that are not readable sessions: "
                    + ", ".join(listed.skipped[:3]), err=True)
-    low, high = _parse_when(since), _parse_when(until)
     rows: list[dict[str, Any]] = []
     for info in infos:
-        if (low is not None and info.modified < low) or (high is not None and info.modified >= high):
+        if (since is not None and info.modified < since) or (until is not None and info.modified >= until):
             continue
         if pattern is not None:
             haystack = f"{info.title or ''}\n{info.first_message}".lower()

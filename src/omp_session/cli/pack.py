@@ -5,25 +5,20 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from pathlib import Path
-from typing import NoReturn
 
 import click
 
 from omp_session.catalog.resolve import resolve_session
-from omp_session.errors import SessionError
 from omp_session.ops.pack.archive import PackResult, all_sessions, blobs_dir_for_root, project_sessions
 from omp_session.ops.pack.archive import pack as pack_sessions
 from omp_session.ops.pack.unpack import UnpackResult, parse_map
 from omp_session.ops.pack.unpack import unpack as unpack_archive
 
+from ._errors import command
+from ._options import force_option, json_option, output_option, session_argument
+
 __all__ = ["pack", "unpack"]
-
-
-def _fail(message: str) -> NoReturn:
-    click.echo(f"omp-session: {message}", err=True)
-    sys.exit(1)
 
 
 def _size(n: int) -> str:
@@ -49,10 +44,10 @@ def _print_pack(result: PackResult, as_json: bool) -> None:
         click.echo(f"  skipped (a link or special file): {p}", err=True)
 
 
-@click.command("pack")
-@click.argument("sessions", metavar="[SESSION]...", nargs=-1)
-@click.option("-o", "--output", required=True, type=click.Path(path_type=Path),
-              help="The archive to write: .tar, .tar.gz/.tgz or .tar.zst (the name picks the compression).")
+@command("pack")
+@session_argument("sessions", many=True)
+@output_option("The archive to write: .tar, .tar.gz/.tgz or .tar.zst (the name picks the compression).",
+               name="output", required=True)
 @click.option("--project", "project", type=click.Path(file_okay=False), metavar="DIR",
               help="Add every session of the project whose working directory is DIR.")
 @click.option("--all", "all_projects", is_flag=True, help="Add every session of every project.")
@@ -64,8 +59,8 @@ def _print_pack(result: PackResult, as_json: bool) -> None:
 @click.option("--compression", type=click.Choice(["none", "gzip", "zstd"]), help="Override the name's choice.")
 @click.option("--allow-missing-blobs", is_flag=True, help="Pack even when a referenced blob is not in the "
               "store (the manifest lists it as missing).")
-@click.option("--force", is_flag=True, help="Replace OUTPUT if it exists.")
-@click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON object.")
+@force_option("Replace OUTPUT if it exists.")
+@json_option("Print the summary as one JSON object.")
 def pack(sessions: tuple[str, ...], output: Path, project: str | None, all_projects: bool, archived: bool,
          root: str | None, blobs: str | None, compression: str | None, allow_missing_blobs: bool, force: bool, as_json: bool) -> None:
     """Pack sessions, their artifact folders (subagent transcripts, tool output) and every blob
@@ -82,18 +77,14 @@ def pack(sessions: tuple[str, ...], output: Path, project: str | None, all_proje
     """
     if not sessions and project is None and not all_projects:
         raise click.UsageError("name at least one SESSION, or --project DIR, or --all")
-    try:
-        paths = [resolve_session(s, root=root) for s in sessions]
-        if project is not None:
-            paths += project_sessions(os.path.abspath(os.path.expanduser(project)), root=root,
-                                      archived=archived)
-        if all_projects:
-            paths += all_sessions(root=root, archived=archived)
-        store = blobs if blobs is not None else blobs_dir_for_root(root)
-        result = pack_sessions(paths, output, compression=compression,  # type: ignore[arg-type]
-                               blobs_dir=store, allow_missing_blobs=allow_missing_blobs, force=force)
-    except SessionError as e:
-        _fail(str(e))
+    paths = [resolve_session(s, root=root) for s in sessions]
+    if project is not None:
+        paths += project_sessions(os.path.abspath(os.path.expanduser(project)), root=root, archived=archived)
+    if all_projects:
+        paths += all_sessions(root=root, archived=archived)
+    store = blobs if blobs is not None else blobs_dir_for_root(root)
+    result = pack_sessions(paths, output, compression=compression,  # type: ignore[arg-type]
+                           blobs_dir=store, allow_missing_blobs=allow_missing_blobs, force=force)
     _print_pack(result, as_json)
 
 
@@ -113,7 +104,7 @@ def _print_unpack(result: UnpackResult, as_json: bool) -> None:
         click.echo(f"  {len(result.missing_blobs)} blob(s) were already missing when packed", err=True)
 
 
-@click.command("unpack")
+@command("unpack")
 @click.argument("archive", metavar="FILE", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--root", type=click.Path(file_okay=False), help="Sessions root (default: omp's).")
 @click.option("--blobs", "blobs", type=click.Path(file_okay=False), metavar="DIR",
@@ -121,9 +112,9 @@ def _print_unpack(result: UnpackResult, as_json: bool) -> None:
 @click.option("--cwd", "cwd", metavar="NEW_CWD", help="Give every session this working directory.")
 @click.option("--map", "maps", multiple=True, metavar="OLD=NEW",
               help="Rewrite working directories under OLD to NEW (repeatable; the longest OLD wins).")
-@click.option("--force", is_flag=True, help="Replace sessions that are in the way, keeping a backup of each.")
+@force_option("Replace sessions that are in the way, keeping a backup of each.")
 @click.option("--dry-run", is_flag=True, help="Verify the archive and show where each session would go.")
-@click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON object.")
+@json_option("Print the summary as one JSON object.")
 def unpack(archive: Path, root: str | None, blobs: str | None, cwd: str | None, maps: tuple[str, ...],
            force: bool, dry_run: bool, as_json: bool) -> None:
     """Unpack an archive made by ``pack``: every hash is verified before anything is placed; each
@@ -137,10 +128,7 @@ def unpack(archive: Path, root: str | None, blobs: str | None, cwd: str | None, 
     """
     if cwd is not None and maps:
         raise click.UsageError("--cwd and --map are exclusive")
-    try:
-        rules = [parse_map(m) for m in maps]
-        result = unpack_archive(archive, root=root, blobs_dir=blobs, cwd=cwd, maps=rules, force=force,
-                                dry_run=dry_run)
-    except SessionError as e:
-        _fail(str(e))
+    rules = [parse_map(m) for m in maps]
+    result = unpack_archive(archive, root=root, blobs_dir=blobs, cwd=cwd, maps=rules, force=force,
+                            dry_run=dry_run)
     _print_unpack(result, as_json)

@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from pathlib import Path
-from typing import NoReturn
 
 import click
 
@@ -19,12 +17,10 @@ from omp_session.errors import SessionError
 from omp_session.ops.redact.rewrite import RedactResult, RedactRules, write_redacted
 from omp_session.ops.redact.rewrite import redact as redact_session
 
+from ._errors import command, os_errors
+from ._options import force_option, json_option, output_option, session_argument
+
 __all__ = ["redact"]
-
-
-def _fail(message: str) -> NoReturn:
-    click.echo(f"omp-session: {message}", err=True)
-    sys.exit(1)
 
 
 def _print_report(result: RedactResult, out: Path, as_json: bool, report: bool) -> None:
@@ -42,12 +38,11 @@ def _print_report(result: RedactResult, out: Path, as_json: bool, report: bool) 
             click.echo(f"  {f}")
 
 
-@click.command("redact")
-@click.argument("session", metavar="SESSION")
-@click.option("-o", "--output", "out", required=True, type=click.Path(path_type=Path),
-              help="Where to write the redacted copy (required: never in place).")
+@command("redact")
+@session_argument()
+@output_option("Where to write the redacted copy (required: never in place).", required=True)
 @click.option("--report", is_flag=True, help="List every redaction: category and location, never the value.")
-@click.option("--json", "as_json", is_flag=True, help="Print the summary (and --report) as one JSON object.")
+@json_option("Print the summary (and --report) as one JSON object.")
 @click.option("--secret", "secrets", multiple=True, metavar="VALUE", help="A value to redact (repeatable).")
 @click.option("--secrets-from", "secrets_files", multiple=True, type=click.Path(path_type=Path), metavar="FILE",
               help="A .env file: each of its values is redacted, also base64- and URL-encoded.")
@@ -59,7 +54,7 @@ def _print_report(result: RedactResult, out: Path, as_json: bool, report: bool) 
 @click.option("--drop-thinking", is_flag=True, help="Remove thinking blocks and reasoning replay data.")
 @click.option("--drop-custom", is_flag=True, help="Empty custom entries and custom messages (entries stay).")
 @click.option("--no-builtin", is_flag=True, help="Only the --secret/--secrets-from/--pattern rules.")
-@click.option("--force", is_flag=True, help="Replace OUT if it exists.")
+@force_option("Replace OUT if it exists.")
 def redact(session: str, out: Path, report: bool, as_json: bool, secrets: tuple[str, ...],
                    secrets_files: tuple[Path, ...], patterns: tuple[str, ...], paths: bool,
                    drop_tool_output: bool, drop_images: bool, drop_thinking: bool, drop_custom: bool,
@@ -74,29 +69,23 @@ def redact(session: str, out: Path, report: bool, as_json: bool, secrets: tuple[
     Example:
       omp-session redact latest -o shared.jsonl --paths --secrets-from .env --report
     """
-    try:
-        path = resolve_session(session)
-    except SessionError as e:
-        _fail(str(e))
+    path = resolve_session(session)
     try:
         out_exists = out.exists()  # stat() can fail, e.g. "File name too long"
         same = os.path.abspath(out) == os.path.abspath(path) or (out_exists and os.path.samefile(out, path))
     except OSError as e:
-        _fail(f"{out}: {e.strerror or e}")
+        raise SessionError(f"{out}: {e.strerror or e}") from None
     if same:
-        _fail(f"{out}: is the input session; redact never writes in place (choose another -o)")
+        raise SessionError(f"{out}: is the input session; redact never writes in place (choose another -o)")
     rules = RedactRules(secrets=secrets, secrets_files=secrets_files, patterns=patterns, builtin=not no_builtin,
                         paths=paths, drop_tool_output=drop_tool_output, drop_images=drop_images,
                         drop_thinking=drop_thinking, drop_custom=drop_custom)
     if out_exists and not force:
-        _fail(f"{out}: already exists (use --force to replace it)")  # before the work, not after
+        raise SessionError(f"{out}: already exists (use --force to replace it)")  # before the work, not after
     try:
-        result = redact_session(path, rules)
-        written = write_redacted(result, out, force=force)
-    except SessionError as e:
-        _fail(str(e))
-    except OSError as e:
-        _fail(f"{e.filename or path}: {e.strerror or e}")
+        with os_errors(path):
+            result = redact_session(path, rules)
+            written = write_redacted(result, out, force=force)
     except RecursionError:  # the reader's JSON parser has a depth limit too
-        _fail(f"{path}: nested too deeply to read")
+        raise SessionError(f"{path}: nested too deeply to read") from None
     _print_report(result, written, as_json, report)

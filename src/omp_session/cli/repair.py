@@ -8,13 +8,14 @@ meanwhile), 2 on usage errors (click's convention).
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import click
 
-from omp_session.errors import SessionError
 from omp_session.ops.repair.plan import RepairPlan, RepairResult, apply_repair, plan_repair
+
+from ._errors import command, os_errors
+from ._options import force_option, json_option, output_option
 
 __all__ = ["repair"]
 
@@ -45,13 +46,12 @@ def _json(plan: RepairPlan, result: RepairResult | None) -> None:
     click.echo(json.dumps(out, ensure_ascii=False))
 
 
-@click.command("repair")
+@command("repair")
 @click.argument("path", type=click.Path(path_type=Path))
-@click.option("-o", "--output", "out", type=click.Path(path_type=Path), default=None,
-              help="Write the repaired session to OUT (quarantine: OUT.quarantine.jsonl).")
+@output_option("Write the repaired session to OUT (quarantine: OUT.quarantine.jsonl).")
 @click.option("--in-place", is_flag=True, help="Replace PATH atomically; the original is kept as PATH.bak.")
-@click.option("--force", is_flag=True, help="With -o: replace OUT if it exists.")
-@click.option("--json", "as_json", is_flag=True, help="Print the plan as one JSON object.")
+@force_option("With -o: replace OUT if it exists.")
+@json_option("Print the plan as one JSON object.")
 def repair(path: Path, out: Path | None, in_place: bool, force: bool, as_json: bool) -> None:
     """Repair a damaged session file so omp can open it, losing nothing readable.
 
@@ -66,19 +66,13 @@ def repair(path: Path, out: Path | None, in_place: bool, force: bool, as_json: b
     """
     if out is not None and in_place:
         raise click.UsageError("give either -o OUT or --in-place, not both")
-    try:
+    with os_errors(path):
         plan = plan_repair(path)
         result = None
         if out is not None:
             result = apply_repair(plan, out=out, force=force)
         elif in_place:
             result = apply_repair(plan, in_place=True)
-    except SessionError as e:
-        click.echo(f"omp-session: {e}", err=True)
-        sys.exit(1)
-    except OSError as e:
-        click.echo(f"omp-session: {e.filename or path}: {e.strerror or e}", err=True)
-        sys.exit(1)
     if as_json:
         _json(plan, result)
     else:

@@ -14,7 +14,7 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 import click
 from rich.console import Console
@@ -22,21 +22,16 @@ from rich.markup import escape
 from rich.text import Text
 
 from omp_session.catalog.resolve import resolve_session
-from omp_session.errors import SessionError
 from omp_session.ops.search.index import HIGHLIGHT, IndexReport, SearchIndex, default_index_path
 from omp_session.ops.search.query import SearchHit, search
 from omp_session.paths import sessions_dir
 
-from .list import _parse_when
+from ._errors import command
+from ._options import json_option, since_option, until_option
 
 __all__ = ["index_command", "search_command"]
 
 _PROGRESS_FROM = 20  # files to (re)index before a progress bar is worth drawing
-
-
-def _fail(message: str) -> NoReturn:
-    click.echo(f"omp-session: {message}", err=True)
-    sys.exit(1)
 
 
 def _notice(message: str) -> None:
@@ -99,13 +94,13 @@ def _print_hits(hits: list[SearchHit]) -> None:
         console.print(f"   [dim]resume: {escape(h.resume)}[/dim]")
 
 
-@click.command("search")
+@command("search")
 @click.argument("query", nargs=-1, required=True)
 @click.option("--role", type=click.Choice(["user", "assistant", "tool"]), help="Only messages of this role "
               "(tool: tool results and ! / $ executions).")
 @click.option("--cwd", type=click.Path(file_okay=False), help="Only sessions of this project directory (or below).")
-@click.option("--since", help="Only entries at or after this time (a date, or 7d / 12h / 30m ago).")
-@click.option("--until", help="Only entries before this time.")
+@since_option("Only entries at or after this time (a date, or 7d / 12h / 30m ago).")
+@until_option("Only entries before this time.")
 @click.option("--session", "session_arg", metavar="SESSION", help="Only this session (path, id, id prefix, latest).")
 @click.option("--current-branch", is_flag=True, help="Only entries on the branch the session resumes on.")
 @click.option("--thinking", is_flag=True, help="Search thinking blocks too.")
@@ -114,8 +109,8 @@ def _print_hits(hits: list[SearchHit]) -> None:
 @click.option("--index", "index_path", type=click.Path(dir_okay=False), help="Index file (default: "
               "$XDG_CACHE_HOME/omp-session/search.sqlite).")
 @click.option("--no-update", is_flag=True, help="Search the index as it is, without reading changed sessions.")
-@click.option("--json", "as_json", is_flag=True, help="One JSON array of hits (snippet hits in [brackets]).")
-def search_command(query: tuple[str, ...], role: str | None, cwd: str | None, since: str | None, until: str | None,
+@json_option("One JSON array of hits (snippet hits in [brackets]).")
+def search_command(query: tuple[str, ...], role: str | None, cwd: str | None, since: int | None, until: int | None,
                    session_arg: str | None, current_branch: bool, thinking: bool, limit: int, root: str | None,
                    index_path: str | None, no_update: bool, as_json: bool) -> None:
     """Search the text of every session: messages, tool calls and results, summaries, titles and
@@ -131,17 +126,11 @@ def search_command(query: tuple[str, ...], role: str | None, cwd: str | None, si
       omp-session search 'fix* NOT test' --session latest --current-branch
     """
     base = Path(root) if root else sessions_dir()
-    session = None
-    try:
-        if session_arg is not None:
-            session = resolve_session(session_arg, root=base)
-        with _progress() as progress:
-            result = search(" ".join(query), index_path=index_path, root=base, role=role, cwd=cwd,
-                            since_ms=_parse_when(since), until_ms=_parse_when(until), session=session,
-                            current_branch=current_branch, thinking=thinking, limit=limit, update=not no_update,
-                            on_notice=_notice, progress=progress)
-    except SessionError as e:
-        _fail(str(e))
+    session = resolve_session(session_arg, root=base) if session_arg is not None else None
+    with _progress() as progress:
+        result = search(" ".join(query), index_path=index_path, root=base, role=role, cwd=cwd, since_ms=since,
+                        until_ms=until, session=session, current_branch=current_branch, thinking=thinking,
+                        limit=limit, update=not no_update, on_notice=_notice, progress=progress)
     _report_problems(result.report)
     if as_json:
         click.echo(json.dumps([h.to_json() for h in result.hits], ensure_ascii=False, indent=1))
@@ -149,12 +138,12 @@ def search_command(query: tuple[str, ...], role: str | None, cwd: str | None, si
     _print_hits(result.hits)
 
 
-@click.command("index")
+@command("index")
 @click.option("--root", type=click.Path(file_okay=False), help="Sessions root (default: omp's).")
 @click.option("--index", "index_path", type=click.Path(dir_okay=False), help="Index file (default: "
               "$XDG_CACHE_HOME/omp-session/search.sqlite).")
 @click.option("--rebuild", is_flag=True, help="Delete the index and build it again from scratch.")
-@click.option("--json", "as_json", is_flag=True, help="Print what was done as one JSON object.")
+@json_option("Print what was done as one JSON object.")
 def index_command(root: str | None, index_path: str | None, rebuild: bool, as_json: bool) -> None:
     """Bring the search index up to date (search does this by itself; this is for cron or a
     first build with a progress bar). New and grown sessions are read (grown ones only from
@@ -166,17 +155,14 @@ def index_command(root: str | None, index_path: str | None, rebuild: bool, as_js
       omp-session index --rebuild --json
     """
     base = Path(root) if root else sessions_dir()
-    try:
-        if rebuild:
-            path = Path(index_path) if index_path else default_index_path()
-            for suffix in ("", "-wal", "-shm"):
-                with suppress(FileNotFoundError):
-                    os.remove(str(path) + suffix)
-        with _progress() as progress, SearchIndex(index_path, on_notice=_notice) as ix:
-            report = ix.update(base, progress=progress)
-            stats = ix.stats()
-    except SessionError as e:
-        _fail(str(e))
+    if rebuild:
+        path = Path(index_path) if index_path else default_index_path()
+        for suffix in ("", "-wal", "-shm"):
+            with suppress(FileNotFoundError):
+                os.remove(str(path) + suffix)
+    with _progress() as progress, SearchIndex(index_path, on_notice=_notice) as ix:
+        report = ix.update(base, progress=progress)
+        stats = ix.stats()
     _report_problems(report)
     if as_json:
         click.echo(json.dumps({**report.to_json(), "index": stats}, ensure_ascii=False, indent=1))

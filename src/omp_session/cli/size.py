@@ -8,14 +8,11 @@ without --force, unknown leaf), 2 usage errors.
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
-from typing import NoReturn
 
 import click
 
 from omp_session.catalog.resolve import resolve_session
-from omp_session.errors import SessionError
 from omp_session.ops.size.doctor import (
     LONG_TOOL_OUTPUT_BYTES,
     Bucket,
@@ -26,19 +23,10 @@ from omp_session.ops.size.doctor import (
 from omp_session.ops.size.externalize import externalize as externalize_session
 from omp_session.ops.size.prune import prune as prune_session
 
+from ._errors import command
+from ._options import force_option, json_option, output_option, session_argument
+
 __all__ = ["externalize", "prune", "size"]
-
-
-def _fail(message: str) -> NoReturn:
-    click.echo(f"omp-session: {message}", err=True)
-    sys.exit(1)
-
-
-def _resolve(session: str) -> str:
-    try:
-        return resolve_session(session)
-    except SessionError as e:
-        _fail(str(e))
 
 
 def _size(n: int) -> str:
@@ -93,15 +81,15 @@ def _print_report(r: SizeReport) -> None:
         click.echo("nothing to gain: no inline images to move, no abandoned branches")
 
 
-@click.command("size")
-@click.argument("session", metavar="SESSION", required=False)
+@command("size")
+@session_argument(required=False)
 @click.option("--all", "all_sessions", is_flag=True, help="The biggest sessions under the root, as a table.")
 @click.option("--root", "roots", multiple=True, type=click.Path(path_type=Path), metavar="DIR",
               help="With --all: the sessions root (repeatable; default omp's).")
 @click.option("--top", type=click.IntRange(min=1), default=20, show_default=True,
               help="With --all: how many of the biggest sessions.")
 @click.option("--no-archive", is_flag=True, help="Skip the gzip figure (it reads the file once more).")
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@json_option("Print one JSON object.")
 def size(session: str | None, all_sessions: bool, roots: tuple[Path, ...], top: int, no_archive: bool,
          as_json: bool) -> None:
     """Show where a session's bytes go (entry types, roles, tools, images, long tool outputs,
@@ -114,18 +102,15 @@ def size(session: str | None, all_sessions: bool, roots: tuple[Path, ...], top: 
     """
     if all_sessions == (session is not None):
         raise click.UsageError("give a SESSION or --all (not both)")
-    try:
-        if not all_sessions:
-            assert session is not None
-            report = analyze_size(_resolve(session), archive=not no_archive)
-            if as_json:
-                click.echo(json.dumps(report.to_json(), ensure_ascii=False))
-            else:
-                _print_report(report)
-            return
-        count, total, reports, failures = biggest_sessions(list(roots) or None, top=top)
-    except SessionError as e:
-        _fail(str(e))
+    if not all_sessions:
+        assert session is not None
+        report = analyze_size(resolve_session(session), archive=not no_archive)
+        if as_json:
+            click.echo(json.dumps(report.to_json(), ensure_ascii=False))
+        else:
+            _print_report(report)
+        return
+    count, total, reports, failures = biggest_sessions(list(roots) or None, top=top)
     if as_json:
         click.echo(json.dumps({"files": count, "bytes": total,
                                "sessions": [_row(r) for r in reports],
@@ -149,15 +134,14 @@ def _row(r: SizeReport) -> dict[str, object]:
             "externalize_saves": r.externalize.saved if r.externalize else 0, "prune_saves": r.prune_saves}
 
 
-@click.command("externalize")
-@click.argument("session", metavar="SESSION")
-@click.option("-o", "--output", "out", type=click.Path(path_type=Path),
-              help="Where to write the new session (required unless --dry-run; never in place).")
+@command("externalize")
+@session_argument()
+@output_option("Where to write the new session (required unless --dry-run; never in place).")
 @click.option("--blobs", "store", type=click.Path(path_type=Path), metavar="DIR",
               help="The blob store to move images into (default: omp's, <agent dir>/blobs).")
 @click.option("--dry-run", is_flag=True, help="Only say what would move and the bytes saved.")
-@click.option("--force", is_flag=True, help="Replace OUT if it exists.")
-@click.option("--json", "as_json", is_flag=True, help="Print the result as one JSON object.")
+@force_option("Replace OUT if it exists.")
+@json_option("Print the result as one JSON object.")
 def externalize(session: str, out: Path | None, store: Path | None, dry_run: bool, force: bool,
                 as_json: bool) -> None:
     """Write a copy of SESSION with its inline images moved into the blob store, by omp's own
@@ -170,11 +154,7 @@ def externalize(session: str, out: Path | None, store: Path | None, dry_run: boo
     """
     if (out is None) != dry_run:
         raise click.UsageError("give -o OUT, or --dry-run")
-    path = _resolve(session)
-    try:
-        res = externalize_session(path, out, store=store, force=force)
-    except SessionError as e:
-        _fail(str(e))
+    res = externalize_session(resolve_session(session), out, store=store, force=force)
     if as_json:
         click.echo(json.dumps(res.to_json(), ensure_ascii=False))
         return
@@ -189,15 +169,14 @@ def externalize(session: str, out: Path | None, store: Path | None, dry_run: boo
             click.echo(f"  kept inline: {n} image(s) {why}")
 
 
-@click.command("prune")
-@click.argument("session", metavar="SESSION")
+@command("prune")
+@session_argument()
 @click.option("--keep-branch", "keep_branch", is_flag=False, flag_value="", default=None, metavar="[LEAF]",
               help="Keep the branch root -> LEAF (default LEAF: the session's leaf).")
-@click.option("-o", "--output", "out", type=click.Path(path_type=Path),
-              help="Where to write the new session (required unless --dry-run; never in place).")
+@output_option("Where to write the new session (required unless --dry-run; never in place).")
 @click.option("--dry-run", is_flag=True, help="Only say what would be kept and the bytes saved.")
-@click.option("--force", is_flag=True, help="Replace OUT if it exists.")
-@click.option("--json", "as_json", is_flag=True, help="Print the result as one JSON object.")
+@force_option("Replace OUT if it exists.")
+@json_option("Print the result as one JSON object.")
 def prune(session: str, keep_branch: str | None, out: Path | None, dry_run: bool, force: bool,
           as_json: bool) -> None:
     """Write a new session holding only one branch of SESSION (entries copied byte for byte,
@@ -212,11 +191,7 @@ def prune(session: str, keep_branch: str | None, out: Path | None, dry_run: bool
         raise click.UsageError("prune needs --keep-branch [LEAF]")
     if (out is None) != dry_run:
         raise click.UsageError("give -o OUT, or --dry-run")
-    path = _resolve(session)
-    try:
-        plan = prune_session(path, out, leaf=keep_branch or None, force=force)
-    except SessionError as e:
-        _fail(str(e))
+    plan = prune_session(resolve_session(session), out, leaf=keep_branch or None, force=force)
     if as_json:
         click.echo(json.dumps(plan.to_json(), ensure_ascii=False))
         return

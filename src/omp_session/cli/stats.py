@@ -18,13 +18,15 @@ from rich.markup import escape
 from rich.table import Table
 
 from omp_session.catalog.resolve import resolve_session
-from omp_session.errors import SessionError, StatsOptionError
+from omp_session.errors import SessionError
 from omp_session.ops.stats.group import GROUPINGS, Group, Totals, zone_name
 from omp_session.ops.stats.html import render_html
 from omp_session.ops.stats.report import StatsCache, StatsReport, stats
+from omp_session.store.atomic import write_new_file
 
+from ._errors import command
+from ._options import force_option, json_option, session_argument
 from ._store import active_store, resolve_in_store, store_option
-from .export import write_atomically
 
 __all__ = ["CSV_FIELDS", "stats_command"]
 
@@ -33,11 +35,6 @@ _TOTAL_FIELDS = ("requests", "input", "output", "cacheRead", "cacheWrite", "tota
 CSV_FIELDS = ("key", *_SESSION_FIELDS, *(f"billed_{f}" for f in _TOTAL_FIELDS),
               *(f"current_{f}" for f in _TOTAL_FIELDS))
 _PROGRESS_FROM = 20  # files; fewer read too fast to need a bar
-
-
-def _fail(message: str, code: int = 1) -> None:
-    click.echo(f"omp-session: {message}", err=True)
-    sys.exit(code)
 
 
 @contextmanager
@@ -67,8 +64,8 @@ def _progress() -> Iterator[Callable[[int, int], None] | None]:
             bar.stop()
 
 
-@click.command("stats")
-@click.argument("sessions", nargs=-1, metavar="[SESSION]...")
+@command("stats")
+@session_argument("sessions", many=True)
 @store_option
 @click.option("--all", "all_sessions", is_flag=True, help="Every session of every project under the root.")
 @click.option("--root", type=click.Path(file_okay=False, path_type=Path),
@@ -77,12 +74,12 @@ def _progress() -> Iterator[Callable[[int, int], None] | None]:
 @click.option("--since", help="Only usage at or after this date (YYYY-MM-DD) or ISO time, in --tz.")
 @click.option("--until", help="Only usage before this ISO time, or through the end of this date (YYYY-MM-DD).")
 @click.option("--tz", help="IANA time zone for days and dates, e.g. Europe/Berlin (default: local).")
-@click.option("--json", "as_json", is_flag=True, help="One JSON document (fields in docs/stats.md).")
+@json_option("One JSON document (fields in docs/stats.md).")
 @click.option("--csv", "as_csv", is_flag=True, help="CSV with a header row (fields in docs/stats.md).")
 @click.option("--chart", is_flag=True, help="Draw billed cost per row as bars in the terminal.")
 @click.option("--html", "html_out", type=click.Path(dir_okay=False, path_type=Path),
               help="Write a self-contained page with charts to this file (opens offline).")
-@click.option("--force", is_flag=True, help="Replace the --html file if it exists.")
+@force_option("Replace the --html file if it exists.")
 @click.option("--no-cache", is_flag=True, help="Neither read nor write the stats cache ($XDG_CACHE_HOME/omp-session).")
 def stats_command(sessions: tuple[str, ...], all_sessions: bool, root: Path | None, by: str, since: str | None,
                   until: str | None, tz: str | None, as_json: bool, as_csv: bool, chart: bool,
@@ -107,34 +104,25 @@ def stats_command(sessions: tuple[str, ...], all_sessions: bool, root: Path | No
     if sessions and all_sessions:
         raise click.UsageError("give SESSIONs or --all, not both")
     if html_out is not None and html_out.exists() and not force:
-        _fail(f"{html_out}: already exists (use --force to replace it)")
+        raise SessionError(f"{html_out}: already exists (use --force to replace it)")
     active = active_store()
     if active is not None and root is not None:
         raise click.UsageError("--root names a folder of files; with --store the store's root is used")
     paths: list[str] | None = None
     if sessions:
-        try:
-            paths = [resolve_in_store(s, *active) if active is not None else resolve_session(s, root=root)
-                     for s in sessions]
-        except SessionError as e:
-            _fail(str(e))
-    try:
-        with _progress() as progress:
-            if active is not None:
-                report = stats(paths, all_sessions=all_sessions, root=active[0].root, by=by, since=since,
-                               until=until, tz=tz, progress=progress, storage=active[1])
-            else:
-                report = stats(paths, all_sessions=all_sessions, root=root, by=by, since=since, until=until,
-                               tz=tz, cache=StatsCache(enabled=not no_cache), progress=progress)
-    except StatsOptionError as e:
-        raise click.UsageError(str(e)) from None
+        paths = [resolve_in_store(s, *active) if active is not None else resolve_session(s, root=root)
+                 for s in sessions]
+    with _progress() as progress:  # a bad --tz/--since/--until is a usage error (cli/_errors.py)
+        if active is not None:
+            report = stats(paths, all_sessions=all_sessions, root=active[0].root, by=by, since=since,
+                           until=until, tz=tz, progress=progress, storage=active[1])
+        else:
+            report = stats(paths, all_sessions=all_sessions, root=root, by=by, since=since, until=until,
+                           tz=tz, cache=StatsCache(enabled=not no_cache), progress=progress)
     for line in report.problems:
         click.echo(f"omp-session: {line}", err=True)
     if html_out is not None:
-        try:
-            write_atomically(html_out, render_html(report).encode(), force=force)
-        except SessionError as e:
-            _fail(str(e))
+        write_new_file(html_out, [render_html(report).encode()], force=force, error=SessionError)
         click.echo(f"omp-session: wrote {html_out}", err=True)
     if as_json:
         sys.stdout.write(json.dumps(report.to_dict(), ensure_ascii=False, indent=2) + "\n")

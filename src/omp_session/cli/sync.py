@@ -11,10 +11,10 @@ import click
 from rich.console import Console
 from rich.markup import escape
 
-from omp_session.errors import SessionError
 from omp_session.ops.sync import SyncItem, SyncReport, sync_urls
 
-from .list import _parse_when
+from ._errors import command
+from ._options import json_option, since_option
 
 __all__ = ["sync"]
 
@@ -40,16 +40,16 @@ def _progress(enabled: bool) -> Iterator[Callable[[int, int, SyncItem], None] | 
         yield step
 
 
-@click.command("sync")
+@command("sync")
 @click.option("--from", "source", required=True, metavar="URL", help="The store to copy from (file:DIR, "
               "sqlite:PATH, postgresql://…, mysql://…, redis://…).")
 @click.option("--to", "target", required=True, metavar="URL", help="The store to copy to (its table is created "
               "if needed).")
 @click.option("--project", type=click.Path(file_okay=False), help="Only the sessions of this project directory.")
-@click.option("--since", help="Only sessions modified at or after this time (a date, or 7d / 12h / 30m ago).")
+@since_option("Only sessions modified at or after this time (a date, or 7d / 12h / 30m ago).")
 @click.option("--dry-run", is_flag=True, help="Say what would move; write nothing.")
-@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
-def sync(source: str, target: str, project: str | None, since: str | None, dry_run: bool, as_json: bool) -> None:
+@json_option("Print the report as JSON.")
+def sync(source: str, target: str, project: str | None, since: int | None, dry_run: bool, as_json: bool) -> None:
     """Copy sessions from one store to another, byte for byte, moving only what changed.
 
     A session that grew moves only its appended bytes; a second run moves nothing. A session
@@ -62,13 +62,8 @@ def sync(source: str, target: str, project: str | None, since: str | None, dry_r
       omp-session sync --from file:~/.omp/agent/sessions --to postgresql://team@db/omp
       omp-session sync --from redis://cache:6379 --to sqlite:backup.db --project . --since 7d --dry-run
     """
-    since_ms = _parse_when(since)
-    try:
-        with _progress(sys.stderr.isatty() and not as_json) as step:
-            report = sync_urls(source, target, project=project, since_ms=since_ms, dry_run=dry_run, progress=step)
-    except SessionError as e:
-        click.echo(f"omp-session: {e}", err=True)
-        sys.exit(1)
+    with _progress(sys.stderr.isatty() and not as_json) as step:
+        report = sync_urls(source, target, project=project, since_ms=since, dry_run=dry_run, progress=step)
     if as_json:
         click.echo(json.dumps(report.to_json(), ensure_ascii=False, indent=2))
     else:

@@ -20,8 +20,7 @@ import click
 from rich.console import Console
 from rich.markup import escape
 
-from omp_session.catalog.resolve import resolve_session
-from omp_session.errors import SessionError, SessionFileError
+from omp_session.errors import SessionFileError
 from omp_session.js import codec
 from omp_session.model.session import read_session
 from omp_session.ops.follow import (
@@ -41,7 +40,9 @@ from omp_session.ops.follow import (
 from omp_session.store.base import StoredFile
 
 from . import _render as render
-from ._store import active_store, open_stored, resolve_in_store, store_option
+from ._errors import command
+from ._options import json_option, session_argument
+from ._store import active_store, open_stored, store_option
 
 __all__ = ["tail"]
 
@@ -231,26 +232,13 @@ def _branch_now(path: Path) -> list[Any]:
         return s.get_branch()
 
 
-def _session_path(arg: str) -> Path:
-    """A path as given (with -f it may not exist yet), else an id, prefix or ``latest``; under
-    ``--store``, a key of that store."""
-    store = active_store()
-    if store is None and (os.path.exists(arg) or os.sep in arg or arg.endswith(".jsonl")):
-        return Path(arg)
-    try:
-        return Path(resolve_in_store(arg, *store) if store is not None else resolve_session(arg))
-    except SessionError as e:
-        click.echo(f"omp-session: {e}", err=True)
-        sys.exit(1)
-
-
-@click.command("tail")
-@click.argument("path", metavar="SESSION", callback=lambda ctx, param, value: _session_path(value))
+@command("tail")
+@session_argument("path", resolve=True, as_given=True)  # with -f, a path may not exist yet
 @store_option
 @click.option("-f", "--follow", is_flag=True, help="Keep reading as omp appends; Ctrl-C to stop.")
 @click.option("-n", "--lines", "count", type=click.IntRange(min=0), default=10, show_default=True,
               help="How many entries of the current branch to print first.")
-@click.option("--json", "as_json", is_flag=True, help="Print the entries as JSON lines, as stored.")
+@json_option("Print the entries as JSON lines, as stored.")
 @click.option("--interval", type=click.FloatRange(min=0.01), default=0.5, show_default=True,
               help="Seconds between checks of the file with -f.")
 @click.option("--max-polls", type=click.IntRange(min=0), default=None, hidden=True)
@@ -285,8 +273,5 @@ def tail(path: Path, follow: bool, count: int, as_json: bool, interval: float, m
         for event in follower.events(interval, max_polls=max_polls, sleep=_sleep):
             printer.event(event, str(path))
             sys.stdout.flush()
-    except SessionError as e:
-        click.echo(f"omp-session: {e}", err=True)
-        sys.exit(1)
     except KeyboardInterrupt:
         sys.stdout.flush()

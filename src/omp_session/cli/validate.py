@@ -16,10 +16,11 @@ from rich.console import Console
 from rich.markup import escape
 
 from omp_session.diagnostics import Diagnostic, Severity
-from omp_session.errors import SessionError
 from omp_session.ops.validate.check import validate as validate_file
 from omp_session.paths import sessions_dir
 
+from ._errors import command
+from ._options import json_option
 from ._store import KeyOrPath, active_store, open_stored, store_option, stored_keys
 
 __all__ = ["validate"]
@@ -69,12 +70,12 @@ def _line_text(path: str, offset: int | None) -> str | None:
     return text if len(text) <= _SHOWN else text[: _SHOWN - 1] + "…"
 
 
-@click.command("validate")
+@command("validate")
 @click.argument("paths", nargs=-1, type=KeyOrPath(exists=True, path_type=Path))
 @store_option
 @click.option("-r", "--recursive", is_flag=True, help="Descend into subdirectories of directory PATHs.")
 @click.option("--strict", is_flag=True, help="Count warnings as errors for the exit status.")
-@click.option("--json", "as_json", is_flag=True, help="One JSON object per diagnostic per line.")
+@json_option("One JSON object per diagnostic per line.")
 def validate(paths: tuple[Path, ...], recursive: bool, strict: bool, as_json: bool) -> None:
     """Check session files and report every problem: what it is, where, and what omp does with it.
 
@@ -87,11 +88,7 @@ def validate(paths: tuple[Path, ...], recursive: bool, strict: bool, as_json: bo
       omp-session validate --json | jq -r 'select(.severity=="error") | .path'
     """
     if active_store() is not None:
-        try:
-            paths, recursive = tuple(stored_keys(paths)), False
-        except SessionError as e:
-            click.echo(f"omp-session: {e}", err=True)
-            sys.exit(1)
+        paths, recursive = tuple(stored_keys(paths)), False
     elif not paths:
         root = sessions_dir()
         if not root.is_dir():

@@ -12,10 +12,8 @@ from __future__ import annotations
 import base64
 import binascii
 import contextlib
-import hashlib
 import os
 import re
-import secrets
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -157,7 +155,7 @@ class BlobStore:
         return self.root / _check_hash(sha)
 
     def put(self, data: bytes, mime_type: str | None = None) -> str:
-        sha = hashlib.sha256(data).hexdigest()
+        sha = _sha256_hex(data)
         target = self.root / sha
         self.root.mkdir(parents=True, exist_ok=True)
         try:
@@ -188,6 +186,8 @@ class BlobStore:
 
     def _create(self, target: Path, sha: str, data: bytes) -> None:
         # Through a rename, so a concurrent reader never sees a half-written blob.
+        import secrets
+
         tmp = self.root / f".{sha}.{secrets.token_hex(8)}.tmp"
         # 0o666 minus umask: the mode omp's writeFileSync gives a new blob.
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
@@ -225,7 +225,7 @@ class BlobStore:
     def verify(self, sha: str) -> bool:
         """True when the blob exists and its content hashes to its name."""
         data = self.get(sha)
-        return data is not None and hashlib.sha256(data).hexdigest() == sha
+        return data is not None and _sha256_hex(data) == sha
 
 
 class MemoryBlobStore:
@@ -240,7 +240,7 @@ class MemoryBlobStore:
         return self.root / _check_hash(sha)
 
     def put(self, data: bytes, mime_type: str | None = None) -> str:
-        sha = hashlib.sha256(data).hexdigest()
+        sha = _sha256_hex(data)
         self.blobs[sha] = bytes(data)
         ext = blob_extension_for_mime(mime_type)
         if ext is not None:
@@ -258,7 +258,7 @@ class MemoryBlobStore:
 
     def verify(self, sha: str) -> bool:
         data = self.get(sha)
-        return data is not None and hashlib.sha256(data).hexdigest() == sha
+        return data is not None and _sha256_hex(data) == sha
 
 
 # ----------------------------------------------------------------- positions
@@ -410,3 +410,9 @@ def resolve_blob_refs(entry: Any, store: BlobReader, problems: list[BlobRefProbl
     if not _contains_blob_ref(entry):
         return entry
     return _Resolver(store, problems).walk(entry, None, ())
+
+
+def _sha256_hex(data: bytes) -> str:
+    import hashlib  # with OpenSSL behind it, a noticeable part of a small command's start-up
+
+    return hashlib.sha256(data).hexdigest()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -16,6 +15,8 @@ CURRENT_VERSION = 3
 
 def new_entry_id(taken: Callable[[str], bool]) -> str:
     """A fresh 8-hex id like omp's, but checked against ``taken`` (omp never checks, S5.2)."""
+    import secrets  # only v1 files need new ids: not worth its import on every open
+
     for _ in range(100):
         candidate = secrets.token_hex(4)
         if not taken(candidate):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import operator
 import os
+import pickle
 from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable
@@ -25,6 +26,7 @@ from omp_session.errors import JSONSyntaxError
 from omp_session.js import codec
 from omp_session.js.codec import UNDEFINED
 
+from .split import scan_in_two
 from .title import TitleSlot, parse_title_slot
 
 __all__ = ["STREAMING_THRESHOLD", "Journal", "MalformedSpan", "MessageHead", "scan_bytes", "scan_file"]
@@ -259,7 +261,7 @@ class Journal:
         value = self.values.get(i, _NOT_DECODED)
         if value is _NOT_DECODED:
             raw = self.raw(i)
-            value = _decode(raw)
+            value = decode_record(raw)
             if self.decode_hook is not None:
                 value = self.decode_hook(i, raw, value)
             self.values[i] = value
@@ -292,7 +294,7 @@ class Journal:
         self.source.close()
 
 
-def _decode(raw: bytes) -> Any:
+def decode_record(raw: bytes) -> Any:
     try:
         return orjson.loads(raw)
     except orjson.JSONDecodeError:
@@ -340,9 +342,7 @@ def _scan(src: _Source) -> Journal:
             j.slot = slot
             pos = first_lf + 1
     j.body_start = pos
-    from .split import scan_in_two
-
-    if not scan_in_two(j, pos):
+    if not scan_in_two(j, pos, _TWO_HALVES, size=size, source=src):
         _scan_body(j, pos)
     _measure_source(j)
     return j
@@ -608,3 +608,48 @@ def _parse_exact(j: Journal, p: int) -> int:
                 q -= 1
             _add(j, p, p + q, value)
         return e + 1
+
+
+class _TwoHalves:
+    """The reader's side of :func:`split.scan_in_two`: how a half is scanned, packed and merged."""
+
+    def part(self, j: Journal) -> Journal:
+        # pread never moves the shared file offset, so the child may use the inherited handle
+        return Journal(source=j.source, size=j.size, streaming=j.streaming)
+
+    def scan(self, j: Journal, start: int, end: int | None = None) -> int:
+        return _scan_body(j, start, end)
+
+    def pack(self, part: Journal) -> bytes:
+        # heads are shared objects: send each distinct one once, and per record its number
+        # (C-level maps: the child's packing is on the critical path)
+        distinct = dict(zip(map(id, part.heads), part.heads, strict=True))
+        code_of = {ident: k for k, ident in enumerate(distinct)}
+        table = [None if head is None else (head.role, head.provider, head.model) for head in distinct.values()]
+        codes = array("i", map(code_of.__getitem__, map(id, part.heads)))
+        return pickle.dumps((part.starts, part.ends, part.types, part.ids, part.parents, part.linear, table, codes,
+                             part.values, [(m.start, m.end) for m in part.malformed], part.blob_offsets,
+                             part.loose_heads),
+                            protocol=pickle.HIGHEST_PROTOCOL)
+
+
+    def unpack(self, j: Journal, payload: bytes) -> None:
+        (starts, ends, types, ids, parents, linear, table, codes, values, malformed, blobs,
+         loose) = pickle.loads(payload)
+        heads = [None if t is None else head_of_fields(*t) for t in table]
+        first = len(j.starts)
+        j.starts.extend(starts)
+        j.ends.extend(ends)
+        j.types.extend(intern_types(types))
+        j.ids.extend(ids)
+        j.parents.extend(parents)
+        j.linear.extend(linear)
+        j.heads.extend(map(heads.__getitem__, codes))
+        for i, value in values.items():
+            j.values[first + i] = value
+        j.malformed.extend(MalformedSpan(a, b) for a, b in malformed)
+        j.blob_offsets.extend(blobs)
+        j.loose_heads = j.loose_heads or loose
+
+
+_TWO_HALVES = _TwoHalves()

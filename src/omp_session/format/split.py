@@ -13,62 +13,45 @@ CPUs, a file of at least 32 MiB, and ``OMP_SESSION_WORKERS`` not set to ``1``.
 from __future__ import annotations
 
 import os
-import pickle
 import sys
 import threading
-from array import array
+from typing import Any, Protocol, TypeVar
 
-from . import reader
-
-__all__ = ["scan_in_two"]
+__all__ = ["Scanner", "scan_in_two"]
 
 MIN_SPLIT_SIZE = 32 * 1024 * 1024
 
+J = TypeVar("J")
 
-def _worth_splitting(j: reader.Journal, body_start: int) -> bool:
+
+class Scanner(Protocol[J]):
+    """What the splitter needs of the reader; passed in, so this module never imports it."""
+
+    def part(self, j: J) -> J:
+        """An empty journal over ``j``'s source (the child fills it with the second half)."""
+
+    def scan(self, j: J, start: int, end: int | None = None) -> int:
+        """Scan records from ``start`` (to ``end``, if given); return where scanning stopped."""
+
+    def pack(self, part: J) -> bytes:
+        """``part``'s records as bytes for the pipe."""
+
+    def unpack(self, j: J, payload: bytes) -> None:
+        """Append the records ``pack`` sent to ``j``."""
+
+
+def _worth_splitting(size: int, body_start: int) -> bool:
     if not sys.platform.startswith("linux") or os.environ.get("OMP_SESSION_WORKERS") == "1":
         return False
     if (os.cpu_count() or 1) < 2 or threading.active_count() != 1:
         return False
-    return j.size - body_start >= MIN_SPLIT_SIZE
+    return size - body_start >= MIN_SPLIT_SIZE
 
 
-def _midpoint(j: reader.Journal, body_start: int) -> int | None:
+def _midpoint(source: Any, size: int, body_start: int) -> int | None:
     # The child also packs its part and the parent unpacks it; measured best near an even split.
-    lf = j.source.find(b"\n", body_start + (j.size - body_start) * 21 // 40)
-    return None if lf < 0 or lf + 1 >= j.size else lf + 1
-
-
-def _payload(part: reader.Journal) -> bytes:
-    # heads are shared objects: send each distinct one once, and per record its number
-    # (C-level maps: the child's packing is on the critical path)
-    distinct = dict(zip(map(id, part.heads), part.heads, strict=True))
-    code_of = {ident: k for k, ident in enumerate(distinct)}
-    table = [None if head is None else (head.role, head.provider, head.model) for head in distinct.values()]
-    codes = array("i", map(code_of.__getitem__, map(id, part.heads)))
-    return pickle.dumps((part.starts, part.ends, part.types, part.ids, part.parents, part.linear, table, codes,
-                         part.values, [(m.start, m.end) for m in part.malformed], part.blob_offsets,
-                         part.loose_heads),
-                        protocol=pickle.HIGHEST_PROTOCOL)
-
-
-def _merge(j: reader.Journal, payload: bytes) -> None:
-    (starts, ends, types, ids, parents, linear, table, codes, values, malformed, blobs,
-     loose) = pickle.loads(payload)
-    heads = [None if t is None else reader.head_of_fields(*t) for t in table]
-    first = len(j.starts)
-    j.starts.extend(starts)
-    j.ends.extend(ends)
-    j.types.extend(reader.intern_types(types))
-    j.ids.extend(ids)
-    j.parents.extend(parents)
-    j.linear.extend(linear)
-    j.heads.extend(map(heads.__getitem__, codes))
-    for i, value in values.items():
-        j.values[first + i] = value
-    j.malformed.extend(reader.MalformedSpan(a, b) for a, b in malformed)
-    j.blob_offsets.extend(blobs)
-    j.loose_heads = j.loose_heads or loose
+    lf = source.find(b"\n", body_start + (size - body_start) * 21 // 40)
+    return None if lf < 0 or lf + 1 >= size else lf + 1
 
 
 def _read_all(fd: int) -> bytes:
@@ -80,11 +63,12 @@ def _read_all(fd: int) -> bytes:
         parts.append(block)
 
 
-def scan_in_two(j: reader.Journal, body_start: int) -> bool:
-    """Scan the body of ``j`` with a child process taking the second half; False if not done."""
-    if not _worth_splitting(j, body_start):
+def scan_in_two(j: J, body_start: int, scanner: Scanner[J], *, size: int, source: Any) -> bool:
+    """Scan the body of ``j`` (``size`` bytes of ``source``) with a child process taking the second
+    half; False if not done."""
+    if not _worth_splitting(size, body_start):
         return False
-    mid = _midpoint(j, body_start)
+    mid = _midpoint(source, size, body_start)
     if mid is None:
         return False
     read_end, write_end = os.pipe()
@@ -99,9 +83,9 @@ def scan_in_two(j: reader.Journal, body_start: int) -> bool:
         try:
             os.close(read_end)
             # pread never moves the shared file offset, so the inherited handle is safe to use
-            part = reader.Journal(source=j.source, size=j.size, streaming=j.streaming)
-            reader._scan_body(part, mid)
-            data = _payload(part)
+            part = scanner.part(j)
+            scanner.scan(part, mid)
+            data = scanner.pack(part)
             view = memoryview(data)
             while view:
                 view = view[os.write(write_end, view):]
@@ -110,15 +94,15 @@ def scan_in_two(j: reader.Journal, body_start: int) -> bool:
             os._exit(status)
     os.close(write_end)
     try:
-        reached = reader._scan_body(j, body_start, mid)
+        reached = scanner.scan(j, body_start, mid)
         payload = _read_all(read_end)
     finally:
         os.close(read_end)
         _, status = os.waitpid(pid, 0)
     if reached != mid or status != 0 or not payload:
         # A value ran across the midpoint or the child failed: carry on alone from where we are.
-        if reached < j.size:
-            reader._scan_body(j, reached)
+        if reached < size:
+            scanner.scan(j, reached)
         return True
-    _merge(j, payload)
+    scanner.unpack(j, payload)
     return True

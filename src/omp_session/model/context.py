@@ -73,20 +73,23 @@ from .usage import usage_statistics
 
 __all__ = [
     "UNDEFINED",
+    "ContextBuilder",
     "ContextError",
     "FrameDataResolver",
     "blob_frame_resolver",
     "branch_path",
     "build_id_index",
     "build_session_context",
+    "default_frame_data",
     "leaf_after_load",
+    "remote_compaction_payload",
     "usage_statistics",
 ]
 
 
 # Old private names, still reached through this module (context_path.py builds the context itself).
-_remote_compaction_payload = remote_compaction_payload
-_default_frame_data = default_frame_data
+remote_compaction_payload = remote_compaction_payload
+default_frame_data = default_frame_data
 
 
 # ---------------------------------------------------------------------------
@@ -235,12 +238,12 @@ def build_session_context(
     if start is MISSING or not truthy(start):
         return _empty_context()  # no entries, or a falsy last record (0, "", false, null)
     path = _walk(start, by_id, entries)
-    builder = _ContextBuilder(path, transcript, collapse_compacted_history, keep_dangling_tool_calls,
+    builder = ContextBuilder(path, transcript, collapse_compacted_history, keep_dangling_tool_calls,
                               resolve_frame_data or default_frame_data)
     return builder.build()
 
 
-class _ContextBuilder:
+class ContextBuilder:
     def __init__(self, path: list[Any], transcript: bool, collapse: bool, keep_dangling: bool,
                  resolve: FrameDataResolver) -> None:
         self.path = path

@@ -17,17 +17,41 @@ entries), and no migration (the envelope would be stale). Anything else decodes 
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
 
 from omp_session.format.reader import MessageHead
 from omp_session.js.codec import UNDEFINED
 
 from . import context as _context
 
-if TYPE_CHECKING:
-    from .session import Session
+__all__ = ["PathSource", "build_context"]
 
-__all__ = ["build_context"]
+
+class PathSource(Protocol):
+    """What the fast path reads of a :class:`~omp_session.model.session.Session` (which passes
+    itself in; naming the protocol here, not the class, keeps the two modules out of a cycle)."""
+
+    journal: Any
+    entries: Any
+    by_id: Mapping[Any, Any]
+    migrated: bool
+
+    def entry_at(self, k: int) -> Any: ...
+    def index_of(self, entry_id: Any) -> int | None: ...
+    def path_indices(self, start: int) -> Sequence[int]: ...
+    def path_runs(self, start: int) -> list[tuple[int, int]] | None: ...
+
+    @property
+    def ids(self) -> Sequence[Any]: ...
+    @property
+    def kinds(self) -> bytearray: ...
+    @property
+    def raw_leaf(self) -> Any: ...
+    @property
+    def types(self) -> Sequence[Any]: ...
+    @property
+    def unique_string_ids(self) -> bool: ...
 
 # Entry types whose fields the settings pass (S7.3) or the notes scan (S7.8) reads.
 _SETTINGS_TYPES = frozenset({"thinking_level_change", "model_change", "service_tier_change", "ttsr_injection",
@@ -62,7 +86,7 @@ def _on_path(runs: Runs, k: int) -> bool:
     return any(a <= k <= b for a, b in runs)
 
 
-def _window(s: Session, runs: Runs, transcript: bool) -> tuple[int, set[int]] | None:
+def _window(s: PathSource, runs: Runs, transcript: bool) -> tuple[int, set[int]] | None:
     """Path entries the builder may read beyond the settings pass: those with index >= the first
     value, plus the second (single entries below it); None means all of them."""
     types, kinds = s.types, s.kinds
@@ -92,7 +116,7 @@ def _window(s: Session, runs: Runs, transcript: bool) -> tuple[int, set[int]] | 
 
     start, extra = ci, set()
     kept = before_ci(first_kept)
-    if _context._remote_compaction_payload(compaction) is None or transcript:
+    if _context.remote_compaction_payload(compaction) is None or transcript:
         if kept >= 0:
             start = kept
     else:
@@ -107,7 +131,7 @@ def _window(s: Session, runs: Runs, transcript: bool) -> tuple[int, set[int]] | 
     return start, extra
 
 
-def _compress(s: Session, runs: Runs, start: int, extra: set[int]) -> list[Any]:
+def _compress(s: PathSource, runs: Runs, start: int, extra: set[int]) -> list[Any]:
     """The path with each stretch of plain messages below ``start`` reduced to its first and last
     assistant: outside the window a user or toolResult message does nothing in the settings pass,
     and assistants only set ``models.default`` (inserted by the first, valued by the last)."""
@@ -158,7 +182,7 @@ def _compress(s: Session, runs: Runs, start: int, extra: set[int]) -> list[Any]:
     return out
 
 
-def build_context(s: Session, *, transcript: bool, collapse_compacted_history: bool,
+def build_context(s: PathSource, *, transcript: bool, collapse_compacted_history: bool,
                   keep_dangling_tool_calls: bool, resolve_frame_data: Any = None) -> dict[str, Any]:
     """``buildSessionContext`` for a loaded session, decoding only what the result needs."""
     leaf = s.raw_leaf
@@ -175,6 +199,6 @@ def build_context(s: Session, *, transcript: bool, collapse_compacted_history: b
         entries = [s.entry_at(k) for k in s.path_indices(start)]
     else:
         entries = _compress(s, runs, *window)
-    builder = _context._ContextBuilder(entries, transcript, collapse_compacted_history, keep_dangling_tool_calls,
-                                       resolve_frame_data or _context._default_frame_data)
+    builder = _context.ContextBuilder(entries, transcript, collapse_compacted_history, keep_dangling_tool_calls,
+                                       resolve_frame_data or _context.default_frame_data)
     return builder.build()

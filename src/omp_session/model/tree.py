@@ -16,13 +16,26 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import accumulate, compress
-from typing import Any
+from typing import Any, Protocol
 
 from omp_session.js.codec import UNDEFINED
 from omp_session.js.date import date_parse
 
-__all__ = ["Tree", "TreeNode", "build_index", "chained_flags", "js_date_ms", "js_key", "nonlinear_entries",
-           "parent_indices", "parent_indices_linear", "path_runs", "path_to"]
+__all__ = [
+    "Tree",
+    "TreeNode",
+    "branch_tips",
+    "build_index",
+    "chained_flags",
+    "js_date_ms",
+    "js_key",
+    "leaf_of",
+    "nonlinear_entries",
+    "parent_indices",
+    "parent_indices_linear",
+    "path_runs",
+    "path_to",
+]
 
 
 _ZERO = re.compile(b"\x00")
@@ -434,3 +447,21 @@ def _js_strict_equal(a: Any, b: Any) -> bool:
     if isinstance(a, int | float) and isinstance(b, int | float):
         return float(a) == float(b)
     return a is b
+
+
+class _Branched(Protocol):
+    @property
+    def parent_index(self) -> Sequence[int]: ...
+    def __len__(self) -> int: ...
+    def get_leaf_id(self) -> Any: ...
+
+
+def branch_tips(session: _Branched) -> list[int]:
+    """Entries no other entry continues from (the tips of the branches), in file order."""
+    continued = set(session.parent_index)
+    return [k for k in range(len(session)) if k not in continued]
+
+
+def leaf_of(session: _Branched, leaf: str | None) -> Any:
+    """The id a view follows: ``leaf`` if given, else the session's leaf (None when none)."""
+    return leaf if leaf is not None else session.get_leaf_id()

@@ -27,7 +27,14 @@ from typing import Any, BinaryIO
 
 from omp_session.errors import BlobError
 from omp_session.format.blobs import BLOB_PREFIX, BlobStore
-from omp_session.paths import _config_root, _profile, agent_dir, blobs_dir, session_dir_override, sessions_dir
+from omp_session.paths import (
+    agent_dir,
+    blobs_dir,
+    config_root,
+    profile_name,
+    session_dir_override,
+    sessions_dir,
+)
 
 __all__ = [
     "DEFAULT_MIN_AGE",
@@ -102,8 +109,8 @@ def _state_dirs() -> list[Path]:
     init-xdg``) ``$XDG_STATE_HOME/omp`` — both are read, a stale copy only keeps more."""
     out = [agent_dir()]
     xdg = os.environ.get("XDG_STATE_HOME")
-    if xdg and sys.platform in ("linux", "darwin") and out[0] == _config_root(os.environ) / "agent":
-        profile = _profile(os.environ)
+    if xdg and sys.platform in ("linux", "darwin") and out[0] == config_root(os.environ) / "agent":
+        profile = profile_name(os.environ)
         base = Path(xdg) / "omp"
         candidate = base / "profiles" / profile if profile else base
         if candidate.is_dir():

@@ -13,10 +13,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlsplit
 
 from omp_session.errors import StoreError, StoreMissingError
-from omp_session.format.blobs import BlobStore
-from omp_session.format.reader import scan_bytes
-from omp_session.model.session import Session
-from omp_session.paths import blobs_dir
+from omp_session.extras import require
 
 from .base import FileStorage, MemoryStorage, SessionStorage, StoredFile
 from .url import StoreURL, parse_store_url
@@ -25,7 +22,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 __all__ = ["FileStorage", "MemoryStorage", "SessionStorage", "StoreError", "StoreMissingError", "StoreURL", "StoredFile", "open_store",
-           "parse_store_url", "read_stored_session"]
+           "parse_store_url"]
 
 
 def open_store(url: str | StoreURL, *, create: bool = True) -> SessionStorage:
@@ -46,11 +43,13 @@ def open_store(url: str | StoreURL, *, create: bool = True) -> SessionStorage:
 
         return SqliteStorage(parsed.location, opts.get("table", "omp_session_files"), create_table=create)
     if parsed.kind == "postgres":
+        require("psycopg")
         from .postgres import PostgresStorage
 
         return PostgresStorage(parsed.location, parsed.name, opts.get("table", "omp_session_files"),
                                create_table=create)
     if parsed.kind == "mysql":
+        require("pymysql")
         from .mysql import MysqlStorage
 
         parts = urlsplit(parsed.location)
@@ -61,17 +60,7 @@ def open_store(url: str | StoreURL, *, create: bool = True) -> SessionStorage:
         if "unix_socket" in parsed.extra:
             args["unix_socket"] = parsed.extra["unix_socket"]
         return MysqlStorage(args, parsed.name, opts.get("table", "omp_session_files"), create_table=create)
+    require("redis")
     from .redis import RedisStorage
 
     return RedisStorage(parsed.location, prefix=opts.get("prefix", "omp:sessions:"))
-
-
-def read_stored_session(storage: SessionStorage, path: str, *, blob_store: Any = None) -> Session:
-    """The session stored under ``path``, read leniently like :func:`omp_session.open` reads a
-    file (FileNotFoundError when there is none)."""
-    if isinstance(storage, FileStorage):
-        from omp_session.model.session import read_session
-
-        return read_session(path, blob_store=blob_store)
-    data = storage.read(path)
-    return Session(scan_bytes(data), path, blob_store if blob_store is not None else BlobStore(blobs_dir()))

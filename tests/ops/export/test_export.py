@@ -7,6 +7,7 @@ import json
 import os
 import re
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
+import builders
 import omp_session
+from builders import text, tool_result, usage, user
 from omp_session.cli.export import export as export_command
 from omp_session.errors import EntryNotFoundError, ExportError, SessionError, UnknownFormatError
 from omp_session.format.blobs import MemoryBlobStore
@@ -34,26 +37,12 @@ _regen = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_regen)
 GOLDEN: dict[str, tuple[str, dict[str, Any]]] = _regen.GOLDEN
 
-USAGE = {"input": 10, "output": 5, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 15,
-         "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0.01}}
-
-
-def user(text: Any) -> dict[str, Any]:
-    return {"role": "user", "content": text, "timestamp": 1}
+USAGE = usage(10, 5, 0.01)
+run = partial(builders.run, export_command)
 
 
 def assistant(*blocks: dict[str, Any], model: str = "m") -> dict[str, Any]:
-    return {"role": "assistant", "content": list(blocks), "api": "anthropic-messages", "provider": "anthropic",
-            "model": model, "usage": USAGE, "stopReason": "stop", "timestamp": 2}
-
-
-def text(t: str) -> dict[str, Any]:
-    return {"type": "text", "text": t}
-
-
-def tool_result(call_id: str, name: str, output: str) -> dict[str, Any]:
-    return {"role": "toolResult", "toolCallId": call_id, "toolName": name, "content": [text(output)],
-            "isError": False, "timestamp": 3}
+    return builders.assistant(list(blocks), model=model, usage=USAGE)
 
 
 def new_manager(tmp_path: Path) -> SessionManager:
@@ -249,7 +238,7 @@ def test_markdown_fences_survive_adversarial_content(tmp_path: Path) -> None:
     u = sm.append_message(user(EVIL))
     sm.append_message(assistant({"type": "thinking", "thinking": EVIL}, text(EVIL),
                                 {"type": "toolCall", "id": "c`1", "name": "to`ol\n# x", "arguments": {"cmd": EVIL}}))
-    sm.append_message(tool_result("c`1", "to`ol\n# x", EVIL + "\n`````"))
+    sm.append_message(tool_result(EVIL + "\n`````", call_id="c`1", name="to`ol\n# x"))
     sm.append_label_change(u, "[lbl](http://evil) <b>x</b> `")
     sm.append_compaction(EVIL, "short ``` # h", u, 10)
     sm.set_session_name("# Title <i>`x`</i>", "user")
@@ -337,11 +326,6 @@ def test_oracle_examples_and_corpus_never_raise(make_corpus: Callable[[int, int]
 
 
 # ----- the command --------------------------------------------------------------------------------
-
-
-def run(*args: str) -> tuple[int, str, str]:
-    result = CliRunner().invoke(export_command, list(args))
-    return result.exit_code, result.stdout, result.stderr
 
 
 def test_cli_prints_to_stdout() -> None:

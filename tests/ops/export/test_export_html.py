@@ -23,6 +23,7 @@ from click.testing import CliRunner
 
 import omp_session
 import omp_session.model.session
+from builders import assistant, entry, header, stamp, usage, user, write_session
 from omp_session.cli.export import export as export_command
 from omp_session.errors import EntryNotFoundError, SessionFileError
 from omp_session.format.blobs import MemoryBlobStore
@@ -43,23 +44,17 @@ PNG = base64.b64decode(
 EVIL = '</script><script>window.pwned=1</script><!-- <img src="http://example.invalid/x.png"> \u2028 </SCRIPT >'
 
 
-def _line(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False)
-
-
-def _ts(n: int) -> str:
-    return f"2026-01-01T00:00:{n:02d}.000Z"
+def _header(sid: str, cwd: str = "/home/dev/project") -> dict[str, Any]:
+    return header(sid, timestamp=stamp(0), cwd=cwd)
 
 
 def _message(eid: str, parent: str | None, n: int, message: dict[str, Any]) -> dict[str, Any]:
-    return {"type": "message", "id": eid, "parentId": parent, "timestamp": _ts(n), "message": message}
+    return entry(eid, parent, timestamp=stamp(n), message=message)
 
 
 def _assistant(content: list[Any], cost: float) -> dict[str, Any]:
-    return {"role": "assistant", "content": content, "provider": "anthropic", "model": "claude-sonnet-4-5",
-            "api": "anthropic-messages", "stopReason": "stop", "timestamp": 1767225600000,
-            "usage": {"input": 1000, "output": 50, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 1050,
-                      "cost": {"input": 0.003, "output": 0.001, "cacheRead": 0, "cacheWrite": 0, "total": cost}}}
+    return assistant(content, model="claude-sonnet-4-5", timestamp=1767225600000,
+                     usage=usage(1000, 50, cost, cost_input=0.003, cost_output=0.001))
 
 
 def write_rich_session(path: Path, store_ref: str, missing_ref: str) -> Path:
@@ -67,7 +62,7 @@ def write_rich_session(path: Path, store_ref: str, missing_ref: str) -> Path:
     and content that tries to break out of the script tag."""
     long_output = "\n".join(f"line {i}: needle-{i}" for i in range(120))
     entries = [
-        {"type": "model_change", "id": "m0", "parentId": None, "timestamp": _ts(0),
+        {"type": "model_change", "id": "m0", "parentId": None, "timestamp": stamp(0),
          "model": "anthropic/claude-sonnet-4-5"},
         _message("u1", "m0", 1, {"role": "user", "timestamp": 1, "content": [
             {"type": "text", "text": "Look at this screenshot " + EVIL},
@@ -81,7 +76,7 @@ def write_rich_session(path: Path, store_ref: str, missing_ref: str) -> Path:
                                   "content": [{"type": "text", "text": long_output}], "isError": False,
                                   "timestamp": 2}),
         _message("a2", "t1", 4, _assistant([{"type": "text", "text": "Found 120 needle lines."}], 0.002)),
-        {"type": "label", "id": "l1", "parentId": "a2", "timestamp": _ts(5), "targetId": "a2", "label": "found-it"},
+        {"type": "label", "id": "l1", "parentId": "a2", "timestamp": stamp(5), "targetId": "a2", "label": "found-it"},
         _message("u2", "l1", 6, {"role": "user", "timestamp": 3, "content": "Now show the diagram."}),
         _message("a3", "u2", 7, _assistant([{"type": "text", "text": "Here it is."}], 0.001)),
         _message("t2", "a3", 8, {"role": "toolResult", "toolCallId": "call_2", "toolName": "render",
@@ -93,10 +88,7 @@ def write_rich_session(path: Path, store_ref: str, missing_ref: str) -> Path:
         _message("u3", "a2", 9, {"role": "user", "timestamp": 5, "content": "Instead, count the needles."}),
         _message("a4", "u3", 10, _assistant([{"type": "text", "text": "There are 120 needles."}], 0.004)),
     ]
-    header = {"type": "session", "version": 3, "id": "11111111-2222-4333-8444-555555555555",
-              "timestamp": _ts(0), "cwd": "/home/dev/project"}
-    path.write_text("".join(_line(v) + "\n" for v in [header, *entries]), encoding="utf-8")
-    return path
+    return write_session(path, entries, head=_header("11111111-2222-4333-8444-555555555555"), compact=False)
 
 
 @pytest.fixture
@@ -139,13 +131,8 @@ def _data(page: str, element: str = DATA_ELEMENT_ID) -> Any:
     return json.loads(scripts[0])
 
 
-HEADER = {"type": "session", "version": 3, "timestamp": _ts(0), "cwd": "/home/dev/project"}
-
-
 def _write(path: Path, sid: str, entries: list[dict[str, Any]]) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(_line(v) + "\n" for v in [{**HEADER, "id": sid}, *entries]), encoding="utf-8")
-    return path
+    return write_session(path, entries, head=_header(sid), compact=False)
 
 
 def _task(call_id: str, parent: str, n: int, agents: list[str], *, progress: Sequence[str] = ()) -> list[dict[str, Any]]:
@@ -236,9 +223,7 @@ def test_script_tag_escaping_with_adversarial_content(rich: tuple[Path, MemoryBl
 
 def test_hostile_header_fields_are_embedded_safely(tmp_path: Path) -> None:
     path = tmp_path / "evil.jsonl"
-    path.write_text(_line({**HEADER, "id": EVIL, "cwd": EVIL}) + "\n" + _line(
-        _message("u1", None, 1, {"role": "user", "timestamp": 1, "content": "\u2029" + EVIL})) + "\n",
-        encoding="utf-8")
+    write_session(path, [_message("u1", None, 1, user("\u2029" + EVIL))], head=_header(EVIL, cwd=EVIL), compact=False)
     with omp_session.open(path) as session:
         page = render_html(session)
     assert page.lower().count("</script") == 2 and "\u2028" not in page and "\u2029" not in page

@@ -22,6 +22,7 @@ import pytest
 from click.testing import CliRunner
 
 import omp_session
+from builders import assistant, entry, header, stamp, usage, user
 from conftest import ORACLE
 from omp_session import SessionManager
 from omp_session.catalog.resolve import resolve_session
@@ -36,13 +37,7 @@ from omp_session.ops.pack.manifest import Manifest, RefScanner, check_member_nam
 from omp_session.ops.pack.unpack import parse_map, unpack
 from omp_session.paths import project_dir_name
 
-USAGE = {"input": 1, "output": 1, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 2,
-         "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}}
-
-
-def _assistant(text: str, ts: int) -> dict[str, Any]:
-    return {"role": "assistant", "content": [{"type": "text", "text": text}], "api": "x", "provider": "p",
-            "model": "m", "usage": USAGE, "stopReason": "stop", "timestamp": ts}
+USAGE = usage(cost=0)
 
 
 class Agent:
@@ -61,10 +56,10 @@ class Agent:
             data = base64.b64encode(hashlib.sha256(text.encode()).digest() * 64).decode()
             content.append({"type": "image", "data": data, "mimeType": "image/png"})
         u = sm.append_message({"role": "user", "content": content, "timestamp": 1767225600000})
-        sm.append_message(_assistant("ok", 1767225600001))
+        sm.append_message(assistant("ok", api="x", provider="p", usage=USAGE, timestamp=1767225600001))
         sm.append_label_change(u, "start")
         sm.branch(u)
-        sm.append_message(_assistant("another way", 1767225600002))
+        sm.append_message(assistant("another way", api="x", provider="p", usage=USAGE, timestamp=1767225600002))
         if title:
             sm.set_session_name(title, "user")
         path = sm.path
@@ -74,11 +69,8 @@ class Agent:
             art = Path(path[: -len(".jsonl")])
             (art / "sub").mkdir(parents=True)
             (art / "1.bash.log").write_text("tool output\n")
-            header = {"type": "session", "version": 3, "id": "agent-1", "timestamp": "2026-01-01T00:00:00.000Z",
-                      "cwd": cwd, "parentSession": path}
-            (art / "agent1.jsonl").write_bytes(codec.dumps_line(header) + codec.dumps_line(
-                {"type": "message", "id": "a1", "parentId": None, "timestamp": "2026-01-01T00:00:01.000Z",
-                 "message": {"role": "user", "content": "sub task", "timestamp": 1}}))
+            (art / "agent1.jsonl").write_bytes(codec.dumps_line(header("agent-1", cwd=cwd, parentSession=path))
+                                               + codec.dumps_line(entry("a1", timestamp=stamp(1), message=user("sub task"))))
         return path
 
 

@@ -8,6 +8,7 @@ import os
 import re
 import subprocess
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, quote_plus
@@ -15,7 +16,9 @@ from urllib.parse import quote, quote_plus
 import pytest
 from click.testing import CliRunner
 
+import builders
 import omp_session
+from builders import assistant, invoke
 from omp_session.cli.redact import redact as redact_cli
 from omp_session.diagnostics import Severity
 from omp_session.errors import PatternError, RedactError, SecretsFileError
@@ -98,15 +101,6 @@ def assert_clean(data: bytes) -> None:
     assert not left, f"survived: {left}"
 
 
-USAGE = {"input": 1, "output": 1, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 2,
-         "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0.001}}
-
-
-def assistant(content: list[Any], **extra: Any) -> dict[str, Any]:
-    return {"role": "assistant", "content": content, "api": "openai-responses", "provider": "openai",
-            "model": "gpt-x", "usage": USAGE, "stopReason": "toolUse", "timestamp": 2, **extra}
-
-
 @pytest.fixture
 def secrets_file(tmp_path: Path) -> Path:
     f = tmp_path / "secrets.env"
@@ -141,7 +135,8 @@ def make_session(tmp_path: Path, home: Path) -> Path:
         {"type": "redactedThinking", "data": "b3BhcXVl"},
         {"type": "text", "text": t("text")},
         {"type": "text", "text": t("signed-text"), "textSignature": "tsig"},
-        call, signed_call], providerPayload=payload, errorMessage=t("error")))
+        call, signed_call], api="openai-responses", provider="openai", model="gpt-x", stop_reason="toolUse",
+        providerPayload=payload, errorMessage=t("error")))
     sm.append_message({"role": "toolResult", "toolCallId": "call_1", "toolName": "bash", "isError": False,
                        "content": [{"type": "text", "text": t("result")},
                                    {"type": "image", "data": "aW1hZ2U=", "mimeType": "image/png"}],
@@ -367,8 +362,7 @@ def test_corpus_files_keep_their_tree(make_corpus: Callable[[int, int], Path], t
 
 # ----- CLI -----------------------------------------------------------------------------------------
 
-def run(*args: str) -> Any:
-    return CliRunner().invoke(redact_cli, list(args))
+run = partial(invoke, redact_cli)
 
 
 def test_cli(planted: tuple[Path, Path], secrets_file: Path, tmp_path: Path) -> None:
@@ -461,12 +455,10 @@ def test_text_starting_like_an_image_url_or_blob_ref_is_scanned(tmp_path: Path) 
     texts = [f"data:image/png;base64,AAAA\nlater: {key}", f"blob:sha256:notahash {key}",
              f"data:image/png;base64,AAAA\n{key}"]
     f = tmp_path / "s.jsonl"
-    header = {"type": "session", "version": 3, "id": "01a22de6-8032-77dc-a320-124d5453cf73",
-              "timestamp": "2026-01-01T00:00:00.000Z", "cwd": "/tmp"}
-    lines = [header] + [{"type": "message", "id": f"e{k}", "parentId": f"e{k - 1}" if k else None,
-                         "timestamp": "2026-01-01T00:00:00.000Z",
-                         "message": {"role": "user", "content": t, "timestamp": 1}} for k, t in enumerate(texts)]
-    f.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    header = builders.header("01a22de6-8032-77dc-a320-124d5453cf73")
+    lines = [header] + [builders.entry(f"e{k}", f"e{k - 1}" if k else None, message=builders.user(t))
+                        for k, t in enumerate(texts)]
+    builders.write_jsonl(f, lines, compact=False, ensure_ascii=True)
     data = redact(f).to_bytes()
     assert key.encode() not in data and data.count(b"[REDACTED:aws-access-key-id]") == 3
 
@@ -513,8 +505,7 @@ def test_title_slot_updated_at_is_scanned_and_an_oversized_slot_is_an_error(tmp_
                                                                             updated_at: str) -> None:
     f = tmp_path / "s.jsonl"
     slot = {"type": "title", "v": 1, "title": "t", "updatedAt": updated_at, "pad": ""}
-    header = {"type": "session", "version": 3, "id": "01a22de6-8032-77dc-a320-124d5453cf73",
-              "timestamp": "2026-01-01T00:00:00.000Z", "cwd": "/tmp"}
+    header = builders.header("01a22de6-8032-77dc-a320-124d5453cf73")
     f.write_text(json.dumps(slot) + "\n" + json.dumps(header) + "\n")
     with omp_session.open(f) as s:
         assert s.title_slot is not None and s.title_slot.updated_at == updated_at
@@ -543,8 +534,7 @@ def test_env_assignment_quoted_value_is_redacted_whole(text: str, expected: str)
 
 def test_explicit_secret_that_is_a_json_number(tmp_path: Path) -> None:
     f = tmp_path / "s.jsonl"
-    header = {"type": "session", "version": 3, "id": "01a22de6-8032-77dc-a320-124d5453cf73",
-              "timestamp": "2026-01-01T00:00:00.000Z", "cwd": "/tmp"}
+    header = builders.header("01a22de6-8032-77dc-a320-124d5453cf73")
     entry = {"type": "custom", "customType": "x", "id": "aaaaaaaa", "parentId": None,
              "timestamp": "2026-01-01T00:00:00.000Z", "data": {"pin": 48151623, "n": [2.5, 48151623], "ok": 7}}
     f.write_text(json.dumps(header) + "\n" + json.dumps(entry) + "\n")
@@ -564,8 +554,7 @@ def test_url_password_with_at_sign_or_without_user(text: str, expected: str) -> 
 
 def test_secret_key_value_starting_with_a_bracket_is_redacted(tmp_path: Path) -> None:
     f = tmp_path / "s.jsonl"
-    header = {"type": "session", "version": 3, "id": "01a22de6-8032-77dc-a320-124d5453cf73",
-              "timestamp": "2026-01-01T00:00:00.000Z", "cwd": "/tmp"}
+    header = builders.header("01a22de6-8032-77dc-a320-124d5453cf73")
     entry = {"type": "custom", "customType": "x", "id": "aaaaaaaa", "parentId": None,
              "timestamp": "2026-01-01T00:00:00.000Z",
              "data": {"password": "[Br4cketed pass", "token": "[REDACTED:secret-key-value]"}}

@@ -26,6 +26,7 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from builders import entry, user
 from omp_session.cli.repair import repair as repair_cmd
 from omp_session.diagnostics import Severity
 from omp_session.format.reader import scan_bytes
@@ -178,9 +179,7 @@ _H = (b'{"type":"session","version":3,"id":"019a2b3c-4d5e-7f60-8a1b-2c3d4e5f6071
 
 
 def _msg(entry_id: str, parent: str | None, text: str) -> bytes:
-    return codec.dumps_line({"type": "message", "id": entry_id, "parentId": parent,
-                             "timestamp": "2026-03-01T09:00:01.000Z",
-                             "message": {"role": "user", "content": text, "timestamp": 1}})
+    return codec.dumps_line(entry(entry_id, parent, timestamp="2026-03-01T09:00:01.000Z", message=user(text)))
 
 
 def test_copy_written_again_after_another_entry_reused_its_id_keeps_its_children() -> None:

@@ -17,6 +17,7 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import builders
 import omp_session
 from omp_session.cli import cli
 from omp_session.errors import IndexBusyError, QueryError
@@ -27,30 +28,24 @@ from omp_session.ops.search.query import search, to_fts
 SID = "01a22989-1ccc-77b3-9bc9-2dc4e7a36188"
 
 
+CREATED = "2026-05-01T10:00:00.000Z"
+
+
 def line(value: dict[str, Any]) -> bytes:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
+    return builders.jsonl([value]).encode()
 
 
 def header(sid: str = SID, cwd: str = "/work/proj", title: str | None = None) -> dict[str, Any]:
-    h: dict[str, Any] = {"type": "session", "version": 3, "id": sid, "timestamp": "2026-05-01T10:00:00.000Z",
-                         "cwd": cwd}
-    if title is not None:
-        h["title"] = title
-    return h
+    return builders.header(sid, timestamp=CREATED, cwd=cwd, **({} if title is None else {"title": title}))
 
 
 def msg(eid: str, parent: str | None, role: str, content: Any, ts: str = "2026-05-01T10:01:00.000Z",
         **extra: Any) -> dict[str, Any]:
-    return {"type": "message", "id": eid, "parentId": parent, "timestamp": ts,
-            "message": {"role": role, "content": content, "timestamp": 0, **extra}}
+    return builders.entry(eid, parent, timestamp=ts, message={"role": role, "content": content, "timestamp": 0, **extra})
 
 
 def write_session(path: Path, entries: list[dict[str, Any]], *, slot: str | None = None, **head: Any) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    data = build_title_slot(slot, "user", "2026-05-01T10:00:00.000Z") if slot is not None else b""
-    data += line(header(**head)) + b"".join(line(e) for e in entries)
-    path.write_bytes(data)
-    return path
+    return builders.write_session(path, entries, head=header(**head), slot=slot, slot_timestamp=CREATED)
 
 
 def rich_session() -> list[dict[str, Any]]:

@@ -15,6 +15,8 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+import builders
+from builders import header, line, stamp, user
 from omp_session.cli import cli
 from omp_session.errors import EditError, FormatError
 from omp_session.ops.size.externalize import externalize
@@ -27,13 +29,9 @@ def b64(n_bytes: int, seed: int) -> str:
     return base64.b64encode(random.Random(seed).randbytes(n_bytes)).decode()
 
 
-def line(obj: Any) -> str:
-    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
-
-
 def entry(i: int, parent: str | None, **fields: Any) -> dict[str, Any]:
-    return {"type": fields.pop("type", "message"), "id": f"e{i:07d}", "parentId": parent,
-            "timestamp": f"2026-01-01T00:00:{i:02d}.000Z", **fields}
+    """Entry number ``i``: id e000000i, stamped i seconds past midnight."""
+    return builders.entry(f"e{i:07d}", parent, timestamp=stamp(i), **fields)
 
 
 # Images by size in base64 characters: omp's threshold is 1,024 UTF-16 units of `data`.
@@ -53,11 +51,9 @@ def image(data: str, mime: str = "image/png") -> dict[str, Any]:
 
 
 def make_session(path: Path) -> list[dict[str, Any]]:
-    header = {"type": "session", "version": 3, "id": "0199aaaa-0000-7000-8000-000000000001",
-              "timestamp": SLOT_TS, "cwd": "/work"}
+    head = header("0199aaaa-0000-7000-8000-000000000001", timestamp=SLOT_TS, cwd="/work")
     entries = [
-        entry(1, None, message={"role": "user", "content": [{"type": "text", "text": "look"}, image(BIG),
-                                                            image(SMALL, "image/jpeg")], "timestamp": 1}),
+        entry(1, None, message=user([{"type": "text", "text": "look"}, image(BIG), image(SMALL, "image/jpeg")])),
         entry(2, "e0000001", message={"role": "assistant", "content": [
             {"type": "toolCall", "id": "t1", "name": "read", "arguments": {"path": "a.png"}}],
             "api": "anthropic-messages", "provider": "anthropic", "model": "claude", "stopReason": "toolUse",
@@ -72,14 +68,14 @@ def make_session(path: Path) -> list[dict[str, Any]]:
                                       "isError": False, "timestamp": 3}),
         entry(4, "e0000003", type="custom_message", customType="screenshot",
               content=[{"type": "text", "text": "shot"}, image(CUSTOM, "image/jpeg")], display=True),
-        entry(5, "e0000004", message={"role": "user", "content": [image(UNPADDED), image(BIG)], "timestamp": 5}),
-        entry(6, "e0000005", message={"role": "user", "content": [
-            {"type": "text", "text": "url"}, {"type": "input_image", "image_url": DATA_URL}], "timestamp": 6}),
+        entry(5, "e0000004", message=user([image(UNPADDED), image(BIG)], timestamp=5)),
+        entry(6, "e0000005", message=user([{"type": "text", "text": "url"},
+                                           {"type": "input_image", "image_url": DATA_URL}], timestamp=6)),
     ]
     slot = {"type": "title", "v": 1, "title": "pics", "updatedAt": SLOT_TS, "pad": ""}
     slot_line = line(slot)
     slot["pad"] = " " * (256 - len(slot_line.encode()) - 1)
-    path.write_text("\n".join([line(slot), line(header), *map(line, entries)]) + "\n", encoding="utf-8")
+    path.write_text("\n".join([line(slot), line(head), *map(line, entries)]) + "\n", encoding="utf-8")
     return entries
 
 

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+from builders import assistant, entry, header, stamp, usage, user, write_jsonl
 from omp_session.cli import cli
 from omp_session.errors import EditError, EntryNotFoundError
 from omp_session.ops.size.doctor import LONG_TOOL_OUTPUT_BYTES, analyze_size, biggest_sessions
@@ -185,20 +186,13 @@ def test_cli(large: Path, tmp_path: Path) -> None:
 def _labelled(path: Path) -> None:
     """Two branches; labels set on the kept path, changed and added on the other branch."""
     def e(i: str, parent: str | None, ts: int, **f: Any) -> dict[str, Any]:
-        return {"type": f.pop("type", "message"), "id": i, "parentId": parent,
-                "timestamp": f"2026-01-01T00:00:{ts:02d}.000Z", **f}
-
-    def user(text: str) -> dict[str, Any]:
-        return {"role": "user", "content": text, "timestamp": 1}
+        return entry(i, parent, timestamp=stamp(ts), **f)
 
     def asst(text: str) -> dict[str, Any]:
-        return {"role": "assistant", "content": [{"type": "text", "text": text}], "api": "x", "provider": "p",
-                "model": "m", "stopReason": "stop", "timestamp": 1,
-                "usage": {"input": 1, "output": 1, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 2,
-                          "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}}}
+        return assistant(text, api="x", provider="p", usage=usage(cost=0), timestamp=1)
 
     rows = [
-        {"type": "session", "version": 3, "id": "sess", "timestamp": "2026-01-01T00:00:00.000Z", "cwd": "/w"},
+        header("sess", cwd="/w"),
         e("u1", None, 1, message=user("one")), e("a1", "u1", 2, message=asst("ans one")),
         e("l1", "a1", 3, type="label", targetId="u1", label="first"),
         e("u2", "l1", 4, message=user("two")), e("a2", "u2", 5, message=asst("ans two")),
@@ -207,7 +201,7 @@ def _labelled(path: Path) -> None:
         e("l3", "l2", 9, type="label", targetId="a1", label="kept"),
         e("l4", "l3", 10, type="label", targetId="u3", label="dropped"),
     ]
-    path.write_text("".join(json.dumps(r, separators=(",", ":")) + "\n" for r in rows))
+    write_jsonl(path, rows, ensure_ascii=True)
 
 
 def test_prune_carries_labels(tmp_path: Path) -> None:

@@ -9,13 +9,15 @@ import json
 import os
 import shutil
 import subprocess
+from functools import partial
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 
+import builders
+from builders import usage
 from omp_session.cli import cli
 from omp_session.cli.stats import CSV_FIELDS
 from omp_session.errors import StatsOptionError
@@ -31,16 +33,11 @@ TOKENS = ("input", "output", "cacheRead", "cacheWrite", "totalTokens")
 # Building sessions
 
 
-def _usage(i: int, o: int, cost: float, cr: int = 0, cw: int = 0) -> dict[str, Any]:
-    return {"input": i, "output": o, "cacheRead": cr, "cacheWrite": cw, "totalTokens": i + o + cr + cw,
-            "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": cost}}
-
-
 class Builder:
     """A v3 session written the way omp writes one: header, then entries chained by parentId."""
 
     def __init__(self, sid: str, created: str, cwd: str = "/work/app") -> None:
-        self.header = {"type": "session", "version": 3, "id": sid, "timestamp": created, "cwd": cwd}
+        self.header = builders.header(sid, timestamp=created, cwd=cwd)
         self.entries: list[dict[str, Any]] = []
         self.leaf: str | None = None
         self.n = 0
@@ -49,22 +46,20 @@ class Builder:
         self.n += 1
         eid = f"{self.header['id'][:4]}{self.n:04d}"
         pid = self.leaf if parent is True else (None if parent is False else parent)
-        self.entries.append({"type": fields.pop("type", "message"), "id": eid, "parentId": pid, "timestamp": ts,
-                             **fields})
+        self.entries.append(builders.entry(eid, pid, timestamp=ts, **fields))
         self.leaf = eid
         return eid
 
     def user(self, ts: str, text: str = "hi", parent: str | bool | None = True) -> str:
-        return self.add(ts, parent, message={"role": "user", "content": text, "timestamp": _ms(ts)})
+        return self.add(ts, parent, message=builders.user(text, timestamp=_ms(ts)))
 
     def assistant(self, ts: str, usage: dict[str, Any], model: str = "claude-sonnet-4-5",
                   provider: str = "anthropic", parent: str | bool | None = True) -> str:
-        return self.add(ts, parent, message={"role": "assistant", "content": [{"type": "text", "text": "ok"}],
-                                             "api": "anthropic-messages", "provider": provider, "model": model,
-                                             "usage": usage, "stopReason": "stop", "timestamp": _ms(ts)})
+        return self.add(ts, parent, message=builders.assistant("ok", provider=provider, model=model, usage=usage,
+                                                               timestamp=_ms(ts)))
 
     def task(self, ts: str, results: list[tuple[str, dict[str, Any]]]) -> str:
-        total = _usage(sum(u["input"] for _, u in results), sum(u["output"] for _, u in results),
+        total = usage(sum(u["input"] for _, u in results), sum(u["output"] for _, u in results),
                        sum(u["cost"]["total"] for _, u in results))
         details = {"projectAgentsDir": None, "totalDurationMs": 5,
                    "results": [{"index": n, "id": agent, "agent": "task", "usage": u,
@@ -83,9 +78,7 @@ class Builder:
         return eid
 
     def write(self, path: Path) -> Path:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text("".join(json.dumps(r, separators=(",", ":")) + "\n" for r in [self.header, *self.entries]))
-        return path
+        return builders.write_jsonl(path, [self.header, *self.entries], ensure_ascii=True)
 
 
 def _ms(ts: str) -> int:
@@ -93,8 +86,7 @@ def _ms(ts: str) -> int:
     return int(datetime.fromisoformat(ts).timestamp() * 1000)
 
 
-def _cli(*args: str) -> Any:
-    return CliRunner().invoke(cli, ["stats", *args], catch_exceptions=False)
+_cli = partial(builders.invoke, cli, "stats", catch_exceptions=False)
 
 
 @pytest.fixture
@@ -104,25 +96,25 @@ def family(tmp_path: Path) -> dict[str, Path]:
     root = tmp_path / "sessions" / "-work-app"
     p = Builder("aaaa1111", "2026-03-01T10:00:00.000Z")
     first = p.user("2026-03-01T10:00:01.000Z")
-    p.assistant("2026-03-01T10:00:02.000Z", _usage(100, 10, 0.25))  # abandoned below
+    p.assistant("2026-03-01T10:00:02.000Z", usage(100, 10, 0.25))  # abandoned below
     p.user("2026-03-01T10:00:03.000Z", parent=first)
-    p.assistant("2026-03-01T10:00:04.000Z", _usage(200, 20, 0.5))
-    p.model_usage("2026-03-01T10:00:05.000Z", _usage(7, 3, 0.001))
-    p.task("2026-03-01T10:05:00.000Z", [("AgentA", _usage(1000, 100, 1.0)), ("AgentB", _usage(50, 5, 0.125))])
-    p.assistant("2026-03-01T10:06:00.000Z", _usage(300, 30, 0.75))
+    p.assistant("2026-03-01T10:00:04.000Z", usage(200, 20, 0.5))
+    p.model_usage("2026-03-01T10:00:05.000Z", usage(7, 3, 0.001))
+    p.task("2026-03-01T10:05:00.000Z", [("AgentA", usage(1000, 100, 1.0)), ("AgentB", usage(50, 5, 0.125))])
+    p.assistant("2026-03-01T10:06:00.000Z", usage(300, 30, 0.75))
     parent = p.write(root / "2026-03-01T10-00-00-000Z_aaaa1111.jsonl")
     art = root / "2026-03-01T10-00-00-000Z_aaaa1111"
     a = Builder("bbbb2222", "2026-03-01T10:01:00.000Z")
     a.user("2026-03-01T10:01:01.000Z")
-    a.assistant("2026-03-01T10:01:02.000Z", _usage(600, 60, 0.5), "gpt-5.1-codex", "openai")
-    a.assistant("2026-03-01T10:01:03.000Z", _usage(400, 40, 0.5), "gpt-5.1-codex", "openai")
-    a.task("2026-03-01T10:02:30.000Z", [("Sub1", _usage(5, 5, 0.0625))])
+    a.assistant("2026-03-01T10:01:02.000Z", usage(600, 60, 0.5), "gpt-5.1-codex", "openai")
+    a.assistant("2026-03-01T10:01:03.000Z", usage(400, 40, 0.5), "gpt-5.1-codex", "openai")
+    a.task("2026-03-01T10:02:30.000Z", [("Sub1", usage(5, 5, 0.0625))])
     a.write(art / "AgentA.jsonl")
     nested = Builder("cccc3333", "2026-03-01T10:02:00.000Z")
-    nested.assistant("2026-03-01T10:02:01.000Z", _usage(5, 5, 0.0625), "gpt-5-mini", "openai")
+    nested.assistant("2026-03-01T10:02:01.000Z", usage(5, 5, 0.0625), "gpt-5-mini", "openai")
     nested.write(art / "AgentA" / "Sub1.jsonl")
     adv = Builder("dddd4444", "2026-03-01T10:03:00.000Z")
-    adv.assistant("2026-03-01T10:03:01.000Z", _usage(9, 1, 0.03125), "gemini-2.5-pro", "google")
+    adv.assistant("2026-03-01T10:03:01.000Z", usage(9, 1, 0.03125), "gemini-2.5-pro", "google")
     adv.write(art / "__advisor.jsonl")
     return {"root": tmp_path / "sessions", "parent": parent, "agent": art / "AgentA.jsonl"}
 
@@ -135,8 +127,8 @@ def test_single_session_billed_equals_getusagestatistics(tmp_path: Path) -> None
     b = Builder("eeee5555", "2026-01-02T00:00:00.000Z")
     b.user("2026-01-02T00:00:01.000Z")
     for n in range(30):
-        b.assistant(f"2026-01-02T00:01:{n:02d}.000Z", _usage(10 + n, 3 * n, 0.1 * n + 0.007))
-    b.model_usage("2026-01-02T00:02:00.000Z", _usage(1, 1, 0.3))
+        b.assistant(f"2026-01-02T00:01:{n:02d}.000Z", usage(10 + n, 3 * n, 0.1 * n + 0.007))
+    b.model_usage("2026-01-02T00:02:00.000Z", usage(1, 1, 0.3))
     path = b.write(tmp_path / "s.jsonl")
     report = stats([path], tz="UTC", cache=False)
     (row,) = report.groups
@@ -170,16 +162,16 @@ def test_subagents_are_attributed_to_the_parent_once(family: dict[str, Path]) ->
 def test_nested_subagent_with_a_dotted_id_beside_its_parent(tmp_path: Path) -> None:
     root = tmp_path / "-w"
     p = Builder("abab0000", "2026-04-01T00:00:00.000Z")
-    p.assistant("2026-04-01T00:00:01.000Z", _usage(1, 0, 0.5))
-    p.task("2026-04-01T00:00:09.000Z", [("Agent1", _usage(10 + 100, 0, 0.75))])
+    p.assistant("2026-04-01T00:00:01.000Z", usage(1, 0, 0.5))
+    p.task("2026-04-01T00:00:09.000Z", [("Agent1", usage(10 + 100, 0, 0.75))])
     parent = p.write(root / "2026-04-01T00-00-00-000Z_abab0000.jsonl")
     art = root / "2026-04-01T00-00-00-000Z_abab0000"
     a = Builder("cdcd1111", "2026-04-01T00:00:02.000Z")
-    a.assistant("2026-04-01T00:00:03.000Z", _usage(10, 0, 0.25))
-    a.task("2026-04-01T00:00:05.000Z", [("Agent1.Helper", _usage(100, 0, 0.5))])
+    a.assistant("2026-04-01T00:00:03.000Z", usage(10, 0, 0.25))
+    a.task("2026-04-01T00:00:05.000Z", [("Agent1.Helper", usage(100, 0, 0.5))])
     a.write(art / "Agent1.jsonl")
     h = Builder("efef2222", "2026-04-01T00:00:03.500Z")
-    h.assistant("2026-04-01T00:00:04.000Z", _usage(100, 0, 0.5))
+    h.assistant("2026-04-01T00:00:04.000Z", usage(100, 0, 0.5))
     h.write(art / "Agent1.Helper.jsonl")  # omp names nested agents <parent>.<child>
     (row,) = stats([parent], tz="UTC", cache=False).groups
     assert (row.billed.input, row.billed.requests, row.billed.cost) == (111, 3, 1.25)
@@ -198,15 +190,15 @@ def test_a_subagent_named_beside_its_parent_counts_once(family: dict[str, Path])
 def test_forked_copies_are_billed_to_the_original(tmp_path: Path) -> None:
     parent = Builder("ffff6666", "2026-02-01T09:00:00.000Z")
     parent.user("2026-02-01T09:00:01.000Z")
-    parent.assistant("2026-02-01T09:00:02.000Z", _usage(100, 10, 0.5))
+    parent.assistant("2026-02-01T09:00:02.000Z", usage(100, 10, 0.5))
     parent.user("2026-02-01T09:00:03.000Z")
-    parent.assistant("2026-02-01T09:00:04.000Z", _usage(200, 20, 1.0))
+    parent.assistant("2026-02-01T09:00:04.000Z", usage(200, 20, 1.0))
     p = parent.write(tmp_path / "p" / "2026-02-01T09-00-00-000Z_ffff6666.jsonl")
     fork = Builder("9999aaaa", "2026-02-02T09:00:00.000Z")
     fork.entries = json.loads(json.dumps(parent.entries))  # fork() copies the entries verbatim
     fork.leaf = parent.leaf
     fork.user("2026-02-02T09:00:01.000Z")
-    fork.assistant("2026-02-02T09:00:02.000Z", _usage(40, 4, 0.25))
+    fork.assistant("2026-02-02T09:00:02.000Z", usage(40, 4, 0.25))
     f = fork.write(tmp_path / "p" / "2026-02-02T09-00-00-000Z_9999aaaa.jsonl")
     for order in ([p, f], [f, p]):
         report = stats(order, tz="UTC", cache=False)
@@ -222,7 +214,7 @@ def test_forked_copies_are_billed_to_the_original(tmp_path: Path) -> None:
 
 def test_all_walks_every_project_and_keeps_subagents_under_parents(family: dict[str, Path], tmp_path: Path) -> None:
     other = Builder("1234abcd", "2026-03-02T08:00:00.000Z", cwd="/work/other")
-    other.assistant("2026-03-02T08:00:01.000Z", _usage(1, 1, 0.5))
+    other.assistant("2026-03-02T08:00:01.000Z", usage(1, 1, 0.5))
     other.write(family["root"] / "-work-other" / "2026-03-02T08-00-00-000Z_1234abcd.jsonl")
     report = stats(all_sessions=True, root=family["root"], by="project", tz="UTC", cache=False)
     assert [g.key for g in report.groups] == ["/work/app", "/work/other"]
@@ -244,7 +236,7 @@ def test_cache_gives_the_same_report_and_notices_changes(family: dict[str, Path]
         f.write(json.dumps({"type": "message", "id": "late0001", "parentId": None,
                             "timestamp": "2026-03-01T11:00:00.000Z",
                             "message": {"role": "assistant", "content": [], "api": "x", "provider": "openai",
-                                        "model": "gpt-5.1-codex", "usage": _usage(11, 0, 0.0),
+                                        "model": "gpt-5.1-codex", "usage": usage(11, 0, 0.0),
                                         "stopReason": "stop", "timestamp": 0}}) + "\n")
     store = StatsCache(cache_dir)
     later = stats([family["parent"]], tz="UTC", cache=store)
@@ -256,8 +248,8 @@ def test_cache_gives_the_same_report_and_notices_changes(family: dict[str, Path]
 
 def test_unreadable_and_odd_usage_values(tmp_path: Path) -> None:
     b = Builder("5555eeee", "2026-01-03T00:00:00.000Z")
-    b.assistant("2026-01-03T00:00:01.000Z", {**_usage(10, 1, 0.5), "input": "12"})
-    b.assistant("2026-01-03T00:00:02.000Z", _usage(5, 1, 0.25))
+    b.assistant("2026-01-03T00:00:01.000Z", {**usage(10, 1, 0.5), "input": "12"})
+    b.assistant("2026-01-03T00:00:02.000Z", usage(5, 1, 0.25))
     path = b.write(tmp_path / "odd.jsonl")
     (row,) = stats([path], tz="UTC", cache=False).groups
     assert row.billed.input == 5  # a string count is not a count (omp would concatenate it)
@@ -270,7 +262,7 @@ def test_v1_session_is_read_after_migration(tmp_path: Path) -> None:
     lines = [{"type": "session", "id": "v1v1v1v1", "timestamp": "2025-01-01T00:00:00.000Z", "cwd": "/w"},
              {"type": "message", "timestamp": "2025-01-01T00:00:01.000Z",
               "message": {"role": "assistant", "content": [], "api": "a", "provider": "p", "model": "m",
-                          "usage": _usage(3, 4, 0.5), "stopReason": "stop", "timestamp": 1735689601000}}]
+                          "usage": usage(3, 4, 0.5), "stopReason": "stop", "timestamp": 1735689601000}}]
     path = tmp_path / "v1.jsonl"
     path.write_text("".join(json.dumps(x) + "\n" for x in lines))
     fu = read_file_usage(path)
@@ -291,7 +283,7 @@ DST_TIMES = ["2026-03-28T22:59:59.999Z", "2026-03-28T23:00:00.000Z", "2026-03-29
 def dst_session(tmp_path: Path) -> Path:
     b = Builder("d57d57d5", "2026-03-28T22:00:00.000Z")
     for n, ts in enumerate(DST_TIMES):
-        b.assistant(ts, _usage(10 ** n, 0, float(n + 1)))
+        b.assistant(ts, usage(10 ** n, 0, float(n + 1)))
     return b.write(tmp_path / "dst.jsonl")
 
 
@@ -423,7 +415,7 @@ def test_cli_html_page(family: dict[str, Path], tmp_path: Path) -> None:
 def test_cli_escapes_titles_in_html(tmp_path: Path) -> None:
     b = Builder("7777bbbb", "2026-01-01T00:00:00.000Z", cwd="/w/<script>")
     b.header["title"] = "<img src=http://x/a.png>"
-    b.assistant("2026-01-01T00:00:01.000Z", _usage(1, 1, 1.0))
+    b.assistant("2026-01-01T00:00:01.000Z", usage(1, 1, 1.0))
     path = b.write(tmp_path / "t.jsonl")
     out = tmp_path / "t.html"
     assert _cli(str(path), "--html", str(out)).exit_code == 0
@@ -447,7 +439,7 @@ def test_cli_without_sessions_reads_the_current_project(tmp_path: Path, monkeypa
     project = tmp_path / "proj"
     project.mkdir()
     b = Builder("3333cccc", "2026-01-01T00:00:00.000Z", cwd=str(project))
-    b.assistant("2026-01-01T00:00:01.000Z", _usage(42, 0, 0.5))
+    b.assistant("2026-01-01T00:00:01.000Z", usage(42, 0, 0.5))
     b.write(root / project_dir_name(str(project)) / "2026-01-01T00-00-00-000Z_3333cccc.jsonl")
     monkeypatch.chdir(project)
     r = _cli("--root", str(root), "--json", "--no-cache")
@@ -521,8 +513,8 @@ def test_every_grouping_partitions_the_same_records(make_corpus: Any, by: str) -
 def test_html_cost_chart_keeps_quiet_days_on_the_time_axis(tmp_path: Path) -> None:
     from omp_session.ops.stats.html import render_html
     b = Builder("4444dddd", "2026-03-01T00:00:00.000Z")
-    b.assistant("2026-03-01T12:00:00.000Z", _usage(1, 1, 2.0))
-    b.assistant("2026-03-04T12:00:00.000Z", _usage(1, 1, 1.0), model="gpt-5", provider="openai")
+    b.assistant("2026-03-01T12:00:00.000Z", usage(1, 1, 2.0))
+    b.assistant("2026-03-04T12:00:00.000Z", usage(1, 1, 1.0), model="gpt-5", provider="openai")
     page = render_html(stats([b.write(tmp_path / "q.jsonl")], by="day", tz="UTC", cache=False))
     assert [d for d in ("2026-03-01", "2026-03-02", "2026-03-03", "2026-03-04") if f">{d}</text>" in page] == \
         ["2026-03-01", "2026-03-02", "2026-03-03", "2026-03-04"]
@@ -591,7 +583,7 @@ def test_missing_usage_fields_give_valid_json_with_or_without_the_cache(tmp_path
 
 def test_a_count_beyond_64_bits_does_not_break_the_cache(tmp_path: Path) -> None:
     b = Builder("8888aaaa", "2026-01-05T00:00:00.000Z")
-    b.assistant("2026-01-05T00:00:01.000Z", _usage(10 ** 23, 1, 0.5))
+    b.assistant("2026-01-05T00:00:01.000Z", usage(10 ** 23, 1, 0.5))
     path = b.write(tmp_path / "big.jsonl")
     cache_dir = tmp_path / "cache"
     first = stats([path], tz="UTC", cache=StatsCache(cache_dir))
@@ -606,11 +598,11 @@ def test_a_task_result_with_an_agent_that_spent_nothing_is_not_counted_twice(tmp
     root = tmp_path / "sessions" / "-w"
     p = Builder("aaaa9999", "2026-02-01T10:00:00.000Z")
     p.user("2026-02-01T10:00:01.000Z")
-    p.task("2026-02-01T10:05:00.000Z", [("AgentA", _usage(1000, 100, 1.0)), ("AgentB", _usage(0, 0, 0.0))])
+    p.task("2026-02-01T10:05:00.000Z", [("AgentA", usage(1000, 100, 1.0)), ("AgentB", usage(0, 0, 0.0))])
     del p.entries[-1]["message"]["details"]["results"][1]["usage"]
     parent = p.write(root / "2026-02-01T10-00-00-000Z_aaaa9999.jsonl")
     a = Builder("bbbb9999", "2026-02-01T10:01:00.000Z")
-    a.assistant("2026-02-01T10:01:02.000Z", _usage(1000, 100, 1.0), "gpt-5.1-codex", "openai")
+    a.assistant("2026-02-01T10:01:02.000Z", usage(1000, 100, 1.0), "gpt-5.1-codex", "openai")
     a.write(root / "2026-02-01T10-00-00-000Z_aaaa9999" / "AgentA.jsonl")
     (row,) = stats([parent], tz="UTC", cache=False).groups
     assert row.extra["omp_usage"]["input"] == 1000
@@ -620,7 +612,7 @@ def test_a_task_result_with_an_agent_that_spent_nothing_is_not_counted_twice(tmp
 @pytest.mark.parametrize(("field", "value"), [(1, "yesterday"), (4, "12"), (9, True), (10, 1), (2, 7), ("cwd", 5)])
 def test_a_cache_entry_of_another_shape_is_read_again(tmp_path: Path, field: int | str, value: Any) -> None:
     b = Builder("7777aaaa", "2026-01-06T00:00:00.000Z")
-    b.assistant("2026-01-06T00:00:01.000Z", _usage(5, 1, 0.5))
+    b.assistant("2026-01-06T00:00:01.000Z", usage(5, 1, 0.5))
     path = b.write(tmp_path / "s.jsonl")
     cache_dir = tmp_path / "cache"
     first = stats([path], by="project", tz="UTC", since="2026-01-01", cache=StatsCache(cache_dir))
@@ -639,7 +631,7 @@ def test_a_cache_entry_of_another_shape_is_read_again(tmp_path: Path, field: int
 def test_a_model_id_with_a_colon_is_kept_whole_for_a_missing_subagent(tmp_path: Path) -> None:
     # resolvedModel is "provider/model" plus ":<thinking level>" only when a level was chosen
     p = Builder("6666aaaa", "2026-01-07T00:00:00.000Z")
-    p.task("2026-01-07T00:00:01.000Z", [("AgentA", _usage(10, 1, 0.5)), ("AgentB", _usage(20, 2, 0.25))])
+    p.task("2026-01-07T00:00:01.000Z", [("AgentA", usage(10, 1, 0.5)), ("AgentB", usage(20, 2, 0.25))])
     results = p.entries[-1]["message"]["details"]["results"]
     results[0]["resolvedModel"] = "amazon-bedrock/anthropic.claude-3-5-sonnet-20240620-v1:0"
     results[1]["resolvedModel"] = "amazon-bedrock/anthropic.claude-3-5-sonnet-20240620-v1:0:high"
@@ -655,15 +647,15 @@ def test_a_branched_copy_of_a_task_result_is_not_billed_beside_the_subagent_file
     root = tmp_path / "sessions" / "-w"
     parent = Builder("abab1212", "2026-02-03T09:00:00.000Z")
     parent.user("2026-02-03T09:00:01.000Z")
-    parent.task("2026-02-03T09:05:00.000Z", [("AgentA", _usage(1000, 100, 1.0))])
+    parent.task("2026-02-03T09:05:00.000Z", [("AgentA", usage(1000, 100, 1.0))])
     p = parent.write(root / "2026-02-03T09-00-00-000Z_abab1212.jsonl")
     a = Builder("cdcd3434", "2026-02-03T09:01:00.000Z")
-    a.assistant("2026-02-03T09:01:02.000Z", _usage(1000, 100, 1.0), "gpt-5.1-codex", "openai")
+    a.assistant("2026-02-03T09:01:02.000Z", usage(1000, 100, 1.0), "gpt-5.1-codex", "openai")
     a.write(root / "2026-02-03T09-00-00-000Z_abab1212" / "AgentA.jsonl")
     branch = Builder("efef5656", "2026-02-04T09:00:00.000Z")
     branch.entries = json.loads(json.dumps(parent.entries))
     branch.leaf = parent.leaf
-    branch.assistant("2026-02-04T09:00:02.000Z", _usage(40, 4, 0.25))
+    branch.assistant("2026-02-04T09:00:02.000Z", usage(40, 4, 0.25))
     b = branch.write(root / "2026-02-04T09-00-00-000Z_efef5656.jsonl")
     report = stats([p, b], tz="UTC", cache=False)
     rows = {Path(g.key).name[-14:]: g for g in report.groups}

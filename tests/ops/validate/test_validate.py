@@ -7,13 +7,14 @@ real omp 18.2.3 does with each of them (record.py regenerates it), so no oracle 
 from __future__ import annotations
 
 import json
+from functools import partial
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from builders import header, invoke, write_jsonl
 from omp_session.cli.validate import validate as validate_cmd
 from omp_session.diagnostics import Severity
 from omp_session.ops.validate.check import validate
@@ -176,7 +177,7 @@ def test_large_file_streams(tmp_path: Path) -> None:
 
 
 def run(*args: str) -> tuple[int, str]:
-    result = CliRunner().invoke(validate_cmd, list(args))
+    result = invoke(validate_cmd, *args)
     return result.exit_code, result.output
 
 
@@ -247,12 +248,8 @@ def test_repair_refuses_an_archive(tmp_path: Path) -> None:
 
 
 _T = "2026-01-01T00:00:01.000Z"
-_HEADER = {"type": "session", "version": 3, "id": "s1", "timestamp": _T, "cwd": "/tmp"}
-
-
-def _write(path: Path, records: list[object]) -> Path:
-    path.write_text("".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in records))
-    return path
+_HEADER = header("s1", timestamp=_T)
+_write = partial(write_jsonl, compact=False, ensure_ascii=True)  # json.dumps' spacing; str records as they are
 
 
 def test_infinite_header_version_is_reported_not_raised(tmp_path: Path) -> None:

@@ -25,11 +25,10 @@ from omp_session.errors import (
 from omp_session.js import codec
 from omp_session.js.codec import UNDEFINED
 from omp_session.model.session import Session
-from omp_session.model.tree import js_date_ms
+from omp_session.model.tree import branch_tips, js_date_ms, leaf_of
 
 __all__ = [
     "FORMATS",
-    "branch_tips",
     "export",
     "faithful_json",
     "lossy_transcript",
@@ -82,17 +81,6 @@ def export(session: Session | str | os.PathLike[str], fmt: str, *, leaf: str | N
 
 
 # ----- shared helpers ---------------------------------------------------------------------------
-
-
-def branch_tips(session: Session) -> list[int]:
-    """Entries no other entry continues from (the tips of the branches), in file order."""
-    continued = set(session.parent_index)
-    return [k for k in range(len(session)) if k not in continued]
-
-
-def leaf_of(session: Session, leaf: str | None) -> Any:
-    """The id the export follows: ``leaf`` if given, else the session's leaf (None when none)."""
-    return leaf if leaf is not None else session.get_leaf_id()
 
 
 def entry_ms(entry: Any) -> int | None:

@@ -21,8 +21,8 @@ from omp_session.format.reader import copilot_records
 from omp_session.js import codec
 from omp_session.js.codec import UNDEFINED
 from omp_session.model.session import Session
+from omp_session.model.tree import branch_tips
 
-from .formats import branch_tips
 from .subagents import artifacts_dir, find_subagents, task_agent_ids
 from .viewer_css import VIEWER_CSS
 from .viewer_js import VIEWER_JS

@@ -27,7 +27,7 @@ from omp_session.model.text import (
     usage_line,
     usage_totals,
 )
-from omp_session.model.tree import path_to
+from omp_session.model.tree import branch_tips, leaf_of, path_to
 
 __all__ = ["markdown"]
 
@@ -315,7 +315,6 @@ def _last_model(entries: Sequence[Any]) -> str | None:
 
 def markdown(session: Session, *, leaf: str | None = None, all_branches: bool = False) -> str:
     """The Markdown export; ``leaf`` picks the branch, ``all_branches`` adds every other one."""
-    from .formats import branch_tips, leaf_of
 
     s = session
     leaf_id = leaf_of(s, leaf)

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import IO, Any, Final, Literal, cast
 
 from omp_session.errors import PackError
+from omp_session.extras import require
 from omp_session.format.title import parse_title_slot
 from omp_session.js import codec
 
@@ -98,7 +99,7 @@ def open_writer(raw: IO[bytes], compression: Compression) -> IO[bytes]:
         # mtime=0: the same inputs give the same bytes
         return cast(IO[bytes], gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=6, mtime=0))
     if compression == "zstd":
-        import zstandard  # only when asked for: the core needs no third-party compressor
+        zstandard = require("zstandard")  # only when asked for: zstandard is an extra
 
         writer = zstandard.ZstdCompressor(level=6).stream_writer(raw, closefd=False)
         return _Closing(writer)  # type: ignore[return-value]
@@ -123,7 +124,7 @@ def open_reader(raw: IO[bytes]) -> tuple[IO[bytes], Compression]:
     if magic.startswith(_GZIP_MAGIC):
         return cast(IO[bytes], gzip.GzipFile(fileobj=raw, mode="rb")), "gzip"
     if magic == _ZSTD_MAGIC:
-        import zstandard
+        zstandard = require("zstandard")
 
         return zstandard.ZstdDecompressor().stream_reader(raw, closefd=False), "zstd"
     return raw, "none"

@@ -48,14 +48,14 @@ from typing import Any, Final
 import orjson
 
 from omp_session.catalog.cache import load_cache, replace_quietly
-from omp_session.catalog.summaries import _usage_candidates, cache_dir
+from omp_session.catalog.stored import read_stored_session
+from omp_session.catalog.summaries import cache_dir, usage_candidates
 from omp_session.errors import ContextError, StatsOptionError
 from omp_session.format.blobs import MemoryBlobStore
 from omp_session.js.date import date_parse, to_iso
 from omp_session.model.session import read_session
 from omp_session.model.usage import usage_statistics
 from omp_session.paths import project_dir_name, sessions_dir
-from omp_session.store import read_stored_session
 from omp_session.store.base import SessionStorage
 
 from .group import (
@@ -250,7 +250,7 @@ def read_file_usage(path: str | os.PathLike[str], storage: SessionStorage | None
             picked: Sequence[int] = range(n)
         else:
             j = s.journal
-            picked = _usage_candidates(s.kinds, s.types, j.heads, lambda k: j.raw(k + 1))
+            picked = usage_candidates(s.kinds, s.types, j.heads, lambda k: j.raw(k + 1))
         entries = [s.entry_at(k) for k in picked]
         try:
             omp: dict[str, Any] | None = usage_statistics(entries)

@@ -3,7 +3,8 @@ what makes omp 18.2.3 throw, hang or silently stop saving on the file (S1.4.6-S1
 
 ``validate(path)`` reports and never writes. It streams: the reader keeps byte offsets and
 envelopes, one pass decodes entries a block at a time (``validate_entries``), and the tree checks
-work on the reader's columns (``validate_tree``). Codes are listed in ``docs/diagnostics.md``.
+work on the reader's columns (``validate_tree``). Each code's severity comes from the registry,
+``omp_session.diagnostics.CODES`` (docs/diagnostics.md shows it).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from omp_session.diagnostics import Diagnostic, Severity
 from omp_session.errors import FormatError
 from omp_session.format.blobs import BLOB_PREFIX, BlobStore, parse_blob_ref
 from omp_session.format.migrate import needs_migration
-from omp_session.format.reader import STREAMING_THRESHOLD, Journal, _decode, scan_file
+from omp_session.format.reader import STREAMING_THRESHOLD, Journal, decode_record, scan_file
 from omp_session.format.title import TITLE_SLOT_BYTES
 from omp_session.model.session import Session, scan_archived
 
@@ -52,8 +53,8 @@ def validate(path_or_session: str | os.PathLike[str] | Session, *, blobs_dir: st
             try:
                 journal = scan_archived(path)
             except FormatError as e:
-                return [Diagnostic("not-a-session", Severity.ERROR, f"not an omp session file: {str(e).removeprefix(path + ': ')}",
-                                   path=path)]
+                return [Diagnostic.of("not-a-session", f"not an omp session file: {str(e).removeprefix(path + ': ')}",
+                                      path=path)]
             head, size = journal.read(0, _SNIFF), journal.size
         else:
             journal = None
@@ -62,7 +63,7 @@ def validate(path_or_session: str | os.PathLike[str] | Session, *, blobs_dir: st
                 head = f.read(_SNIFF)
         reason = _not_a_session(head, size)
         if reason:
-            return [Diagnostic("not-a-session", Severity.ERROR, f"not an omp session file: {reason}", path=path)]
+            return [Diagnostic.of("not-a-session", f"not an omp session file: {reason}", path=path)]
         # no blob store: refs are checked here instead
         session = Session(journal if journal is not None else scan_file(path), path, None)
     try:
@@ -89,8 +90,8 @@ def _validate(s: Session, path: str | None, blobs_dir: str | os.PathLike[str] | 
     j = s.journal
     report = Report(path, j)
     if path is not None and s.header is None and not _looks_like_session(s):
-        return [Diagnostic("not-a-session", Severity.ERROR, "not an omp session file: no record is an "
-                           "object with a string type", path=path)]
+        return [Diagnostic.of("not-a-session", "not an omp session file: no record is an object with a "
+                              "string type", path=path)]
     for d in s.diagnostics:
         if d.code not in _SESSION_CODES_REPLACED:
             report.keep(d)
@@ -102,12 +103,11 @@ def _validate(s: Session, path: str | None, blobs_dir: str | os.PathLike[str] | 
     _utf8(s, report, got.bad_utf8)
     for k in got.headers_after_first:
         report.add("header-not-first" if s.header is None else "extra-header",
-                   Severity.ERROR if s.header is None else Severity.WARNING,
                    "a session header that is not the first record: omp reads it as an ordinary entry"
                    if s.header is not None else "the session header is here, not first: omp cannot open "
                    "the file", offset=j.starts[k])
     if got.crlf:
-        report.add("crlf", Severity.INFO, f"{len(got.crlf)} line(s) end in CRLF: omp reads them, but appends "
+        report.add("crlf", f"{len(got.crlf)} line(s) end in CRLF: omp reads them, but appends "
                    "LF lines, so the file mixes line endings", offset=got.crlf[0])
     if s.header is not None:
         check_tree(s, report, got)
@@ -133,12 +133,12 @@ def _spans(j: Journal, report: Report) -> None:
         at_end = span.end >= j.size and not j.final_newline
         i = j.record_at(span.start - 1) if span.start else None
         if raw.strip(b"\x00 \t\r\n") == b"" and b"\x00" in raw:
-            report.add("nul-fill", Severity.WARNING, f"{span.end - span.start} bytes of NUL padding (a block "
+            report.add("nul-fill", f"{span.end - span.start} bytes of NUL padding (a block "
                        "preallocated before a crash): omp skips it and drops it on its next rewrite",
                        offset=span.start)
         elif i is not None and j.ends[i] == span.start:
             glued = raw.lstrip(b" \t").startswith(b"{")
-            report.add("glued-records" if glued else "trailing-garbage", Severity.WARNING,
+            report.add("glued-records" if glued else "trailing-garbage",
                        "a second record glued onto the end of this line (a missing LF, or two writers): "
                        "omp keeps the first and loses this one" if glued else
                        "text after the record on the same line: omp keeps the record and drops the rest",
@@ -146,13 +146,13 @@ def _spans(j: Journal, report: Report) -> None:
         elif at_end:
             lines = j.read(span.start, span.end).count(b"\n")
             cut = _cut_utf8(j.read(max(span.start, span.end - 4), span.end))
-            report.add("truncated-record", Severity.WARNING,
+            report.add("truncated-record",
                        "the last record is cut off (a crash mid-write)"
                        + (" inside a multi-byte UTF-8 character" if cut else "")
                        + (f"; it swallows the {lines} complete line(s) after it" if lines else "")
                        + ": omp skips it", offset=span.start)
         else:
-            report.add("malformed-record", Severity.WARNING, "not a JSON value: omp skips this record and "
+            report.add("malformed-record", "not a JSON value: omp skips this record and "
                        "drops it on its next rewrite", offset=span.start)
 
 
@@ -182,26 +182,26 @@ def _title_slot(j: Journal, report: Report) -> None:
         line = j.read(start, j.body_start - 1)  # the whole slot: the reader parsed it in full already
         width = len(line) + 1
         if width < TITLE_SLOT_BYTES:
-            report.add("title-slot-short", Severity.ERROR, f"the title slot is {width} bytes, not 256: omp's "
+            report.add("title-slot-short", f"the title slot is {width} bytes, not 256: omp's "
                        "next title update overwrites 256 bytes in place and destroys the header", offset=start)
         elif width > TITLE_SLOT_BYTES:
-            report.add("title-slot-long", Severity.WARNING, f"the title slot is {width} bytes, not 256: omp's "
+            report.add("title-slot-long", f"the title slot is {width} bytes, not 256: omp's "
                        "next title update leaves its tail as a malformed line", offset=start)
         pad = _first_value(line).get("pad", "")
         if isinstance(pad, str) and pad.strip(" "):
-            report.add("title-slot-pad", Severity.WARNING, "the title slot's pad holds more than spaces",
+            report.add("title-slot-pad", "the title slot's pad holds more than spaces",
                        offset=start)
         return
     value = _first_value(line)
     if value.get("type") == "title":
-        report.add("title-slot-invalid", Severity.ERROR, "the first line is a title record omp does not "
+        report.add("title-slot-invalid", "the first line is a title record omp does not "
                    f"accept ({_slot_problem(value)}): it becomes the first record and omp cannot open the file",
                    offset=start)
 
 
 def _first_value(line: bytes) -> dict[str, Any]:
     try:
-        value = _decode(line)
+        value = decode_record(line)
     except ValueError:
         return {}
     return value if isinstance(value, dict) else {}
@@ -226,39 +226,39 @@ def _header(s: Session, path: str | None, report: Report) -> None:
     version = on_disk.get("version")
     if "version" not in on_disk or version is None or (
             isinstance(version, int | float) and not isinstance(version, bool) and version < 2):
-        report.add("version-legacy", Severity.WARNING, f"a {'version ' + repr(version) if 'version' in on_disk else 'no-version'} (v1) session: omp "
+        report.add("version-legacy", f"a {'version ' + repr(version) if 'version' in on_disk else 'no-version'} (v1) session: omp "
                    "regenerates every id and chains the entries in file order, flattening branches",
-                   offset=at)
+                   severity=Severity.WARNING, offset=at)
     elif isinstance(version, bool) or not isinstance(version, int | float):
-        report.add("version-invalid", Severity.WARNING, f"version is {show(version)}, not a number", offset=at)
+        report.add("version-invalid", f"version is {show(version)}, not a number", offset=at)
     elif isinstance(version, float) and not version.is_integer():  # int() of 1e999 (inf) overflows
-        report.add("version-invalid", Severity.WARNING, f"version {version!r} is not an integer", offset=at)
+        report.add("version-invalid", f"version {version!r} is not an integer", offset=at)
     elif version == 2:
-        report.add("version-legacy", Severity.INFO, "a version 2 session: omp migrates it to 3 on its "
-                   "next write", offset=at)
+        report.add("version-legacy", "a version 2 session: omp migrates it to 3 on its next write",
+                   severity=Severity.INFO, offset=at)
     elif version > 3:
-        report.add("version-future", Severity.INFO, f"version {version!r} is newer than 3: omp 18.2.3 reads "
+        report.add("version-future", f"version {version!r} is newer than 3: omp 18.2.3 reads "
                    "it as version 3", offset=at)
     if "cwd" not in header:
-        report.add("header-cwd-missing", Severity.WARNING, "the header has no cwd", offset=at)
+        report.add("header-cwd-missing", "the header has no cwd", offset=at)
     slot = s.title_slot
     raw_title = on_disk.get("title")
     if slot is not None and isinstance(raw_title, str) and raw_title != slot.title:
-        report.add("title-mismatch", Severity.INFO, f"the header title {raw_title[:60]!r} differs from the "
+        report.add("title-mismatch", f"the header title {raw_title[:60]!r} differs from the "
                    f"title slot's {slot.title[:60]!r}: omp shows the slot's" if slot.title else
                    "the title slot is empty while the header has a title: omp drops the header's title",
                    offset=at)
     parent = header.get("parentSession")
     if parent is not None:
-        report.add("parent-session", Severity.INFO, f"forked or branched from {show(parent)} (a path or a "
+        report.add("parent-session", f"forked or branched from {show(parent)} (a path or a "
                    "session id; it may no longer exist)", offset=at)
     m = _FILENAME_ID.search(Path(path).name) if path else None
     if m and isinstance(header.get("id"), str) and m.group(1) != header["id"]:
-        report.add("filename-id-mismatch", Severity.INFO, f"the file name says session {m.group(1)!r}, the "
+        report.add("filename-id-mismatch", f"the file name says session {m.group(1)!r}, the "
                    f"header {header['id']!r}", offset=at)
     if s.journal.size < STREAMING_THRESHOLD and (s.journal.bom or s.journal.invalid_utf8) and (
             s.journal.malformed or needs_migration(on_disk)):
-        report.add("omp-stops-saving", Severity.ERROR, "omp measures this file by its decoded text (BOM or "
+        report.add("omp-stops-saving", "omp measures this file by its decoded text (BOM or "
                    "invalid UTF-8) and must rewrite it (malformed records or a migration): "
                    "the rewrite fails and nothing added after resuming reaches the disk", offset=0)
 
@@ -268,7 +268,7 @@ def _encoding(s: Session, report: Report) -> None:
     j = s.journal
     for i in j.values:
         if i > 0 and b"\n" in j.raw(i).rstrip():
-            report.add("multiline-record", Severity.INFO, "a record spread over several lines: omp reads it "
+            report.add("multiline-record", "a record spread over several lines: omp reads it "
                        "as one", offset=j.starts[i])
 
 
@@ -284,7 +284,7 @@ def _utf8(s: Session, report: Report, found: int | None) -> None:
                 found = span.start + e.start
                 break
     if found is not None or j.invalid_utf8:
-        report.add("invalid-utf8", Severity.WARNING, "invalid UTF-8: omp reads U+FFFD in its place"
+        report.add("invalid-utf8", "invalid UTF-8: omp reads U+FFFD in its place"
                    + (" and can never rewrite the file" if j.size < STREAMING_THRESHOLD else ""), offset=found)
 
 
@@ -307,14 +307,14 @@ def _blobs(s: Session, report: Report, blobs_dir: str | os.PathLike[str] | None)
         closed = raw[len(BLOB_PREFIX) + 64: len(BLOB_PREFIX) + 65] == b'"'
         sha = parse_blob_ref(ref) if closed else None
         if sha is None:
-            report.add("blob-malformed-ref", Severity.WARNING, "a blob:sha256: string that is not "
+            report.add("blob-malformed-ref", "a blob:sha256: string that is not "
                        "blob:sha256:<64 lowercase hex>: omp never resolves it", offset=offset)
             continue
         if sha not in checked:
             checked[sha] = _blob_problem(store, sha)
         problem = checked[sha]
         if problem:
-            report.add("blob-missing" if problem == "missing" else "blob-hash-mismatch", Severity.WARNING,
+            report.add("blob-missing" if problem == "missing" else "blob-hash-mismatch",
                        f"{ref} is not in the blob store {os.fspath(blobs_dir)}: the image stays a reference"
                        if problem == "missing" else f"the blob {sha} does not hash to its name", offset=offset)
 

@@ -17,7 +17,7 @@ from typing import Any
 import msgspec
 
 from omp_session.diagnostics import Severity
-from omp_session.format.reader import Journal, _decode
+from omp_session.format.reader import Journal, decode_record
 from omp_session.js.codec import UNDEFINED
 from omp_session.js.date import date_parse
 
@@ -165,7 +165,7 @@ class _Checker:
         self.current_id: Any = None
 
     def slow(self, i: int) -> Any:
-        value = self.j.values[i] if i in self.j.values else _decode(self.j.raw(i))
+        value = self.j.values[i] if i in self.j.values else decode_record(self.j.raw(i))
         return _from_value(value) if isinstance(value, dict) else value
 
     def clean(self, first: int, entries: list[Any]) -> None:
@@ -198,13 +198,13 @@ class _Checker:
             i = self.j.record_at(base + at)
             if i is not None and i not in seen:
                 seen.add(i)
-                self.report.add("content-truncated", Severity.INFO, "a string ends with omp's truncation "
+                self.report.add("content-truncated", "a string ends with omp's truncation "
                                 "notice: its content was already cut to 500,000 characters when saved",
                                 offset=self.j.starts[i], entry_id=self.ids[i - 1] if self.ids else None)
             at = data.find(TRUNCATION_NOTICE, at + 1)
 
-    def add(self, i: int, code: str, severity: Severity, message: str) -> None:
-        self.report.add(code, severity, message, offset=self.j.starts[i], entry_id=self.current_id)
+    def add(self, i: int, code: str, message: str, *, severity: Severity | None = None) -> None:
+        self.report.add(code, message, severity=severity, offset=self.j.starts[i], entry_id=self.current_id)
 
     def entry(self, i: int, e: Any) -> None:
         last = i == len(self.j) - 1
@@ -214,7 +214,7 @@ class _Checker:
             if last:
                 self.out.last_is_object = False
             if e is not None:  # null is reported by the reader (omp cannot open the file)
-                self.add(i, "non-object-record", Severity.WARNING, f"a {_js_type(e)} record, not an object: "
+                self.add(i, "non-object-record", f"a {_js_type(e)} record, not an object: "
                          "omp keeps it as an entry without id, a separate root of the tree")
             return
         kind = e.type
@@ -238,27 +238,27 @@ class _Checker:
             self._custom_message(i, e)
         elif kind == "model_change" and not isinstance(e.model, str):
             legacy = e.provider is not UNDEFINED or e.modelId is not UNDEFINED
-            self.add(i, "model-change-legacy", Severity.WARNING,
+            self.add(i, "model-change-legacy",
                      "a model_change with the old {provider, modelId} shape: omp 18.2.3 ignores it" if legacy
                      else "a model_change without a string model: omp ignores it")
 
     def _envelope(self, i: int, e: _Entry) -> None:
         if not isinstance(e.type, str):
-            self.add(i, "entry-type-invalid", Severity.WARNING, f"the entry's type is {_describe(e.type)}, "
+            self.add(i, "entry-type-invalid", f"the entry's type is {_describe(e.type)}, "
                      "not a string: omp keeps it but no view uses it")
         if not isinstance(e.id, str) or not e.id:
-            self.add(i, "entry-id-invalid", Severity.WARNING, f"the entry's id is {_describe(e.id)}, not a "
+            self.add(i, "entry-id-invalid", f"the entry's id is {_describe(e.id)}, not a "
                      "non-empty string: nothing can refer to it reliably")
         parent = e.parentId
         if parent is UNDEFINED or parent == "":
-            self.add(i, "entry-parent-invalid", Severity.WARNING, f"parentId is {_describe(parent)}: omp "
+            self.add(i, "entry-parent-invalid", f"parentId is {_describe(parent)}: omp "
                      "treats the entry as a root (use null for a root)")
         elif parent is not None and not isinstance(parent, str):
-            self.add(i, "entry-parent-invalid", Severity.WARNING, f"parentId is {_describe(parent)}, not a "
+            self.add(i, "entry-parent-invalid", f"parentId is {_describe(parent)}, not a "
                      "string or null")
         ts = e.timestamp
         if not (isinstance(ts, str) and (_ISO.match(ts) or not math.isnan(date_parse(ts)))):
-            self.add(i, "entry-timestamp-invalid", Severity.WARNING, f"timestamp is {_describe(ts)}, not an "
+            self.add(i, "entry-timestamp-invalid", f"timestamp is {_describe(ts)}, not an "
                      "ISO-8601 string Date.parse accepts: the tree orders this entry arbitrarily")
 
     def _message(self, i: int, e: _Entry) -> None:
@@ -277,16 +277,17 @@ class _Checker:
         elif role == "assistant":
             self._assistant(i, content, usage, stop)
         elif not isinstance(role, str):
-            self.add(i, "message-role-invalid", Severity.WARNING,
+            self.add(i, "message-role-invalid",
                      f"the message's role is {_describe(role)}, not a string: omp passes it through as is")
 
     def _assistant(self, i: int, content: Any, usage: Any, stop: Any) -> None:
         if not isinstance(content, list):
             # omp iterates the content: a string survives that, except where an error turn calls .some()
             fatal = not isinstance(content, str) or stop == "error"
-            self.add(i, "assistant-content-invalid", Severity.ERROR if fatal else Severity.WARNING,
+            self.add(i, "assistant-content-invalid",
                      f"an assistant message whose content is {_describe(content)}, not an array: "
-                     + ("omp throws building the context" if fatal else "omp reads each character as a block"))
+                     + ("omp throws building the context" if fatal else "omp reads each character as a block"),
+                     severity=Severity.ERROR if fatal else Severity.WARNING)
         else:
             for block in content:
                 kind = block.type if type(block) is _Block else _get(block, "type")
@@ -298,29 +299,29 @@ class _Checker:
             if cost is UNDEFINED or cost is None:
                 # omp sums usage.cost.total while indexing the entries: reading a field of a
                 # missing cost throws
-                self.add(i, "usage-cost-invalid", Severity.ERROR, "an assistant usage without a cost "
-                         "object: omp throws opening the file")
+                self.add(i, "usage-cost-invalid", "an assistant usage without a cost object: omp throws "
+                         "opening the file", severity=Severity.ERROR)
             elif not _is_number(total):
-                self.add(i, "usage-cost-invalid", Severity.WARNING, "an assistant usage whose cost.total "
-                         "is not a number: omp's cost totals become NaN or a string")
+                self.add(i, "usage-cost-invalid", "an assistant usage whose cost.total is not a number: "
+                         "omp's cost totals become NaN or a string", severity=Severity.WARNING)
 
     def _branch_summary(self, i: int, e: _Entry | BranchSummaryEntry) -> None:
         if e.fromId == e.parentId and isinstance(e.fromId, str):
             return
         if e.fromId == "root" and e.parentId is None:
             return
-        self.add(i, "branch-summary-from", Severity.WARNING, f"branch_summary fromId {_describe(e.fromId)} "
+        self.add(i, "branch-summary-from", f"branch_summary fromId {_describe(e.fromId)} "
                  f"is neither its parentId {_describe(e.parentId)} nor \"root\" with a null parentId")
 
     def _ttsr(self, i: int, rules: Any) -> None:
         if isinstance(rules, list) and all(isinstance(r, str) for r in rules):
             return
         if isinstance(rules, list | str):
-            self.add(i, "ttsr-rules-invalid", Severity.WARNING, "injectedRules is not an array of strings: "
-                     "omp takes each element (or character) as a rule name")
+            self.add(i, "ttsr-rules-invalid", "injectedRules is not an array of strings: omp takes each "
+                     "element (or character) as a rule name", severity=Severity.WARNING)
         else:
-            self.add(i, "ttsr-rules-invalid", Severity.ERROR, f"injectedRules is {_describe(rules)}, not an "
-                     "array: omp throws building the context")
+            self.add(i, "ttsr-rules-invalid", f"injectedRules is {_describe(rules)}, not an array: omp "
+                     "throws building the context", severity=Severity.ERROR)
 
     def _custom_message(self, i: int, e: _Entry) -> None:
         problems = []
@@ -333,7 +334,7 @@ class _Checker:
         if e.attribution is not UNDEFINED and e.attribution not in ("user", "agent"):
             problems.append('attribution is not "user" or "agent"')
         if problems:
-            self.add(i, "custom-message-invalid", Severity.WARNING, "custom_message: " + "; ".join(problems))
+            self.add(i, "custom-message-invalid", "custom_message: " + "; ".join(problems))
 
 
 def _add_call(calls: dict[Any, list[int]], key: Any, k: int) -> None:

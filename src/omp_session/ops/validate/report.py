@@ -32,18 +32,21 @@ class Report:
         self._counts: dict[str, int] = {}
         self._first_over: dict[str, Diagnostic] = {}
 
-    def add(self, code: str, severity: Severity, message: str, *, offset: int | None = None,
+    def add(self, code: str, message: str, *, severity: Severity | None = None, offset: int | None = None,
             entry_id: Any = None, line: int | None = None) -> None:
+        """One finding of a registered code. Its severity is the registry's; a code registered
+        with several (``Code.also``) is given the one this finding has."""
         count = self._counts.get(code, 0) + 1
         self._counts[code] = count
         if count > MAX_PER_CODE:
             if code not in self._first_over:
-                self._first_over[code] = Diagnostic(code, severity, message, path=self.path)
+                self._first_over[code] = Diagnostic.of(code, message, severity=severity, path=self.path)
             return
         if line is None and offset is not None and self.journal is not None:
             line = self.journal.line_of(offset)
-        self.found.append(Diagnostic(code, severity, message, line=line, offset=offset,
-                                     entry_id=entry_id if isinstance(entry_id, str) else None, path=self.path))
+        self.found.append(Diagnostic.of(code, message, severity=severity, line=line, offset=offset,
+                                        entry_id=entry_id if isinstance(entry_id, str) else None,
+                                        path=self.path))
 
     def keep(self, diagnostic: Diagnostic) -> None:
         """A finding made elsewhere (the reader's), counted like the others."""

@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from omp_session.diagnostics import Severity
 from omp_session.js.codec import UNDEFINED
 from omp_session.model.session import Session
 from omp_session.model.tree import js_key, js_truthy
@@ -32,8 +31,8 @@ def check_tree(s: Session, report: Report, got: Collected) -> None:
     # a v1 file holds no ids: the ones migration made up are random, so they name nothing on disk
     made_up = s.ids_made_up
 
-    def add(k: int, code: str, severity: Severity, message: str) -> None:
-        report.add(code, severity, message, offset=at(k), entry_id=None if made_up else ids[k])
+    def add(k: int, code: str, message: str) -> None:
+        report.add(code, message, offset=at(k), entry_id=None if made_up else ids[k])
 
     if not s.unique_string_ids:
         _duplicates(s, report)
@@ -41,7 +40,7 @@ def check_tree(s: Session, report: Report, got: Collected) -> None:
     for k in [k for k, p in enumerate(pidx) if p < 0]:
         parent = parents[k]
         if js_truthy(parent) and (type(parent) is str or not isinstance(parent, dict | list)):
-            add(k, "parent-missing", Severity.WARNING, f"parentId {parent!r} names no entry: omp treats "
+            add(k, "parent-missing", f"parentId {parent!r} names no entry: omp treats "
                 "this entry as a root, cut off from the conversation before it")
     if s.unique_string_ids and not s._branch_points()[1]:
         pass  # every parent precedes its child: parent links cannot loop
@@ -65,10 +64,10 @@ def _duplicates(s: Session, report: Report) -> None:
         earlier = first[key]
         line = j.line_of(j.starts[earlier + 1])
         if j.raw(k + 1) == j.raw(earlier + 1):
-            report.add("duplicate-record", Severity.WARNING, f"the same record as line {line}, written "
+            report.add("duplicate-record", f"the same record as line {line}, written "
                        "twice: omp resolves the id to this copy", offset=j.starts[k + 1], entry_id=entry_id)
         else:
-            report.add("duplicate-id", Severity.WARNING, f"id {entry_id!r} is also used at line {line}: omp's "
+            report.add("duplicate-id", f"id {entry_id!r} is also used at line {line}: omp's "
                        "lookups and paths resolve to this later entry and lose the earlier one",
                        offset=j.starts[k + 1], entry_id=entry_id)
 
@@ -87,9 +86,9 @@ def _cycles(s: Session, pidx: Sequence[int], add: Any) -> None:
             k = pidx[k]
         if k >= 0 and state[k] == 1:
             if pidx[k] == k:
-                add(k, "self-parent", Severity.WARNING, "the entry is its own parent: omp treats it as a root")
+                add(k, "self-parent", "the entry is its own parent: omp treats it as a root")
             else:
-                add(k, "parent-cycle", Severity.WARNING, "parent links loop back to this entry: omp's "
+                add(k, "parent-cycle", "parent links loop back to this entry: omp's "
                     "branch stops at the repeat and its tree leaves the loop out")
         for w in walk:
             state[w] = 2
@@ -107,13 +106,13 @@ def _references(s: Session, got: Collected, add: Any) -> None:
         target = s.index_of(ref) if ref is not UNDEFINED else None
         if name == "targetId":
             if target is None:
-                add(k, "label-target-missing", Severity.WARNING, f"label targetId {show(ref)} names no entry")
+                add(k, "label-target-missing", f"label targetId {show(ref)} names no entry")
             continue
         if target is None:
-            add(k, "compaction-ref-missing", Severity.WARNING, f"compaction {name} {show(ref)} names no entry: "
+            add(k, "compaction-ref-missing", f"compaction {name} {show(ref)} names no entry: "
                 "the compaction keeps no earlier messages")
         elif not _is_ancestor(s, target, k):
-            add(k, "compaction-ref-off-path", Severity.WARNING, f"compaction {name} {show(ref)} is not on the "
+            add(k, "compaction-ref-off-path", f"compaction {name} {show(ref)} is not on the "
                 "compaction's own branch: the compaction keeps no earlier messages")
 
 
@@ -127,14 +126,14 @@ def _tool_pairs(s: Session, pidx: Sequence[int], got: Collected, add: Any) -> No
         if calls is not None and key not in targets:
             targets[key] = calls if len(calls) < 8 else set(calls)
         if calls is None or not _reaches(pidx, k, targets[key]):
-            add(k, "tool-result-orphan", Severity.WARNING, f"a toolResult for call {show(call_id)} that no "
+            add(k, "tool-result-orphan", f"a toolResult for call {show(call_id)} that no "
                 "toolCall on its branch made")
     children = _has_children(pidx)
     for key, calls in got.calls.items():
         if key not in answered:
             for c in calls:
                 if children[c]:
-                    add(c, "tool-call-dangling", Severity.WARNING, f"tool call {show(key)} has no result although "
+                    add(c, "tool-call-dangling", f"tool call {show(key)} has no result although "
                         "the branch goes on: omp strips the call from the context")
 
 
@@ -167,10 +166,10 @@ def _leaf(s: Session, got: Collected, add: Any) -> None:
     k = n - 1
     kind = s.types[k]
     if not got.last_is_object:
-        add(k, "leaf-not-message", Severity.INFO, "the last record is not an object: omp resumes on no "
+        add(k, "leaf-not-message", "the last record is not an object: omp resumes on no "
             "entry and the context is empty")
     elif kind == "label" or (isinstance(kind, str) and kind not in KNOWN_TYPES and kind != "session"):
-        add(k, "leaf-not-message", Severity.INFO, f"the last record is a {kind!r} entry: omp resumes there")
+        add(k, "leaf-not-message", f"the last record is a {kind!r} entry: omp resumes there")
     elif kind == "model_usage" and n > 1 and s.parent_ids[k] != s.ids[k - 1]:
-        add(k, "leaf-not-message", Severity.INFO, "the last record is a model_usage entry on another branch: "
+        add(k, "leaf-not-message", "the last record is a model_usage entry on another branch: "
             "omp resumes on that side branch and the context loses what came after its parent")

@@ -1,0 +1,83 @@
+"""The one place where a library error becomes what the user sees (DESIGN.md, "Errors").
+
+Every command is a :class:`Command` (or a :class:`Group`), made with :func:`command` /
+:func:`group`; both parse and run under :func:`reported`, so no command catches
+``SessionError`` itself and nothing meant for a user ends as a traceback:
+
+    StatsOptionError          a bad option value: a usage error, as click reports its own (exit 2)
+    any other SessionError    ``omp-session: <message>`` on stderr, exit 1
+
+Parsing is covered as well as running: ``--store URL`` opens the store and SESSION is resolved
+while the command line is parsed. Commands that refuse on their own (an output that exists
+without ``--force``, ...) raise a ``SessionError`` with the message.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import click
+
+from omp_session.errors import SessionError, StatsOptionError
+
+__all__ = ["Command", "Group", "command", "group", "os_errors", "reported"]
+
+
+@contextmanager
+def reported(ctx: click.Context) -> Iterator[None]:
+    """Run a command's parsing or body: library errors become a line and an exit status."""
+    try:
+        yield
+    except StatsOptionError as e:  # a value the library refused, not a file problem
+        raise click.UsageError(str(e), ctx) from None
+    except SessionError as e:
+        click.echo(f"omp-session: {e}", err=True)
+        sys.exit(1)
+
+
+@contextmanager
+def os_errors(path: object) -> Iterator[None]:
+    """An ``OSError`` a library call lets through becomes a one-line error naming the file (its
+    own, else ``path``); the library's ``SessionFileError`` already is one and passes as it is."""
+    try:
+        yield
+    except SessionError:
+        raise
+    except OSError as e:
+        raise SessionError(f"{e.filename or path}: {e.strerror or e}") from None
+
+
+class Command(click.Command):
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        with reported(ctx):
+            return super().parse_args(ctx, args)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        with reported(ctx):
+            return super().invoke(ctx)
+
+
+class Group(click.Group):
+    command_class = Command
+    group_class = type  # a subgroup is a Group too
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        with reported(ctx):
+            return super().parse_args(ctx, args)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        with reported(ctx):
+            return super().invoke(ctx)
+
+
+def command(name: str | None = None, **attrs: Any) -> Callable[[Callable[..., Any]], Command]:
+    """``click.command`` making a :class:`Command`."""
+    return click.command(name, cls=Command, **attrs)
+
+
+def group(name: str | None = None, **attrs: Any) -> Callable[[Callable[..., Any]], Group]:
+    """``click.group`` making a :class:`Group`."""
+    return click.group(name, cls=Group, **attrs)

@@ -1,0 +1,81 @@
+"""The command table and the group: every command, imported only when it runs (cli/_lazy.py)."""
+
+from __future__ import annotations
+
+import click
+
+from omp_session._version import __version__
+
+from ._lazy import LazyGroup
+
+__all__ = ["COMMANDS", "cli"]
+
+# name -> ("module:command", short help). The short help is the first sentence of the command's
+# docstring: --help lists it without importing the module; tests/cli/test_commands.py keeps the two
+# equal. A new command is one entry here (docs/cli.md, "How the command line is built").
+COMMANDS: dict[str, tuple[str, str]] = {
+    "list": (".list:list_command", "List sessions, newest first: when, title, cwd, messages, size, status."),
+    "show": (".view:show",
+             "Show a session: header, title, size, entry counts, leaf and branches, labels, models, tokens "
+             "and cost (current branch and all), and the problems found while reading it."),
+    "tree": (".view:tree",
+             "Show the entry tree; the branch the session resumes on is marked with * and highlighted."),
+    "context": (".view:context",
+                "Show exactly the messages omp would send to the model when the session resumes."),
+    "demo": (".view:demo",
+             "Show the bundled sample session (written by omp 18.2.3): header, tree and context."),
+    "cat": (".cat:cat", "Print raw records as JSON lines, byte for byte as stored: safe to pipe into jq."),
+    "tail": (".tail:tail",
+             "Print the last entries of the current branch; with -f, follow the file as omp writes it."),
+    "validate": (".validate:validate",
+                 "Check session files and report every problem: what it is, where, and what omp does "
+                 "with it."),
+    "repair": (".repair:repair",
+               "Repair a damaged session file so omp can open it, losing nothing readable."),
+    "export": (".export:export",
+               "Export a session as Markdown, JSON or a self-contained HTML viewer (docs/export.md)."),
+    "redact": (".redact:redact",
+               "Write a copy of SESSION with secrets redacted; ids and the tree stay as they were."),
+    "search": (".search:search_command",
+               "Search the text of every session: messages, tool calls and results, summaries, titles and "
+               "labels (thinking with --thinking)."),
+    "index": (".search:index_command",
+              "Bring the search index up to date (search does this by itself; this is for cron or a first "
+              "build with a progress bar)."),
+    "stats": (".stats:stats_command",
+              "Tokens and cost, billed and on the current branch, grouped by session, day, week, month, "
+              "model, provider or project."),
+    "size": (".size:size",
+             "Show where a session's bytes go (entry types, roles, tools, images, long tool outputs, "
+             "thinking, abandoned branches) and what would shrink it, with the exact bytes each remedy "
+             "saves."),
+    "externalize": (".size:externalize",
+                    "Write a copy of SESSION with its inline images moved into the blob store, by omp's own "
+                    "rules (1,024-character threshold, SHA-256 of the decoded bytes); omp loads the same "
+                    "entries and context from the copy."),
+    "prune": (".size:prune",
+              "Write a new session holding only one branch of SESSION (entries copied byte for byte, labels "
+              "carried); the abandoned branches stay in the original, which is never changed."),
+    "blobs": (".blobs:blobs",
+              "Check, clean and measure omp's blob store (images kept outside the session files)."),
+    "pack": (".pack:pack",
+             "Pack sessions, their artifact folders (subagent transcripts, tool output) and every blob they "
+             "reference into one archive, with a manifest of ids, working directories, paths, sizes and "
+             "SHA-256 hashes."),
+    "unpack": (".pack:unpack",
+               "Unpack an archive made by ``pack``: every hash is verified before anything is placed; each "
+               "session goes to the project folder of its (new) working directory, its header's cwd "
+               "rewritten; ids are kept; existing sessions are never overwritten (--force keeps a backup)."),
+    "sync": (".sync:sync",
+             "Copy sessions from one store to another, byte for byte, moving only what changed."),
+}
+
+
+@click.group(cls=LazyGroup, table=COMMANDS, package=__package__ or "omp_session.cli",
+             context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__)
+def cli() -> None:
+    """Read and check the session files of the omp (oh-my-pi) coding agent.
+
+    PATH is a session file (.jsonl). Reading never changes the file.
+    """
