@@ -107,3 +107,18 @@ def test_a_kept_help_of_another_width_or_table_is_not_used(monkeypatch: pytest.M
     finally:
         os.utime(group, ns=(st.st_atime_ns, st.st_mtime_ns))
     assert "click" in modules and again == wide
+
+
+@pytest.mark.parametrize("columns", ["abc", "-5", "0", ""])
+def test_odd_columns_give_clicks_help(columns: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """COLUMNS that is not a positive number is ignored, as shutil.get_terminal_size (click) does."""
+    monkeypatch.setenv("COLUMNS", columns)
+    for _ in range(2):  # rendered, then kept
+        out = subprocess.run([sys.executable, "-c", WRAPPER, "--help"], capture_output=True, text=True)
+        assert out.returncode == 0, out.stderr
+        import click
+
+        from omp_session.cli import cli
+
+        expected = click.Context(cli, info_name="omp-session", help_option_names=["-h", "--help"]).get_help()
+        assert out.stdout == expected + "\n"

@@ -19,12 +19,18 @@ HELP_ARGS = (["--help"], ["-h"])
 
 
 def _help_file() -> str | None:
+    # shutil.get_terminal_size's rule (click's): a positive COLUMNS, else the terminal, else 80;
+    # click then wraps help to that width less 2, between 50 and 78 columns (HelpFormatter)
     try:
-        # click wraps help to the terminal width, between 50 and 78 columns (HelpFormatter)
-        columns = os.get_terminal_size(sys.__stdout__.fileno()).columns if sys.__stdout__ else 80
-    except (OSError, ValueError):
-        columns = 80
-    columns = int(os.environ.get("COLUMNS", "0") or 0) or columns
+        columns = int(os.environ.get("COLUMNS", ""))
+    except ValueError:
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns if sys.__stdout__ else 0
+        except (OSError, ValueError, AttributeError):
+            columns = 0
+        columns = columns or 80
     width = max(min(columns, 80) - 2, 50)
     here = os.path.dirname(__file__)
     try:  # the table and the group's help formatting
