@@ -133,8 +133,8 @@ def test_tree_depth_and_only_messages() -> None:
     messages = json.loads(out)
     assert {r["type"] for r in messages} <= {"message", "compaction", "branch_summary", "custom_message"}
     assert len(messages) < len(everything) and messages[0]["depth"] == 0
-    _, out, _ = run("tree", str(SAMPLE), "--json", "--depth", "2")
-    assert max(r["depth"] for r in json.loads(out)) == 1
+    _, out, _ = run("tree", str(SAMPLE), "--json", "--depth", "0")  # the run only: the side branch goes
+    assert len(json.loads(out)) == len(everything) - 4 and max(r["fork_depth"] for r in json.loads(out)) == 0
 
 
 def test_context_at_another_leaf() -> None:
@@ -145,31 +145,22 @@ def test_context_at_another_leaf() -> None:
     assert code == 1 and "no entry nope" in err
 
 
-def test_long_output_is_paged_only_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
-    from contextlib import contextmanager
+def test_long_output_is_paged_only_on_a_terminal(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+                                                 ) -> None:
+    import pydoc
 
-    from rich.console import Console
+    from omp_session.cli import _style
 
-    from omp_session.cli import _render as render
-
-    calls: list[bool] = []
-
-    @contextmanager
-    def fake_pager(self: Console, *args: object, **kwargs: object):  # type: ignore[no-untyped-def]
-        calls.append(True)
-        yield
-
-    monkeypatch.setattr(Console, "pager", fake_pager)
+    calls: list[str] = []
+    monkeypatch.setattr(pydoc, "pager", calls.append)
     run("tree", str(SAMPLE))
     assert calls == []  # not a terminal: never paged
     monkeypatch.setattr("sys.stdout.isatty", lambda: True)
-    with render.paged(Console()):
-        pass
-    assert calls == [True]
+    _style.page("text\n")
+    assert calls == ["text"]
     monkeypatch.setenv("OMP_SESSION_PAGER", "0")
-    with render.paged(Console()):
-        pass
-    assert calls == [True]
+    _style.page("more\n")
+    assert calls == ["text"] and capsys.readouterr().out == "more\n"
 
 
 def test_a_repeated_listing_is_reprinted_until_a_file_changes(project: Path) -> None:

@@ -1,42 +1,22 @@
-"""Terminal and JSON rendering for the CLI (rich for people, stable JSON for machines)."""
+"""Terminal and JSON rendering of one session for the CLI: plain text (ANSI styles on a terminal,
+see ``_style``) for people, stable JSON for machines."""
 
 from __future__ import annotations
 
 import json
-import os
 import re
 import sys
 from collections import Counter
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
-from rich.tree import Tree as RichTree
-
+from omp_session.diagnostics import Diagnostic, summarize
 from omp_session.js import codec
 from omp_session.model.session import Session
 from omp_session.model.usage import usage_statistics
 
+from ._style import Styler, clip, page, terminal_width, width
+
 __all__ = ["context", "show", "show_info", "summary", "tree"]
-
-
-def _console() -> Console:
-    return Console(highlight=False, soft_wrap=False)
-
-
-@contextmanager
-def paged(console: Console) -> Iterator[None]:
-    """Page long output on a terminal (``$PAGER``, else ``less -R``), never when piped or when
-    ``OMP_SESSION_PAGER=0``; colours stay, as on the terminal."""
-    if not (sys.stdout.isatty() and os.environ.get("OMP_SESSION_PAGER", "1") != "0"):
-        yield
-        return
-    os.environ.setdefault("LESS", "-FRX")  # quit at once when it fits on one screen; keep colours
-    with console.pager(styles=True):
-        yield
 
 
 def _emit_json(value: Any) -> None:
@@ -116,14 +96,16 @@ def _tips(s: Session) -> list[int]:
     return [k for k in range(len(s)) if k not in parents]
 
 
-def show_info(s: Session) -> dict[str, Any]:
-    """Everything ``show`` prints, as stable JSON fields."""
+def show_info(s: Session, findings: list[Diagnostic] | None = None) -> dict[str, Any]:
+    """Everything ``show`` prints, as stable JSON fields. ``findings`` are validate's (the
+    problems ``show`` reports); without them, the reader's."""
     header = s.header or {}
     types = Counter(t if isinstance(t, str) else "(no type)" for t in s.types)
     tips = _tips(s)
     leaf = s.get_leaf_id()
     branch = s.get_branch()
-    severities = Counter(d.severity.value for d in s.diagnostics)
+    found = s.diagnostics if findings is None else findings
+    counts, worst = summarize(found)
     return {
         "path": s.path,
         "id": header.get("id"),
@@ -145,8 +127,9 @@ def show_info(s: Session) -> dict[str, Any]:
         "labels": {str(k): v for k, v in s.labels().items()},
         "models": _models_used(s),
         "usage": {"branch": usage_statistics(branch), "all": s.get_usage_statistics()},
-        "diagnostics_summary": {k: severities.get(k, 0) for k in ("error", "warning", "info")},
-        "diagnostics": [d.to_json() for d in s.diagnostics],
+        "diagnostics_summary": {k.value: v for k, v in counts.items()},
+        "diagnostics_worst": worst,
+        "diagnostics": [d.to_json() for d in found],
     }
 
 
@@ -157,12 +140,24 @@ def _money(usage: dict[str, Any]) -> str:
     return (f"${total:.4f}" if total is not None else "-") + f" · {tokens[0]} in / {tokens[1]} out"
 
 
-def show(s: Session, as_json: bool) -> None:
-    info = show_info(s)
+def problems_line(counts: dict[str, int], worst: str | None) -> str:
+    """``2 errors (omp-cannot-open), 5 warnings``: the worst code beside its severity's count."""
+    parts: list[str] = []
+    for severity, n in counts.items():
+        if n:
+            words = f"{n} {severity}" + ("s" if n != 1 and severity != "info" else "")
+            if worst is not None and not parts:
+                words += f" ({worst})"
+            parts.append(words)
+    return ", ".join(parts) or "none"
+
+
+def show(s: Session, as_json: bool, findings: list[Diagnostic] | None = None) -> None:
+    info = show_info(s, findings)
     if as_json:
         _emit_json(info)
         return
-    table = Table(show_header=False, box=None)
+    st = Styler()
     rows: list[tuple[str, Any]] = [
         ("path", info["path"]), ("id", info["id"]),
         ("title", f"{info['title']} ({info['title_source']})" if info["title"] else None),
@@ -175,17 +170,17 @@ def show(s: Session, as_json: bool) -> None:
         ("labels", ", ".join(f"{k}={v}" for k, v in info["labels"].items()) or None),
         ("models", ", ".join(info["models"]) or None),
         ("cost (branch)", _money(info["usage"]["branch"])), ("cost (all)", _money(info["usage"]["all"])),
-        ("problems", ", ".join(f"{v} {k}" for k, v in info["diagnostics_summary"].items() if v) or "none"),
+        ("problems", problems_line(info["diagnostics_summary"], info["diagnostics_worst"])),
     ]
-    for key, value in rows:
-        if value is not None:
-            table.add_row(key, escape(str(value)))
-    console = _console()
-    with paged(console):
-        console.print(table)
-        for d in s.diagnostics:
-            console.print(f"[yellow]{escape(str(d))}[/yellow]" if d.severity.value != "error" else
-                          f"[red]{escape(str(d))}[/red]")
+    shown = [(k, str(v)) for k, v in rows if v is not None]
+    key_width = max(len(k) for k, _ in shown)
+    out = [f" {st(k.ljust(key_width), 'bold')}  {v}" for k, v in shown]
+    counts = info["diagnostics_summary"]
+    if counts["error"]:
+        out[-1] = f" {st('problems'.ljust(key_width), 'bold')}  {st(shown[-1][1], 'red')}"
+    for d in (s.diagnostics if findings is None else findings):
+        out.append(st(str(d), "red" if d.severity.value == "error" else "yellow"))
+    page("\n".join(out) + "\n")
 
 
 def _is_message(entry: Any) -> bool:
@@ -193,27 +188,53 @@ def _is_message(entry: Any) -> bool:
                                                               "compaction")
 
 
+class _Rows:
+    """The shown entries in pre-order, each with its shown parent, shown children and level: how
+    many side branches lead to it from the top. At a fork (an entry with more than one shown
+    child, or the top when the file has several roots) the last child in omp's order (the newest)
+    continues the run at the fork's level; the others are side branches, one level deeper."""
+
+    def __init__(self, s: Session, only_messages: bool) -> None:
+        self.nodes: list[int] = []
+        self.depth: list[int] = []  # shown ancestors: the JSON ``depth``
+        self.parent: list[int] = []  # row index of the shown parent, -1 at the top
+        shown_at: list[int] = []  # nearest shown ancestor's row per tree depth (-1: none)
+        for node, d in s.get_tree().walk():
+            del shown_at[d:]
+            above = shown_at[-1] if shown_at else -1
+            if only_messages and not _is_message(s.entry_at(node)):
+                shown_at.append(above)
+                continue
+            shown_at.append(len(self.nodes))
+            self.nodes.append(node)
+            self.parent.append(above)
+            self.depth.append(self.depth[above] + 1 if above >= 0 else 0)
+        self.top: list[int] = []
+        self.kids: list[list[int]] = [[] for _ in self.nodes]
+        for i, p in enumerate(self.parent):
+            (self.kids[p] if p >= 0 else self.top).append(i)
+        self.level = [0] * len(self.nodes)
+        for i, p in enumerate(self.parent):  # a parent's row comes before its children's
+            siblings = self.kids[p] if p >= 0 else self.top
+            self.level[i] = (self.level[p] if p >= 0 else 0) + (siblings[-1] != i)
+
+
 def tree(s: Session, as_json: bool, *, depth: int | None = None, only_messages: bool = False) -> None:
-    """The entry tree; ``depth`` cuts it, ``only_messages`` hides other entries (their children
-    hang from the nearest shown ancestor)."""
-    t = s.get_tree()
+    """The entry tree; ``depth`` is how many levels of side branches are shown (0: only the run
+    from the top, forks marked), ``only_messages`` hides other entries (their children hang from
+    the nearest shown ancestor)."""
+    r = _Rows(s, only_messages)
+    keep = [depth is None or level <= depth for level in r.level]
     on_branch = set(s.branch_indices())
-    rows: list[tuple[int, int]] = []  # (entry, shown depth)
-    shown_at: list[int] = []  # shown depth of the nearest shown ancestor per tree depth
-    for node, d in t.walk():
-        del shown_at[d:]
-        parent_shown = shown_at[-1] if shown_at else -1
-        visible = not only_messages or _is_message(s.entry_at(node))
-        level = parent_shown + 1 if visible else parent_shown
-        shown_at.append(level)
-        if visible and (depth is None or level < depth):
-            rows.append((node, level))
     if as_json:
         out = []
-        for node, level in rows:
+        for i, node in enumerate(r.nodes):
+            if not keep[i]:
+                continue
             entry = s.entry_at(node)
             label = s.get_label(s.ids[node])
-            row: dict[str, Any] = {"id": s.ids[node], "depth": level, "line": s.line_of_entry(node),
+            row: dict[str, Any] = {"id": s.ids[node], "depth": r.depth[i], "fork_depth": r.level[i],
+                                   "line": s.line_of_entry(node),
                                    "type": entry.get("type") if isinstance(entry, dict) else None,
                                    "on_branch": node in on_branch, "summary": summary(entry)}
             if label is not None:
@@ -221,39 +242,57 @@ def tree(s: Session, as_json: bool, *, depth: int | None = None, only_messages: 
             out.append(row)
         _emit_json(out)
         return
-    root = RichTree(f"[bold]{escape(str(s.get_session_name() or (s.header or {}).get('id', s.path)))}[/bold]")
-    # A run without forks stays at one indent: nesting every entry pushed a long session's lines
-    # past the terminal width, where they were cut off. Only a fork indents: each of its branches
-    # hangs under the fork point, and the rest of that branch is listed under its first entry.
-    parents: list[int] = []  # row index of each row's shown parent, -1 at the top
-    last_at: list[int] = []  # row index of the latest row per shown level
-    for i, (_node, level) in enumerate(rows):
-        del last_at[level:]
-        parents.append(last_at[-1] if last_at else -1)
-        last_at.append(i)
-    kids = Counter(parents)
-    nodes: list[Any] = []  # each row's rich node
-    runs: list[Any] = []  # where each row's only child goes: the row's own run of entries
-    for i, (node, _level) in enumerate(rows):
-        p = parents[i]
-        container = root if p < 0 else runs[p] if kids[p] == 1 else nodes[p]
+    st = Styler()
+    cells = terminal_width()
+    title = str(s.get_session_name() or (s.header or {}).get("id", s.path))
+    lines = [st(clip(title, cells) if cells else title, "bold")]
+
+    def fork_note(kids: list[int]) -> str:
+        if len(kids) < 2:
+            return ""
+        hidden = sum(not keep[k] for k in kids)
+        return f" ◆ fork: {len(kids)} branches" + (f", {hidden} below --depth" if hidden else "")
+
+    def draw(i: int, lead: str) -> None:
+        node = r.nodes[i]
         entry = s.entry_at(node)
-        label = s.get_label(s.ids[node])
+        here = node in on_branch
         kind = entry.get("type") if isinstance(entry, dict) else None
-        text = escape(summary(entry))
-        if kind in ("compaction", "branch_summary"):
-            text = f"[magenta]{text}[/magenta]"
-        if node in on_branch:
-            text = f"[bold green]*[/bold green] [dim]{escape(str(s.ids[node]))}[/dim] [bold]{text}[/bold]"
+        label = s.get_label(s.ids[node])
+        label_part = f" [{label}]" if label is not None else ""
+        fork_part = fork_note(r.kids[i])
+        head = f"{'*' if here else ' '} {s.ids[node]} "
+        text = summary(entry)
+        if cells:  # the text gives way, so the label and the fork mark stay on the line
+            text = clip(text, max(cells - width(lead + head + label_part + fork_part), 12))
+        styled = st(text, "magenta") if kind in ("compaction", "branch_summary") else text
+        if here:
+            body = st("*", "bold", "green") + " " + st(str(s.ids[node]), "dim") + " " + st(styled, "bold")
         else:
-            text = f"  [dim]{escape(str(s.ids[node]))} {text}[/dim]"
-        if label is not None:
-            text += f" [cyan]{escape(f'[{label}]')}[/cyan]"
-        nodes.append(container.add(text))
-        runs.append(nodes[-1] if kids[p] > 1 else container)
-    console = _console()
-    with paged(console):
-        console.print(root)
+            body = "  " + st(f"{s.ids[node]} ", "dim") + st(styled, "dim")
+        lines.append(st(lead, "dim") + body + st(label_part, "cyan") + st(fork_part, "yellow"))
+
+    # (row, lead of its first line, lead of the lines after it). A run stays at one indent: the
+    # last branch of a fork continues it, the others hang from the fork with ├─ and │, so the
+    # indent grows only with side branches of side branches, never along a long session.
+    stack: list[tuple[int, str, str]] = []
+
+    def fork(kids: list[int], rest: str) -> None:
+        shown = [k for k in kids if keep[k]]
+        if shown and shown[-1] == kids[-1]:
+            stack.append((shown.pop(), rest, rest))
+        for k in reversed(shown):
+            stack.append((k, rest + "├─ ", rest + "│  "))
+
+    fork(r.top, "")
+    while stack:
+        i, first, rest = stack.pop()
+        draw(i, first)
+        while len(r.kids[i]) == 1:
+            i = r.kids[i][0]
+            draw(i, rest)
+        fork(r.kids[i], rest)
+    page("\n".join(lines) + "\n")
 
 
 def context(s: Session, as_json: bool, *, transcript: bool) -> None:
@@ -261,19 +300,15 @@ def context(s: Session, as_json: bool, *, transcript: bool) -> None:
     if as_json:
         _emit_json(ctx)
         return
-    console = _console()
-    with paged(console):
-        _print_context(console, ctx)
-
-
-def _print_context(console: Console, ctx: dict[str, Any]) -> None:
+    st = Styler()
     models = ", ".join(f"{k}={v}" for k, v in ctx.get("models", {}).items()) or "-"
-    console.print(f"[bold]context[/bold]: {len(ctx['messages'])} messages · thinking "
-                  f"{ctx.get('thinkingLevel')} · models {models}")
+    out = [f"{st('context', 'bold')}: {len(ctx['messages'])} messages · thinking "
+           f"{ctx.get('thinkingLevel')} · models {models}"]
     for msg in ctx["messages"]:
         role = msg.get("role", "?") if isinstance(msg, dict) else "?"
         if role == "compactionSummary" or role == "branchSummary":
             text = str(msg.get("summary", ""))
         else:
             text = _text_of(msg.get("content")) if isinstance(msg, dict) else ""
-        console.print(f"  [bold]{escape(str(role))}[/bold]: {escape(_clip(text, 100))}")
+        out.append(f"  {st(str(role), 'bold')}: {_clip(text, 100)}")
+    page("\n".join(out) + "\n")

@@ -11,10 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import click
-import orjson
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
 
 from omp_session.catalog import listing as _listing
 from omp_session.catalog.list_output import OutputCache, file_key
@@ -24,9 +20,11 @@ from omp_session.catalog.summaries import ListCache, SessionStats, cache_dir, is
 from omp_session.js.date import to_iso
 from omp_session.paths import project_dir_name, sessions_dir
 
+from ._columns import table
 from ._errors import command
 from ._options import json_option, since_option, until_option
 from ._store import active_store, store_option
+from ._style import Styler, harmless, terminal_width
 
 __all__ = ["list_command"]
 
@@ -138,6 +136,7 @@ def _fill_stats(rows: list[dict[str, Any]], cache: ListCache) -> None:
         if st is not None and not cache.is_fresh(r["path"], st):
             stale.append(i)
     if len(stale) >= PROGRESS_FROM and sys.stderr.isatty():
+        from rich.console import Console
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
         stale_set = set(stale)
@@ -268,36 +267,21 @@ def list_command(all_projects: bool, cwd: str | None, root: str | None, since: i
         if memo is not None and len(infos) == len(files):  # a skipped file is reported on every run
             memo[0].put(memo[1], text)
         return
-    console = Console(highlight=False, soft_wrap=False)
     if not rows:
-        console.print(f"no sessions under {escape(str(base))}" + ("" if all_projects else " for this project"))
+        click.echo(f"no sessions under {base}" + ("" if all_projects else " for this project"))
         return
-    table = Table(box=None, header_style="bold")
-    columns = ["created", "modified", "title", "cwd", "messages", "size", "status", "id"]
-    if with_stats:
-        columns[5:5] = ["entries", "branches", "model", "cost"]
-    for name in columns:
-        table.add_column(name, no_wrap=True, overflow="ellipsis",
-                         min_width=16 if name in ("title", "modified", "created") else None,
-                         justify="right" if name in ("messages", "entries", "branches", "cost") else "left")
-    for r in rows:
-        title = r["title"] or r["first_message"]
-        prefix = "  ↳ " if r["subagent_of"] else ""
-        cells = [(r["created"] or "")[:16].replace("T", " "), (r["modified"] or "")[:16].replace("T", " "),
-                 escape(prefix + title[:80] + (" [gz]" if r.get("archived") else "")), escape(_short_cwd(r["cwd"])),
-                 _count(r["messages"]), _size(r["size"]), r["status"] or "", r["id"][:13]]
-        if with_stats:
-            models = r["models"] or []
-            cells[5:5] = [_count(r["entries"]), _count(r["branches"]), escape(models[-1] if models else ""),
-                          _money(r["cost"])]
-        table.add_row(*cells)
-    console.print(table)
+    # one line per session, fitted to the terminal (COLUMNS, else its width; 80 for the title
+    # when piped): docs/display.md
+    lines = table(rows, with_stats, terminal_width(), _count, _money, _size)
     if sys.stdout.isatty():
-        console.print(f"[dim]{len(rows)} session(s)[/dim]")
+        lines.append(Styler()(f"{len(rows)} session(s)", "dim"))
+    sys.stdout.write(harmless("\n".join(lines) + "\n"))
 
 
 def _dumps(value: Any, indent: bool = False) -> str:
     # orjson: the stdlib encoder falls back to pure Python when indenting, the bulk of a warm listing
+    import orjson  # here: only the JSON output needs it
+
     try:
         return orjson.dumps(value, option=orjson.OPT_INDENT_2 if indent else 0).decode()
     except (orjson.JSONEncodeError, TypeError):  # an integer beyond 64 bits in a damaged usage
@@ -311,11 +295,6 @@ def _sort_key(value: Any, text: bool) -> tuple[bool, Any]:
     if text:
         return (False, value)
     return (False, value if isinstance(value, int | float) else 0)
-
-
-def _short_cwd(cwd: str) -> str:
-    home = os.path.expanduser("~")
-    return "~" + cwd[len(home):] if home != "/" and (cwd == home or cwd.startswith(home + "/")) else cwd
 
 
 def _count(value: Any) -> str:

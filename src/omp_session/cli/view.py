@@ -6,7 +6,8 @@ from pathlib import Path
 
 import click
 
-from omp_session.errors import EntryNotFoundError
+from omp_session.diagnostics import Diagnostic
+from omp_session.errors import EntryNotFoundError, FormatError
 from omp_session.model.session import Session, open_session
 
 from . import _render as render
@@ -31,26 +32,35 @@ def show(path: Path, as_json: bool) -> None:
     Example:
       omp-session show latest --json
     """
+    from omp_session.ops.validate.check import validate
+
     with open_stored(path) as s:
-        render.show(s, as_json)
+        findings = validate(s)  # validate's own findings and severities, so both say the same
+        _refuse_non_session(findings)
+        render.show(s, as_json, findings)
 
 
 @command()
 @session_argument("path", resolve=True)
 @store_option
 @json_option(_JSON_HELP)
-@click.option("--depth", type=click.IntRange(min=1), help="Show only this many levels.")
+@click.option("--depth", type=click.IntRange(min=0), help="Levels of side branches to show, counted in forks "
+              "(0: only the run from the top, its forks marked).")
 @click.option("--only-messages", is_flag=True, help="Only messages, summaries and compactions.")
 def tree(path: Path, as_json: bool, depth: int | None, only_messages: bool) -> None:
     """Show the entry tree; the branch the session resumes on is marked with * and highlighted.
 
-    Children are in omp's order (by timestamp); compactions and branch summaries are marked.
+    A chain of entries stays at one indent. A fork (an entry continued more than once) is marked
+    with ◆; its side branches hang below it with ├─ and │, and its last branch (the newest: children
+    are in omp's order, by timestamp) continues the run. Compactions and branch summaries are
+    marked. Legend: docs/display.md.
 
     \b
     Example:
-      omp-session tree latest --only-messages --depth 30
+      omp-session tree latest --only-messages --depth 1
     """
     with open_stored(path) as s:
+        _check_session(s)
         render.tree(s, as_json, depth=depth, only_messages=only_messages)
 
 
@@ -69,11 +79,27 @@ def context(path: Path, as_json: bool, transcript: bool, leaf_id: str | None) ->
       omp-session context latest --leaf 3f813a95 --json
     """
     with open_stored(path) as s:
+        _check_session(s)
         if leaf_id is not None:
             if s.index_of(leaf_id) is None:
                 raise EntryNotFoundError(f"{path}: no entry {leaf_id}")
             s.set_leaf(leaf_id)
         render.context(s, as_json, transcript=transcript)
+
+
+def _check_session(s: Session) -> None:
+    """A file that is not a session (no header, not even a damaged record) is one error line, as
+    in ``validate``; only a header-less file costs a look."""
+    if s.header is None:
+        from omp_session.ops.validate.check import validate
+
+        _refuse_non_session(validate(s))
+
+
+def _refuse_non_session(findings: list[Diagnostic]) -> None:
+    for d in findings:
+        if d.code == "not-a-session":
+            raise FormatError(d.message, path=d.path)
 
 
 @command()

@@ -456,11 +456,11 @@ def test_tree_shows_every_entry_of_a_long_session(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
     for want in [f"user: question {i}" for i in range(60)] + ["user: side"]:
-        assert sum(line.endswith(want) for line in lines) == 1, want
-    # a linear run stays at one indent; only the fork after question 29 indents: each branch under
-    # the fork point, the rest of a branch under its first entry
-    indent = {line.rstrip().rsplit(": ", 1)[1]: line.index("user") for line in lines if "user: " in line}
-    assert indent["question 0"] == indent["question 29"]
-    assert indent["question 30"] == indent["side"] > indent["question 29"]
-    assert indent["question 59"] == indent["question 31"] > indent["question 30"]
+        assert sum(line.split(" ◆")[0].endswith(want) for line in lines) == 1, want
+    # a run stays at one indent; the fork after question 29 is marked, its side branch (question 30 on)
+    # hangs below it at one indent, and the newest branch ("side") continues the run (docs/display.md)
+    indent = {line.split(" ◆")[0].rstrip().rsplit(": ", 1)[1]: line.index("user") for line in lines
+              if "user: " in line}
+    assert indent["question 0"] == indent["question 29"] == indent["side"]
+    assert indent["question 59"] == indent["question 31"] == indent["question 30"] > indent["question 29"]
     assert any(line.endswith("assistant: answer") for line in lines)

@@ -1,0 +1,98 @@
+"""Plain text for the terminal, without rich: ANSI styles, widths, clipping and the pager.
+
+rich costs more to import than the rest of a small ``show`` (issue 15): the views that people
+run most (``show``, ``tree``, ``context``, ``list``) write text themselves. Styles are ANSI
+escapes, only when stdout is a terminal and ``NO_COLOR`` is unset (https://no-color.org), so piped
+output is plain text.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import unicodedata
+
+__all__ = ["Styler", "clip", "harmless", "page", "terminal_width", "width"]
+
+# C0 and C1 controls but newline and tab, and any ESC that does not start one of our own colour
+# codes: a session's text must not clear the screen, retitle the window or hide a line (CR, BS)
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1a\x1c-\x1f\x7f-\x9f]|\x1b(?!\[[0-9;]*m)")
+
+_CODES = {"bold": "1", "dim": "2", "red": "31", "green": "32", "yellow": "33", "magenta": "35", "cyan": "36"}
+
+
+class Styler:
+    """``s("text", "bold", "red")``: the text in those styles, or the text itself when off."""
+
+    def __init__(self, on: bool | None = None) -> None:
+        self.on = _colour_wanted() if on is None else on
+
+    def __call__(self, text: str, *styles: str) -> str:
+        if not self.on or not styles or not text:
+            return text
+        return f"\x1b[{';'.join(_CODES[s] for s in styles)}m{text}\x1b[0m"
+
+
+def _colour_wanted() -> bool:
+    # NO_COLOR counts only when non-empty, as no-color.org says
+    return sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+
+
+def terminal_width(default: int | None = None) -> int | None:
+    """``COLUMNS`` when set (a test, or the user), else the terminal's width when stdout is one,
+    else ``default``."""
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) > 0:
+        return int(columns)
+    if sys.stdout.isatty():
+        try:
+            return os.get_terminal_size(sys.stdout.fileno()).columns
+        except OSError:
+            return default
+    return default
+
+
+def width(text: str) -> int:
+    """Cells ``text`` takes on a terminal: East Asian wide characters take two, combining marks
+    none (what rich's cell_len counts, without its tables)."""
+    if text.isascii():
+        return len(text)
+    return sum(0 if unicodedata.combining(c) else 2 if unicodedata.east_asian_width(c) in "WF" else 1
+               for c in text)
+
+
+def clip(text: str, cells: int) -> str:
+    """``text`` cut to ``cells`` terminal cells, ending in "…" when cut."""
+    if width(text) <= cells:
+        return text
+    if cells <= 0:
+        return ""
+    out, used = [], 0
+    for c in text:
+        w = width(c)
+        if used + w > cells - 1:
+            break
+        out.append(c)
+        used += w
+    return "".join(out) + "…"
+
+
+def harmless(text: str) -> str:
+    """``text`` with every control character a terminal would act on shown as U+FFFD instead."""
+    return _CONTROL.sub("\ufffd", text)
+
+
+def page(text: str) -> None:
+    """Write ``text``; on a terminal, through ``$PAGER`` (else ``less -FRX``: it quits at once when
+    the text fits on one screen and keeps colours), never when piped or with
+    ``OMP_SESSION_PAGER=0``."""
+    text = harmless(text)
+    if not (sys.stdout.isatty() and os.environ.get("OMP_SESSION_PAGER", "1") != "0"):
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    import pydoc  # only on a terminal: it costs more than a small show
+
+    os.environ.setdefault("LESS", "-FRX")
+    pydoc.pager(text.removesuffix("\n"))

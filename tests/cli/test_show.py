@@ -1,0 +1,121 @@
+"""``show`` reports what ``validate`` reports (issue 15, item 5), and ``show``, ``tree`` and
+``context`` refuse a file that is not a session in one line (item 12)."""
+
+from __future__ import annotations
+
+import json
+import os
+from functools import partial
+from pathlib import Path
+
+import pytest
+
+import builders
+from builders import assistant, entry, header, jsonl, stamp, user
+from omp_session.cli import cli
+
+run = partial(builders.run, cli)
+
+
+def _cut_mid_write(tmp_path: Path) -> Path:
+    """A session whose last record was cut inside a UTF-8 character (a crash mid-write): omp reads
+    it, but can never rewrite it, so whatever is added after resuming never reaches the disk."""
+    records = [header("s1", cwd="/p"), entry("aaaaaaaa", None, timestamp=stamp(1), message=user("hello")),
+               entry("bbbbbbbb", "aaaaaaaa", timestamp=stamp(2), message=assistant("hi"))]
+    last = jsonl([entry("cccccccc", "bbbbbbbb", timestamp=stamp(3), message=user("h\u00e9llo"))]).encode()
+    path = tmp_path / "cut.jsonl"
+    path.write_bytes(jsonl(records).encode() + last[: last.index(b"\xa9")])
+    return path
+
+
+def test_show_reports_validates_findings_on_a_file_cut_mid_write(tmp_path: Path) -> None:
+    path = _cut_mid_write(tmp_path)
+    code, out, _ = run("validate", "--json", str(path))
+    found = [json.loads(x) for x in out.splitlines()]
+    assert code == 1 and "omp-stops-saving" in {d["code"] for d in found}
+    code, out, _ = run("show", str(path), "--json")
+    info = json.loads(out)
+    assert code == 0
+    assert [(d["code"], d["severity"]) for d in info["diagnostics"]] == [(d["code"], d["severity"]) for d in found]
+    errors = sum(d["severity"] == "error" for d in found)
+    warnings = sum(d["severity"] == "warning" for d in found)
+    assert info["diagnostics_summary"] == {"error": errors, "warning": warnings, "info": 0}
+    assert info["diagnostics_worst"] == "omp-stops-saving"
+    code, out, _ = run("show", str(path))
+    problems = next(line for line in out.splitlines() if line.lstrip().startswith("problems"))
+    assert problems.split(None, 1)[1] == f"1 error (omp-stops-saving), {warnings} warnings"
+    assert "[omp-stops-saving]" in out
+
+
+def test_show_json_keeps_its_fields(tmp_path: Path) -> None:
+    sample = Path(__file__).resolve().parents[2] / "src" / "omp_session" / "samples" / "sample.jsonl"
+    _, out, _ = run("show", str(sample), "--json")
+    info = json.loads(out)
+    assert list(info) == ["path", "id", "title", "title_source", "cwd", "created", "version", "migrated", "size",
+                          "parent_session", "entries", "entry_types", "malformed_records", "leaf_id",
+                          "branch_length", "branches", "branch_tips", "labels", "models", "usage",
+                          "diagnostics_summary", "diagnostics_worst", "diagnostics"]
+    assert info["diagnostics_summary"] == {"error": 0, "warning": 0, "info": 0} and info["diagnostics_worst"] is None
+    _, out, _ = run("show", str(sample))
+    assert out.splitlines()[-1].split() == ["problems", "none"]
+
+
+def _text_file(tmp_path: Path) -> Path:
+    path = tmp_path / "hostname"
+    path.write_text("builder-7\n")
+    return path
+
+
+def _empty(tmp_path: Path) -> Path:
+    path = tmp_path / "empty.jsonl"
+    path.write_bytes(b"")
+    return path
+
+
+def _binary(tmp_path: Path) -> Path:
+    path = tmp_path / "image.jsonl"
+    path.write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4)
+    return path
+
+
+@pytest.mark.parametrize("command", ["show", "tree", "context"])
+@pytest.mark.parametrize("make", [_text_file, _empty, _binary])
+def test_a_file_that_is_not_a_session_is_one_line_exit_1(command: str, make: object, tmp_path: Path) -> None:
+    path = make(tmp_path)  # type: ignore[operator]
+    code, out, err = run(command, os.fspath(path))
+    assert (code, out) == (1, "")
+    assert err.count("\n") == 1 and err.startswith(f"omp-session: {path}: not an omp session file")
+
+
+def test_a_damaged_session_without_its_header_is_still_shown(tmp_path: Path) -> None:
+    path = tmp_path / "headless.jsonl"
+    path.write_text(jsonl([entry("aaaaaaaa", None, timestamp=stamp(1), message=user("hello"))]))
+    for command in ("show", "tree", "context"):
+        code, _out, err = run(command, str(path))
+        assert code == 0 and "not an omp session" not in err, command
+    _, out, _ = run("show", str(path), "--json")
+    assert json.loads(out)["diagnostics_worst"] == "invalid-header"
+
+
+def test_styles_only_on_a_terminal_without_no_color(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    from omp_session.cli._style import Styler
+
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
+    assert Styler()("x", "bold", "red") == "\x1b[1;31mx\x1b[0m"
+    monkeypatch.setenv("NO_COLOR", "")  # empty: not set, as no-color.org says
+    assert Styler()("x", "dim") == "\x1b[2mx\x1b[0m"
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert Styler()("x", "bold") == "x"
+    monkeypatch.delenv("NO_COLOR")
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: False)
+    assert Styler()("x", "bold") == "x"
+
+
+def test_piped_text_is_plain(tmp_path: Path) -> None:
+    path = _cut_mid_write(tmp_path)
+    for command in ("show", "tree", "context"):
+        code, out, _ = run(command, str(path))
+        assert code == 0 and "\x1b" not in out and out.endswith("\n"), command

@@ -1,0 +1,121 @@
+"""``tree`` draws a chain as a chain and a fork as a fork (issue 15, item 7); ``--depth`` counts
+forks; every entry of a long session is shown at 80 columns."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from click.testing import CliRunner
+
+from builders import assistant, entry, stamp, user, write_session
+from omp_session.cli import cli
+
+
+def _tree(*args: str, columns: int = 80) -> tuple[int, list[str]]:
+    result = CliRunner(env={"COLUMNS": str(columns)}).invoke(cli, ["tree", *args])
+    return result.exit_code, result.output.splitlines()
+
+
+def _msg(i: int, parent: str | None, text: str, role: str = "user") -> dict[str, Any]:
+    return entry(f"e{i:07d}", parent, timestamp=stamp(i % 60, f"2026-01-{1 + i // 3600:02d}T00:{i // 60 % 60:02d}"),
+                 message=user(text) if role == "user" else assistant(text))
+
+
+def _linear(tmp_path: Path, n: int) -> Path:
+    entries = [_msg(i, f"e{i - 1:07d}" if i else None, f"question {i} " + "words " * 20, "user" if i % 2 == 0
+                    else "assistant") for i in range(n)]
+    return write_session(tmp_path / "linear.jsonl", entries)
+
+
+def _forked(tmp_path: Path) -> Path:
+    """0-1-2 then a fork at 2: branch A (3, 4, with a second fork at 4: 5 | 6) and branch B (7 and
+    its compaction and summary); the session resumes at 9."""
+    e = [_msg(0, None, "start"), _msg(1, "e0000000", "answer", "assistant"), _msg(2, "e0000001", "branch here"),
+         _msg(3, "e0000002", "left one", "assistant"), _msg(4, "e0000003", "left two"),
+         _msg(5, "e0000004", "deep a", "assistant"), _msg(6, "e0000004", "deep b", "assistant"),
+         entry("e0000007", "e0000002", type="branch_summary", timestamp=stamp(7), fromId="e0000006",
+               summary="tried the left way"),
+         entry("e0000008", "e0000007", type="compaction", timestamp=stamp(8), summary="so far",
+               shortSummary="short story", firstKeptEntryId="e0000007", tokensBefore=10),
+         _msg(9, "e0000008", "right end", "assistant"),
+         entry("e0000010", "e0000009", type="label", timestamp=stamp(10), targetId="e0000001", label="marked")]
+    return write_session(tmp_path / "forked.jsonl", e)
+
+
+def _indent(line: str) -> int:
+    return re.search(r"[* ] e\d{7} ", line).start()  # type: ignore[union-attr]
+
+
+def test_a_chain_is_one_vertical_run_and_every_entry_is_shown_at_80_columns(tmp_path: Path) -> None:
+    path = _linear(tmp_path, 300)
+    code, lines = _tree(str(path))
+    rows = [line for line in lines if re.search(r" e\d{7} ", line)]
+    assert code == 0 and len(rows) == 300
+    assert {_indent(line) for line in rows} == {0}
+    assert not any(c in "".join(lines) for c in "├└│")  # nothing looks like a fork
+    assert all(len(line) <= 80 for line in lines)
+    assert all(line.startswith("* ") for line in rows)  # the whole chain is the resumed branch
+
+
+def test_a_fork_is_drawn_as_a_fork(tmp_path: Path) -> None:
+    code, lines = _tree(str(_forked(tmp_path)))
+    assert code == 0
+    by_id = {m.group(1): line for line in lines if (m := re.search(r" (e\d{7}) ", line))}
+    assert len(by_id) == 11
+    assert "◆ fork: 2 branches" in by_id["e0000002"] and "◆" in by_id["e0000004"]
+    assert "◆" not in "".join(line for k, line in by_id.items() if k not in ("e0000002", "e0000004"))
+    # a run stays at the margin: the last branch of a fork (omp's newest) continues it; the
+    # others hang from the fork point with ├─, their own run at one indent behind │
+    assert {_indent(by_id[k]) for k in ("e0000000", "e0000001", "e0000002", "e0000007", "e0000008", "e0000009",
+                                         "e0000010")} == {0}
+    assert by_id["e0000003"].startswith("├─ ") and _indent(by_id["e0000003"]) == 3
+    assert by_id["e0000004"].startswith("│  ") and _indent(by_id["e0000004"]) == 3
+    assert by_id["e0000005"].startswith("│  ├─ ") and _indent(by_id["e0000005"]) == 6
+    assert by_id["e0000006"].startswith("│  ") and _indent(by_id["e0000006"]) == 3
+    ids = [m.group(1) for line in lines if (m := re.search(r" (e\d{7}) ", line))]
+    assert ids == [f"e{i:07d}" for i in range(11)]  # children in omp's order, each branch whole
+    # the resumed branch marked, labels, compactions and branch summaries shown
+    on = {k for k, line in by_id.items() if line[_indent(line)] == "*"}
+    assert on == {"e0000000", "e0000001", "e0000002", "e0000007", "e0000008", "e0000009", "e0000010"}
+    assert "[marked]" in by_id["e0000001"]
+    assert "branch_summary: tried the left way" in by_id["e0000007"]
+    assert "compaction: short story" in by_id["e0000008"]
+
+
+def test_depth_counts_forks_not_entries(tmp_path: Path) -> None:
+    linear = _linear(tmp_path, 40)
+    code, lines = _tree(str(linear), "--depth", "1")
+    assert code == 0 and sum(bool(re.search(r" e\d{7} ", line)) for line in lines) == 40
+    forked = _forked(tmp_path)
+    _, lines = _tree(str(forked), "--depth", "0")
+    shown = [m.group(1) for line in lines if (m := re.search(r" (e\d{7}) ", line))]
+    assert shown == ["e0000000", "e0000001", "e0000002", "e0000007", "e0000008", "e0000009", "e0000010"]
+    assert "◆ fork: 2 branches, 1 below --depth" in next(line for line in lines if " e0000002 " in line)
+    _, lines = _tree(str(forked), "--depth", "1")
+    shown = [m.group(1) for line in lines if (m := re.search(r" (e\d{7}) ", line))]
+    assert "e0000005" not in shown and len(shown) == 10
+    result = CliRunner().invoke(cli, ["tree", str(forked), "--json", "--depth", "1"])
+    rows = json.loads(result.output)
+    assert [r["id"] for r in rows] == shown
+    levels = {r["id"]: r["fork_depth"] for r in rows}
+    assert (levels["e0000000"], levels["e0000003"], levels["e0000006"], levels["e0000009"]) == (0, 1, 1, 0)
+    assert set(rows[0]) == {"id", "depth", "fork_depth", "line", "type", "on_branch", "summary"}
+    assert [r["depth"] for r in rows][:5] == [0, 1, 2, 3, 4]  # JSON depth stays the entry's depth
+
+
+def test_a_long_session_with_many_forks_fits_80_columns(tmp_path: Path) -> None:
+    entries, parent = [], None
+    for i in range(0, 400, 2):  # a main line where every other entry forks off a one-entry side branch
+        entries.append(_msg(i, parent, f"main {i} " + "x" * 90))
+        entries.append(_msg(i + 1, f"e{i:07d}", f"side {i} " + "y" * 90, "assistant"))
+        parent = f"e{i:07d}"
+    entries.append(_msg(400, parent, "the end"))
+    path = write_session(tmp_path / "many.jsonl", entries)
+    code, lines = _tree(str(path))
+    assert code == 0 and all(len(line) <= 80 for line in lines)
+    shown = {m.group(1) for line in lines if (m := re.search(r" (e\d{7}) ", line))}
+    assert len(shown) == 401
+    assert max(_indent(line) for line in lines if re.search(r" e\d{7} ", line)) == 3
