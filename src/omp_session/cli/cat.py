@@ -1,4 +1,9 @@
-"""``omp-session cat``: the raw records of a session, exactly as they are in the file."""
+"""``omp-session cat``: the raw records of a session, exactly as they are in the file.
+
+``--all`` without ``--type`` is a copy: every byte as stored (title slot, BOM, line endings,
+malformed and blank lines, a missing final newline), not the records joined again, so that
+``cat ID --all > copy.jsonl`` gives a file omp reads exactly as the original.
+"""
 
 from __future__ import annotations
 
@@ -12,16 +17,23 @@ from ._store import open_stored, resolve_any, store_option
 
 __all__ = ["cat"]
 
+_CHUNK = 1 << 20
+
 
 @command()
 @session_argument()
 @store_option
 @click.option("--branch", "scope", flag_value="branch", default=True, help="The current branch, root to leaf "
               "(default).")
-@click.option("--all", "scope", flag_value="all", help="Every record of the file, in file order, header included.")
+@click.option("--all", "scope", flag_value="all", help="The whole file, byte for byte as stored (title slot, "
+              "header and damaged lines included; an archive decompressed); with --type, every entry of "
+              "those types in file order.")
 @click.option("--type", "types", multiple=True, help="Only entries of this type (repeatable), e.g. message.")
 def cat(session: str, scope: str, types: tuple[str, ...]) -> None:
     """Print raw records as JSON lines, byte for byte as stored: safe to pipe into jq.
+
+    The current branch by default; --all prints the whole file as it is stored (title slot and
+    damaged lines included), a copy omp reads exactly as the original.
 
     SESSION is a path, a session id or a unique prefix of one, or ``latest``.
 
@@ -34,6 +46,13 @@ def cat(session: str, scope: str, types: tuple[str, ...]) -> None:
     out = sys.stdout.buffer
     with s:
         j = s.journal
+        if scope == "all" and not types:
+            # the journal's source holds the file's bytes (an archive's decompressed), so the copy
+            # is the one snapshot the scan saw, even if omp appends meanwhile
+            for pos in range(0, j.size, _CHUNK):
+                out.write(j.read(pos, min(pos + _CHUNK, j.size)))
+            out.flush()
+            return
         records = range(len(j)) if scope == "all" else [k + 1 for k in s.branch_indices()]
         for i in records:
             if types and (i == 0 or s.types[i - 1] not in types):

@@ -102,6 +102,7 @@ def _print_hits(hits: list[SearchHit]) -> None:
 @since_option("Only entries at or after this time (a date, or 7d / 12h / 30m ago).")
 @until_option("Only entries before this time.")
 @click.option("--session", "session_arg", metavar="SESSION", help="Only this session (path, id, id prefix, latest).")
+@click.option("--sessions", "one_per_session", is_flag=True, help="One hit per session: its best match.")
 @click.option("--current-branch", is_flag=True, help="Only entries on the branch the session resumes on.")
 @click.option("--thinking", is_flag=True, help="Search thinking blocks too.")
 @click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True, help="At most this many hits.")
@@ -111,26 +112,29 @@ def _print_hits(hits: list[SearchHit]) -> None:
 @click.option("--no-update", is_flag=True, help="Search the index as it is, without reading changed sessions.")
 @json_option("One JSON array of hits (snippet hits in [brackets]).")
 def search_command(query: tuple[str, ...], role: str | None, cwd: str | None, since: int | None, until: int | None,
-                   session_arg: str | None, current_branch: bool, thinking: bool, limit: int, root: str | None,
-                   index_path: str | None, no_update: bool, as_json: bool) -> None:
+                   session_arg: str | None, one_per_session: bool, current_branch: bool, thinking: bool, limit: int,
+                   root: str | None, index_path: str | None, no_update: bool, as_json: bool) -> None:
     """Search the text of every session: messages, tool calls and results, summaries, titles and
-    labels (thinking with --thinking). Best matches first (bm25), newer first among equals.
+    labels (thinking with --thinking). Best matches first (bm25), newer first among equals; a
+    session's title counts once.
 
-    QUERY: words (all must match), "a phrase", prefix*, AND / OR / NOT and parentheses.
+    QUERY: words (all must match), "a phrase", prefix*, AND / OR / NOT / AND NOT (upper case),
+    parentheses, NEAR(a b, N) (docs/search.md).
     The index is brought up to date first; only bytes appended since the last search are read.
 
     \b
     Examples:
       omp-session search 'blob store' --since 7d
       omp-session search '"title slot" OR pad*' --role assistant --json
-      omp-session search 'fix* NOT test' --session latest --current-branch
+      omp-session search 'fix* AND NOT test' --session latest --current-branch
+      omp-session search 'NEAR(cursor pagination, 5)' --sessions
     """
     base = Path(root) if root else sessions_dir()
     session = resolve_session(session_arg, root=base) if session_arg is not None else None
     with _progress() as progress:
         result = search(" ".join(query), index_path=index_path, root=base, role=role, cwd=cwd, since_ms=since,
                         until_ms=until, session=session, current_branch=current_branch, thinking=thinking,
-                        limit=limit, update=not no_update, on_notice=_notice, progress=progress)
+                        limit=limit, update=not no_update, sessions=one_per_session, on_notice=_notice, progress=progress)
     _report_problems(result.report)
     if as_json:
         click.echo(json.dumps([h.to_json() for h in result.hits], ensure_ascii=False, indent=1))

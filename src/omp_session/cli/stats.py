@@ -4,12 +4,13 @@ provider or project (issue 8; docs/stats.md). A thin shell over :func:`omp_sessi
 from __future__ import annotations
 
 import csv
+import io
 import json
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import click
 from rich.bar import Bar
@@ -25,7 +26,7 @@ from omp_session.ops.stats.report import StatsCache, StatsReport, stats
 from omp_session.store.atomic import write_new_file
 
 from ._errors import command
-from ._options import force_option, json_option, session_argument
+from ._options import force_option, json_option, output_option, session_argument
 from ._store import active_store, resolve_in_store, store_option
 
 __all__ = ["CSV_FIELDS", "stats_command"]
@@ -35,6 +36,7 @@ _TOTAL_FIELDS = ("requests", "input", "output", "cacheRead", "cacheWrite", "tota
 CSV_FIELDS = ("key", *_SESSION_FIELDS, *(f"billed_{f}" for f in _TOTAL_FIELDS),
               *(f"current_{f}" for f in _TOTAL_FIELDS))
 _PROGRESS_FROM = 20  # files; fewer read too fast to need a bar
+_FORMATS = {".html": "html", ".htm": "html", ".json": "json", ".csv": "csv"}  # -o OUT: by its suffix
 
 
 @contextmanager
@@ -71,18 +73,22 @@ def _progress() -> Iterator[Callable[[int, int], None] | None]:
 @click.option("--root", type=click.Path(file_okay=False, path_type=Path),
               help="Sessions root (default: omp's, from PI_CODING_AGENT_DIR / ~/.omp).")
 @click.option("--by", type=click.Choice(GROUPINGS), default="session", show_default=True, help="One row per ...")
-@click.option("--since", help="Only usage at or after this date (YYYY-MM-DD) or ISO time, in --tz.")
-@click.option("--until", help="Only usage before this ISO time, or through the end of this date (YYYY-MM-DD).")
+@click.option("--since", metavar="WHEN", help="Only usage at or after this date (YYYY-MM-DD) or ISO time, in --tz, or this "
+              "long ago (7d, 12h, 30m).")
+@click.option("--until", metavar="WHEN", help="Only usage before this ISO time or age (7d, 12h, 30m), or through the end of this "
+              "date (YYYY-MM-DD).")
 @click.option("--tz", help="IANA time zone for days and dates, e.g. Europe/Berlin (default: local).")
 @json_option("One JSON document (fields in docs/stats.md).")
 @click.option("--csv", "as_csv", is_flag=True, help="CSV with a header row (fields in docs/stats.md).")
 @click.option("--chart", is_flag=True, help="Draw billed cost per row as bars in the terminal.")
+@output_option("Write the report to OUT in the format its suffix names: .html (a self-contained page with "
+               "charts, opens offline), .json or .csv.", dir_okay=False)
 @click.option("--html", "html_out", type=click.Path(dir_okay=False, path_type=Path),
-              help="Write a self-contained page with charts to this file (opens offline).")
-@force_option("Replace the --html file if it exists.")
+              help="Write the HTML page to this file, whatever its suffix (as -o FILE.html).")
+@force_option("Replace the -o/--html file if it exists.")
 @click.option("--no-cache", is_flag=True, help="Neither read nor write the stats cache ($XDG_CACHE_HOME/omp-session).")
 def stats_command(sessions: tuple[str, ...], all_sessions: bool, root: Path | None, by: str, since: str | None,
-                  until: str | None, tz: str | None, as_json: bool, as_csv: bool, chart: bool,
+                  until: str | None, tz: str | None, as_json: bool, as_csv: bool, chart: bool, out: Path | None,
                   html_out: Path | None, force: bool, no_cache: bool) -> None:
     """Tokens and cost, billed and on the current branch, grouped by session, day, week, month,
     model, provider or project.
@@ -96,15 +102,19 @@ def stats_command(sessions: tuple[str, ...], all_sessions: bool, root: Path | No
     Examples:
       omp-session stats latest
       omp-session stats --all --by day --since 2026-05-01 --tz Europe/Berlin
-      omp-session stats --all --by model --csv > models.csv
-      omp-session stats --all --html report.html
+      omp-session stats --all --by model --since 7d --csv > models.csv
+      omp-session stats --all -o report.html
     """
     if as_json and as_csv:
         raise click.UsageError("choose one of --json and --csv")
     if sessions and all_sessions:
         raise click.UsageError("give SESSIONs or --all, not both")
-    if html_out is not None and html_out.exists() and not force:
-        raise SessionError(f"{html_out}: already exists (use --force to replace it)")
+    if html_out is not None and out is not None:
+        raise click.UsageError("give -o/--output or --html, not both")
+    kind = "html" if html_out is not None else _format_of(out)
+    out = html_out if html_out is not None else out
+    if out is not None and out.exists() and not force:
+        raise SessionError(f"{out}: already exists (use --force to replace it)")
     active = active_store()
     if active is not None and root is not None:
         raise click.UsageError("--root names a folder of files; with --store the store's root is used")
@@ -121,23 +131,47 @@ def stats_command(sessions: tuple[str, ...], all_sessions: bool, root: Path | No
                            tz=tz, cache=StatsCache(enabled=not no_cache), progress=progress)
     for line in report.problems:
         click.echo(f"omp-session: {line}", err=True)
-    if html_out is not None:
-        write_new_file(html_out, [render_html(report).encode()], force=force, error=SessionError)
-        click.echo(f"omp-session: wrote {html_out}", err=True)
+    if out is not None:
+        write_new_file(out, [_rendered(report, kind).encode()], force=force, error=SessionError)
+        click.echo(f"omp-session: wrote {out}", err=True)
     if as_json:
-        sys.stdout.write(json.dumps(report.to_dict(), ensure_ascii=False, indent=2) + "\n")
+        sys.stdout.write(_json(report))
     elif as_csv:
-        _csv(report)
+        _csv(report, sys.stdout)
     elif chart:
         _chart(report)
-    elif html_out is None:
+    elif out is None:
         _table(report)
     if report.problems and paths is not None:
         sys.exit(1)  # a session named on the command line could not be read
 
 
-def _csv(report: StatsReport) -> None:
-    out = csv.writer(sys.stdout, lineterminator="\n")
+def _format_of(out: Path | None) -> str:
+    """The format ``-o OUT`` asks for, from its suffix (case aside)."""
+    if out is None:
+        return ""
+    kind = _FORMATS.get(out.suffix.lower())
+    if kind is None:
+        raise click.UsageError(f"-o {out}: cannot tell the format from the suffix (use .html, .json or .csv)")
+    return kind
+
+
+def _rendered(report: StatsReport, kind: str) -> str:
+    if kind == "html":
+        return render_html(report)
+    if kind == "json":
+        return _json(report)
+    text = io.StringIO()
+    _csv(report, text)
+    return text.getvalue()
+
+
+def _json(report: StatsReport) -> str:
+    return json.dumps(report.to_dict(), ensure_ascii=False, indent=2) + "\n"
+
+
+def _csv(report: StatsReport, stream: IO[str]) -> None:
+    out = csv.writer(stream, lineterminator="\n")
     out.writerow(CSV_FIELDS)
     for g in report.groups:
         d = g.to_dict()

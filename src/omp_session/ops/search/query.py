@@ -10,7 +10,14 @@ Query language (translated to FTS5, so that no user input reaches FTS5's own syn
 * words match words, case-insensitively and ignoring diacritics: ``reader offset``
   (several words: all of them, anywhere in the same text);
 * ``"a phrase"`` matches those words in that order; ``pars*`` matches a prefix;
-* ``AND``, ``OR``, ``NOT`` (upper case) and parentheses combine them: ``(tail OR follow) NOT grep``.
+* ``AND``, ``OR``, ``NOT`` (upper case) and parentheses combine them: ``(tail OR follow) NOT grep``;
+  ``a AND NOT b`` is ``a NOT b`` (FTS5's NOT is binary: "a without b"). NOT binds tighter than AND,
+  AND tighter than OR, as in FTS5;
+* ``NEAR(a "b c" d*, N)`` (``NEAR`` upper case, ``(`` right after it): the terms within N words of
+  each other (FTS5's default 10 without ``, N``).
+
+Filters, ranking and collapsing: a session's title is one hit at most (the header's title and the
+``title_change`` entries that repeat it are one), and ``sessions=True`` keeps each session's best hit.
 
 Anything else is a word: punctuation inside a word splits it into a phrase (``foo.bar`` finds
 "foo bar"). A query that still cannot be used raises :class:`QueryError` with one line saying why.
@@ -40,6 +47,8 @@ _SNIPPET_TOKENS: Final = 24
 _TOKEN = re.compile(r'(?P<space>\s+)|(?P<paren>[()])|"(?P<phrase>[^"]*)"(?P<pstar>\*?)|(?P<open>"[^"]*$)'
                     r'|(?P<word>[^\s()"]+)')
 _OPERATORS: Final = ("AND", "OR", "NOT")
+_NEAR_TOKEN = re.compile(r'(?P<space>\s+)|(?P<close>\))|,\s*(?P<distance>\d+)'
+                         r'|"(?P<phrase>[^"]*)"(?P<pstar>\*?)|(?P<open>"[^"]*$)|(?P<word>[^\s()",]+)|.')
 
 
 def _phrase(text: str) -> str:
@@ -52,18 +61,67 @@ def _has_token(word: str) -> bool:
     return any(c.isalnum() or unicodedata.category(c) in ("Co", "Mn", "Mc") for c in word)
 
 
+def _term(word: str) -> str | None:
+    """A bare word as a quoted FTS5 term (``pars*`` a prefix); None for punctuation alone."""
+    stem = word.rstrip("*") or word  # "*" alone is a word, not a prefix of nothing
+    if not _has_token(stem):  # "->", "=", "*": punctuation alone is no word
+        return None
+    return _phrase(stem) + ("*" if stem != word else "")
+
+
+def _near(query: str, pos: int) -> tuple[str, int]:
+    """``NEAR(term term ... [, N])`` from just after its ``(``: the FTS5 group and where it ends."""
+    terms: list[str] = []
+    distance: str | None = None
+    while True:
+        m = _NEAR_TOKEN.match(query, pos)
+        if m is None:  # the end of the query
+            raise QueryError(f"unbalanced '(' in {query!r}")
+        pos = m.end()
+        if m.group("space") is not None:
+            continue
+        if m.group("close") is not None:
+            break
+        if m.group("open") is not None:
+            raise QueryError(f"unclosed quote in {query!r}")
+        term: str | None = None
+        if distance is None and m.group("distance") is not None:
+            distance = f", {int(m.group('distance'))}"
+            continue
+        if distance is None and m.group("phrase") is not None:
+            term = _phrase(m.group("phrase")) + m.group("pstar")
+        elif distance is None and m.group("word") is not None and m.group("word") not in _OPERATORS:
+            term = _term(m.group("word"))
+            if term is None:
+                continue
+        if term is None:
+            raise QueryError(f"NEAR(...) takes words and phrases, then optionally ', N' (at most N words "
+                             f"between them), as in NEAR(cursor pagination, 5): not {m.group()!r}")
+        terms.append(term)
+    if not terms:
+        raise QueryError("nothing to search for in NEAR()")
+    return "NEAR(" + " ".join(terms) + (distance or "") + ")", pos
+
+
 def to_fts(query: str) -> str:
     """The FTS5 expression for a user query (see the module docstring). Raises :class:`QueryError`."""
     out: list[str] = []
     dropped = False
     depth = 0
     expect_operand = True  # at the start, after an operator or "("
-    for m in _TOKEN.finditer(query):
+    pos = 0
+    while pos < len(query):
+        m = _TOKEN.match(query, pos)
+        assert m is not None  # every character starts one of the alternatives
+        pos = m.end()
         tok = m.group()
         if m.group("space") is not None:
             continue
         if m.group("open") is not None:
             raise QueryError(f"unclosed quote in {query!r}")
+        if tok == "NOT" and out and out[-1] == "AND" and expect_operand:
+            out[-1] = "NOT"  # "a AND NOT b": FTS5's NOT is already "and not"
+            continue
         if tok in _OPERATORS:
             if expect_operand:
                 raise QueryError(f"{tok} needs a term before it, as in: a {tok} b"
@@ -89,12 +147,14 @@ def to_fts(query: str) -> str:
             continue
         if m.group("phrase") is not None:
             term = _phrase(m.group("phrase")) + m.group("pstar")
+        elif tok == "NEAR" and query.startswith("(", pos):
+            term, pos = _near(query, pos + 1)
         else:
-            word = tok.rstrip("*") or tok  # "*" alone is a word, not a prefix of nothing
-            if not _has_token(word):  # "->", "=", "*": punctuation alone is no word
+            word = _term(tok)
+            if word is None:
                 dropped = True
                 continue
-            term = _phrase(word) + ("*" if word != tok else "")
+            term = word
         if not expect_operand:
             out.append("AND")
         out.append(term)
@@ -161,7 +221,7 @@ def search(query: str, *, index: SearchIndex | None = None, index_path: str | os
            root: str | os.PathLike[str] | None = None, role: str | None = None, cwd: str | None = None,
            since_ms: int | None = None, until_ms: int | None = None, session: str | None = None,
            current_branch: bool = False, thinking: bool = False, limit: int | None = 20, update: bool = True,
-           on_notice: Callable[[str], None] | None = None,
+           sessions: bool = False, on_notice: Callable[[str], None] | None = None,
            progress: Callable[[int, int], None] | None = None) -> SearchResult:
     """Search every session under ``root`` (default: omp's sessions root).
 
@@ -169,8 +229,9 @@ def search(query: str, *, index: SearchIndex | None = None, index_path: str | os
     is that directory or below it; ``since_ms``/``until_ms`` bound the entry time (epoch ms,
     until exclusive); ``session`` is one session file (indexed even when it lies outside the
     root); ``current_branch`` keeps entries on the branch the session resumes on (and its title);
-    ``thinking`` also searches thinking blocks. The index is updated first unless ``update`` is
-    false. Raises :class:`QueryError` for a query that cannot be searched for."""
+    ``thinking`` also searches thinking blocks; ``sessions`` keeps one hit per session file, its
+    best. A session's title is one hit at most (its ``title_change`` entries repeat it). The index
+    is updated first unless ``update`` is false. Raises :class:`QueryError` for a query that cannot be searched for."""
     fts = to_fts(query)
     if role is not None and role not in ROLES:
         raise QueryError(f"unknown role {role!r} (use user, assistant or tool)")
@@ -192,7 +253,7 @@ def search(query: str, *, index: SearchIndex | None = None, index_path: str | os
                 report.added += extra.added
                 report.damaged += extra.damaged
         hits = _query(ix, fts, role=role, cwd=cwd, since_ms=since_ms, until_ms=until_ms, session=session,
-                      current_branch=current_branch, thinking=thinking, limit=limit)
+                      current_branch=current_branch, thinking=thinking, limit=limit, sessions=sessions)
         return SearchResult(hits, report, fts, notices)
     finally:
         if own:
@@ -216,7 +277,7 @@ def _split(rowid: int) -> tuple[int, int, str]:
 
 def _query(ix: SearchIndex, fts: str, *, role: str | None, cwd: str | None, since_ms: int | None,
            until_ms: int | None, session: str | None, current_branch: bool, thinking: bool,
-           limit: int | None, cap: bool = True) -> list[SearchHit]:
+           limit: int | None, sessions: bool = False, cap: bool = True) -> list[SearchHit]:
     where = ["docs MATCH ?"]
     args: list[Any] = [fts]
     if not thinking:
@@ -252,21 +313,28 @@ def _query(ix: SearchIndex, fts: str, *, role: str | None, cwd: str | None, sinc
     try:
         ranked = None
         if limit is not None and not current_branch and len(args) == joined and len(where) <= 2 + (newest is not None):
-            ranked = (_newest_first(ix, newest_rows, limit) if newest_rows is not None
-                      else _ranked_by_score(ix, " AND ".join(where), args, limit))
+            ranked = (_newest_first(ix, newest_rows, limit, sessions) if newest_rows is not None
+                      else _ranked_by_score(ix, " AND ".join(where), args, limit, sessions))
         if ranked is None:
             sql = (f"SELECT docs.rowid, bm25(docs) AS score FROM docs {_JOINS} "
                    f"WHERE {' AND '.join(where)} ORDER BY score, e.ts_ms DESC")
-            if limit is not None and not current_branch:
-                sql += f" LIMIT {int(limit)}"
-            ranked = _keep(ix, ix.conn.execute(sql, args), current_branch, limit)
+            if limit is None or current_branch:
+                ranked = _keep(ix, ix.conn.execute(sql, args), current_branch, limit, sessions)
+            else:
+                fetch = limit + _SLACK
+                while True:  # more rows while repeated titles (or sessions) leave too few
+                    rows = ix.conn.execute(f"{sql} LIMIT {fetch}", args).fetchall()
+                    ranked = _keep(ix, rows, False, limit, sessions)
+                    if len(ranked) >= limit or len(rows) < fetch:
+                        break
+                    fetch *= 4
         details = _details(ix, fts, [r[0] for r in ranked])
     except sqlite3.OperationalError as e:
         raise _query_error(ix, fts, e) from None
-    if newest is not None and limit is not None and len(ranked) < limit and (len(args) > joined or current_branch):
-        # the filters left too few of the newest matches: rank every match after all
+    if newest is not None and limit is not None and len(ranked) < limit:
+        # the filters (or one hit per session) left too few of the newest matches: rank every match
         return _query(ix, fts, role=role, cwd=cwd, since_ms=since_ms, until_ms=until_ms, session=session,
-                      current_branch=current_branch, thinking=thinking, limit=limit, cap=False)
+                      current_branch=current_branch, thinking=thinking, limit=limit, sessions=sessions, cap=False)
     hits = []
     for rowid, score in ranked:
         _, seq, kind = _split(rowid)
@@ -333,36 +401,59 @@ def _by_time(rows: list[tuple[int, float]], times: dict[int, Any]) -> list[tuple
     return sorted(rows, key=lambda r: (r[1], times[r[0]] is None, -(times[r[0]] or 0)))
 
 
-def _newest_first(ix: SearchIndex, rowids: list[int], limit: int) -> list[tuple[int, float]]:
+def _newest_first(ix: SearchIndex, rowids: list[int], limit: int, sessions: bool) -> list[tuple[int, float]]:
     """The hits of a query too common to rank: its newest matches, by time. bm25 would read the
     whole doclist of such a word to count it, and its idf is then near or at FTS5's floor, so the
     scores barely differ (score 0 marks these hits)."""
-    rows = [(rowid, 0.0) for rowid in rowids[:limit + _SLACK]]
-    return _by_time(rows, _times(ix, rowids[:limit + _SLACK]))[:limit]
+    window = limit + _SLACK
+    while True:
+        part = rowids[:window]
+        kept = _keep(ix, _by_time([(rowid, 0.0) for rowid in part], _times(ix, part)), False, limit, sessions)
+        if len(kept) >= limit or window >= len(rowids):
+            return kept
+        window *= 4
 
 
-def _ranked_by_score(ix: SearchIndex, where: str, args: list[Any], limit: int) -> list[tuple[int, float]] | None:
+def _ranked_by_score(ix: SearchIndex, where: str, args: list[Any], limit: int,
+                     sessions: bool) -> list[tuple[int, float]] | None:
     """Without filters on entries or files, rank in FTS5 alone (no join per match), then order
     equal scores by time. None when the equal scores at the limit run past what was fetched."""
-    rows: list[tuple[int, float]] = ix.conn.execute(
-        f"SELECT docs.rowid, rank FROM docs WHERE {where} ORDER BY rank LIMIT ?", [*args, limit + _SLACK]).fetchall()
-    if len(rows) == limit + _SLACK and rows[-1][1] == rows[limit - 1][1]:
-        return None
-    return _by_time(rows, _times(ix, (r[0] for r in rows)))[:limit]
+    fetch = limit + _SLACK
+    while True:
+        rows: list[tuple[int, float]] = ix.conn.execute(
+            f"SELECT docs.rowid, rank FROM docs WHERE {where} ORDER BY rank LIMIT ?", [*args, fetch]).fetchall()
+        kept = _keep(ix, _by_time(rows, _times(ix, (r[0] for r in rows))), False, limit, sessions)
+        if len(rows) < fetch:
+            return kept
+        if kept and rows[-1][1] == kept[-1][1]:
+            return None
+        if len(kept) >= limit:
+            return kept
+        fetch *= 4  # repeated titles (or sessions) left too few
 
 
-def _keep(ix: SearchIndex, rows: Iterable[tuple[int, float]], current_branch: bool,
-          limit: int | None) -> list[tuple[int, float]]:
-    """The ranked matches to show, filtered to current branches if asked."""
+def _keep(ix: SearchIndex, rows: Iterable[tuple[int, float]], current_branch: bool, limit: int | None,
+          sessions: bool) -> list[tuple[int, float]]:
+    """The ranked matches to show: on current branches if asked; one title per session (its
+    ``title_change`` entries repeat the header's), and with ``sessions`` one hit per session."""
     branches: dict[int, set[int]] = {}
     kept: list[tuple[int, float]] = []
+    shown: dict[int, int] = {}  # file id -> where its title (with ``sessions``: its hit) is in ``kept``
     for rowid, score in rows:
-        file_id, seq, _ = _split(rowid)
+        file_id, seq, kind = _split(rowid)
         if current_branch and seq != 0:
             if file_id not in branches:
                 branches[file_id] = ix.branch_seqs(file_id)
             if seq not in branches[file_id]:
                 continue
+        if sessions or kind == "title":
+            at = shown.get(file_id)
+            if at is not None:
+                other, other_score = kept[at]
+                if seq == 0 and kind == "title" and other_score == score and _split(other)[2] == "title":
+                    kept[at] = (rowid, score)  # the same rank: show the session's title, not an audit entry
+                continue
+            shown[file_id] = len(kept)
         kept.append((rowid, score))
         if limit is not None and len(kept) >= limit:
             break

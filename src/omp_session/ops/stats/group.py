@@ -28,6 +28,9 @@ TIME_GROUPINGS: Final = frozenset({"day", "week", "month"})
 UNKNOWN: Final = "(unknown)"  # the key of records without a usable timestamp / model / provider
 
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+# an age, as list/search/sync take it (cli/_options.WHEN): that long before now
+_AGE = re.compile(r"(\d+)([dhm])")
+_AGE_MS: Final = {"d": 86_400_000, "h": 3_600_000, "m": 60_000}
 
 
 class _SystemLocal(tzinfo):
@@ -103,6 +106,9 @@ class Window:
 
 def _instant(text: str, tz: tzinfo, end_of_day: bool, what: str) -> float:
     text = text.strip()
+    age = _AGE.fullmatch(text)
+    if age is not None:
+        return _time.time() * 1000 - int(age.group(1)) * _AGE_MS[age.group(2)]
     try:
         if _DATE.fullmatch(text):
             day = date.fromisoformat(text)
@@ -116,14 +122,15 @@ def _instant(text: str, tz: tzinfo, end_of_day: bool, what: str) -> float:
             if moment.tzinfo is None:
                 moment = moment.replace(tzinfo=tz)
     except ValueError:
-        raise StatsOptionError(f"{what} {text!r} is not a date or time (try 2026-05-14 or 2026-05-14T10:00:00+02:00)") \
-            from None
+        raise StatsOptionError(f"{what} {text!r} is not a date, time or age (try 2026-05-14, "
+                               f"2026-05-14T10:00:00+02:00 or 7d)") from None
     return moment.timestamp() * 1000
 
 
 def parse_window(since: str | None, until: str | None, tz: tzinfo) -> Window:
     """``--since``/``--until``: a date (``YYYY-MM-DD``, a calendar day in ``tz``; ``--until`` includes
-    that whole day) or an ISO time (without an offset: in ``tz``; ``--until`` is exclusive)."""
+    that whole day), an ISO time (without an offset: in ``tz``; ``--until`` is exclusive), or an age
+    (``7d``, ``12h``, ``30m``: that long before now, whatever the zone)."""
     lo = None if since is None else _instant(since, tz, False, "--since")
     hi = None if until is None else _instant(until, tz, True, "--until")
     if lo is not None and hi is not None and hi <= lo:

@@ -3,7 +3,8 @@
 Where the numbers come from (spec S13.1, S3.15, S4.9): the ``usage`` of every assistant message,
 of every ``model_usage`` entry (side calls: titles, auto-thinking...), and of ``task`` tool results
 (``details.usage``: what the task's subagents spent). Each is one *usage record*, with its time
-(the message's ``timestamp``, else the entry's), provider and model.
+(the message's ``timestamp``, else the entry's), provider and model (for a task result, the model
+its agent or the result itself records: ``resolvedModel``, ``resolvedModelIdentity``, ``model``).
 
 Two views of every group:
 
@@ -75,7 +76,7 @@ __all__ = ["CACHE_NAME", "FileUsage", "StatsCache", "StatsItem", "StatsOptionErr
            "read_file_usage", "stats"]
 
 CACHE_NAME: Final = "stats-usage.json"
-_VERSION: Final = 2  # 2: task results without usage, model ids with a colon, omp NaN as null
+_VERSION: Final = 3  # 2: task results without usage, model ids with a colon, omp NaN as null; 3: task models
 _SUFFIX: Final = ".jsonl"
 _LEVELS: Final = frozenset({"off", "minimal", "low", "medium", "high", "xhigh", "max"})  # thinking suffixes
 _MAX_DEPTH: Final = 16  # nested subagents; deeper folders are not followed (a symlink loop, not omp)
@@ -185,13 +186,29 @@ def _split_model(resolved: Any) -> tuple[str | None, str | None]:
     return provider or None, model or None
 
 
+# where a task result or one of its agents names the model that spent: the settled run's
+# ``resolvedModel`` (``provider/id[:level]``), its ``resolvedModelIdentity`` (``provider/id``), or a
+# plain ``model`` as other omp builds write it (``details.model``)
+_MODEL_KEYS: Final = ("resolvedModel", "resolvedModelIdentity", "model")
+
+
+def _named_model(d: dict[str, Any]) -> tuple[str | None, str | None]:
+    for k in _MODEL_KEYS:
+        provider, model = _split_model(d.get(k))
+        if model is not None:
+            return provider, model
+    return None, None
+
+
 def _task_records(entry: dict[str, Any], message: dict[str, Any], ms: float | None, on_branch: bool,
                   key: str | None) -> list[UsageRecord]:
     details = message.get("details")
     usage = details.get("usage") if isinstance(details, dict) else None
     if not isinstance(usage, dict):
         return []  # omp counts nothing either
-    results = details.get("results") if isinstance(details, dict) else None
+    assert isinstance(details, dict)
+    overall = _named_model(details)
+    results = details.get("results")
     if isinstance(results, list) and results and all(isinstance(r, dict) for r in results) \
             and any(isinstance(r.get("usage"), dict) for r in results):
         # details.usage is the sum of the results' usage (a result whose agent recorded none has no
@@ -200,12 +217,20 @@ def _task_records(entry: dict[str, Any], message: dict[str, Any], ms: float | No
         for n, r in enumerate(results):
             if not isinstance(r.get("usage"), dict):
                 continue
-            provider, model = _split_model(r.get("resolvedModel"))
+            provider, model = _named_model(r)
+            if model is None:
+                provider, model = overall
             agent = r.get("id") if isinstance(r.get("id"), str) else None
             out.append(_record("task", r["usage"], ms, provider, model, on_branch,
                                None if key is None else f"{key} {n}", agent))
         return out
-    return [_record("task", usage, ms, None, None, on_branch, key)]
+    provider, model = overall
+    if model is None and isinstance(results, list):
+        # the agents named their models but not their usage: the sum is theirs when they agree
+        named = {_named_model(r) for r in results if isinstance(r, dict)}
+        if len(named) == 1:
+            provider, model = named.pop()
+    return [_record("task", usage, ms, provider, model, on_branch, key)]
 
 
 def _records_of(entry: Any, on_branch: bool, keyed: bool) -> list[UsageRecord]:
