@@ -456,3 +456,104 @@ def test_a_key_that_climbs_out_of_the_root_is_not_copied(new_url: Any, tmp_path:
     escaped = [item for item in report.items if item.source.endswith("escape.jsonl")]
     assert [(i.action, "is not copied" in i.reason) for i in escaped] == [("failed", True)]
     assert not list(tmp_path.rglob("escape.jsonl"))
+
+
+# ----- modification times, --prefer, -q / -v (issue 15 item 13) -----------------------------------
+
+
+def mtimes(url: str) -> dict[str, float]:
+    parsed = parse_store_url(url)
+    store = open_store(parsed, create=False)
+    try:
+        return {f.path[len(parsed.root):]: f.mtime_ms for f in store.scan(parsed.root)}
+    finally:
+        store.close()
+
+
+def set_source_mtime(url: str, rel: str, mtime_ms: int) -> None:
+    path = parse_store_url(url).root + rel
+    os.utime(path, ns=(mtime_ms * 1_000_000, mtime_ms * 1_000_000))
+
+
+@pytest.mark.parametrize("dst", cases("file", "sqlite", "postgres", "mysql", "redis"))
+def test_the_target_keeps_the_source_modification_times(dst: str, new_url: Any, tmp_path: Path) -> None:
+    """Otherwise every synced session looks modified at sync time: newest-first and `latest` lose
+    their meaning in the target."""
+    a, b = new_url("file"), new_url(dst)
+    write_sessions(a, str(tmp_path), 3)
+    rels = sorted(contents(a))
+    for k, rel in enumerate(rels):
+        set_source_mtime(a, rel, 1_700_000_000_000 + k * 86_400_000)  # days apart, oldest first
+    sync_urls(a, b)
+    assert {r: int(m) for r, m in mtimes(b).items()} == {r: int(m) for r, m in mtimes(a).items()}
+    # a session that grows takes its new source mtime; the listing's newest is the source's newest
+    grow(a, parse_store_url(a).root + rels[0], "later")
+    set_source_mtime(a, rels[0], 1_800_000_000_000)
+    sync_urls(a, b)
+    assert int(mtimes(b)[rels[0]]) == 1_800_000_000_000
+    assert max(mtimes(b), key=lambda r: mtimes(b)[r]) == rels[0]
+
+
+def test_a_second_sync_fixes_the_mtimes_an_earlier_version_left(new_url: Any, tmp_path: Path) -> None:
+    a, b = new_url("file"), new_url("file")
+    write_sessions(a, str(tmp_path), 1)
+    [rel] = contents(a)
+    sync_urls(a, b)
+    set_source_mtime(b, rel, 1_750_000_000_000)  # as if stamped at sync time by an older version
+    report = sync_urls(a, b)
+    assert [i.action for i in report.items] == ["unchanged"]
+    assert int(mtimes(b)[rel]) == int(mtimes(a)[rel])
+
+
+def _conflict(new_url: Any, tmp_path: Path, dst: str = "file") -> tuple[str, str, str, str]:
+    a, b = new_url("file"), new_url(dst)
+    [path] = write_sessions(a, str(tmp_path), 1)
+    sync_urls(a, b)
+    grow(a, path, "on the source")
+    target_path = parse_store_url(b).root + path[len(parse_store_url(a).root):]
+    grow(b, target_path, "on the target")
+    return a, b, path, target_path
+
+
+def test_prefer_source_overwrites_says_so_and_keeps_a_backup_for_files(new_url: Any, tmp_path: Path) -> None:
+    a, b, _, target_path = _conflict(new_url, tmp_path)
+    before = Path(target_path).read_bytes()
+    result = CliRunner().invoke(cli, ["sync", "--from", a, "--to", b, "--prefer", "source"])
+    assert result.exit_code == 0, result.output
+    assert contents(b) == contents(a)
+    [backup] = [p for p in Path(target_path).parent.iterdir() if ".sync-backup-" in p.name]
+    assert backup.read_bytes() == before and not backup.name.endswith(".jsonl")  # omp does not list it
+    assert "overwrote" in result.output and str(backup) in result.output  # never silent, even without -v
+    again = sync_urls(a, b)
+    assert [i.action for i in again.items] == ["unchanged"]
+
+
+@pytest.mark.db
+def test_prefer_source_into_a_database_reports_what_it_overwrote(new_url: Any, tmp_path: Path) -> None:
+    a, b, _, _ = _conflict(new_url, tmp_path, "sqlite")
+    report = sync_urls(a, b, prefer="source")
+    [item] = report.items
+    assert item.action == "replaced" and "overwrote the target's version" in item.reason and "sha256" in item.reason
+    assert contents(b) == contents(a)
+
+
+def test_prefer_target_keeps_the_target_and_settles_the_conflict(new_url: Any, tmp_path: Path) -> None:
+    a, b, _, _ = _conflict(new_url, tmp_path)
+    target_before = contents(b)
+    result = CliRunner().invoke(cli, ["sync", "--from", a, "--to", b, "--prefer", "target"])
+    assert result.exit_code == 0, result.output
+    assert contents(b) == target_before and "kept the target's version" in result.output
+    assert [i.action for i in sync_urls(a, b).items] == ["unchanged"]
+
+
+def test_one_summary_line_by_default_every_session_with_v_nothing_with_q(new_url: Any, tmp_path: Path) -> None:
+    a, b = new_url("file"), new_url("file")
+    write_sessions(a, str(tmp_path), 3)
+    result = CliRunner().invoke(cli, ["sync", "--from", a, "--to", b, "--dry-run"])
+    assert result.exit_code == 0 and result.output.splitlines() == [
+        result.output.strip()] and "3 copied" in result.output
+    result = CliRunner().invoke(cli, ["sync", "--from", a, "--to", b, "-v"])
+    assert result.exit_code == 0 and len(result.output.splitlines()) == 4
+    assert sum(line.startswith("copied ") for line in result.output.splitlines()) == 3
+    result = CliRunner().invoke(cli, ["sync", "--from", a, "--to", b, "-q"])
+    assert result.exit_code == 0 and result.output == ""

@@ -27,27 +27,54 @@ if TYPE_CHECKING:  # the store modules load only when --store is given
     from omp_session.store.base import SessionStorage
 
 __all__ = ["KeyOrPath", "active_store", "open_stored", "resolve_any", "resolve_in_store", "store_option",
-           "stored_keys"]
+           "stored_keys", "timeout_option"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 _KEY = "omp_session.store"
 
 
-def store_option(fn: F) -> F:
-    """``--store URL``; eager, so the store is open before SESSION is resolved."""
+def timeout_option(fn: F) -> F:
+    """``--timeout SECONDS``: how long a store's server has to connect and finish its handshake."""
     return click.option(
-        "--store", metavar="URL", is_eager=True, expose_value=False, callback=_open,
+        "--timeout", metavar="SECONDS", type=click.FloatRange(min=0, min_open=True, max=1e9), default=None,
+        is_eager=True, expose_value=False, callback=_got_timeout,
+        help="With --store: give up on a server that has not connected and answered its handshake after "
+             "SECONDS (default 10, or the URL's timeout= option).")(fn)
+
+
+def store_option(fn: F) -> F:
+    """``--store URL`` and ``--timeout SECONDS``; eager, so the store is open before SESSION is resolved."""
+    return timeout_option(click.option(
+        "--store", metavar="URL", is_eager=True, expose_value=False, callback=_got_url,
         help="Read from this session store instead of the files: file:DIR, sqlite:PATH, postgresql://…, "
-             "mysql://…, redis://… (docs/stores.md). SESSION is then a key, an id or prefix, or latest.")(fn)
+             "mysql://…, redis://… (docs/stores.md). SESSION is then a key, an id or prefix, or latest.")(fn))
 
 
-def _open(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
+# click runs eager callbacks in the order the options were typed: the store opens when the second
+# of the two has been seen, so `--timeout 2 --store URL` and `--store URL --timeout 2` agree
+_URL, _TIMEOUT = "omp_session.store.url", "omp_session.store.timeout"
+
+
+def _got_url(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
+    ctx.meta[_URL] = (value,)
+    _open(ctx)
+
+
+def _got_timeout(ctx: click.Context, param: click.Parameter, value: float | None) -> None:
+    ctx.meta[_TIMEOUT] = (value,)
+    _open(ctx)
+
+
+def _open(ctx: click.Context) -> None:
+    if _URL not in ctx.meta or _TIMEOUT not in ctx.meta:
+        return
+    (value,), (timeout,) = ctx.meta.pop(_URL), ctx.meta.pop(_TIMEOUT)
     if value is None:
         return
     from omp_session.store import open_store, parse_store_url
 
     parsed = parse_store_url(value)
-    storage = open_store(parsed, create=False)
+    storage = open_store(parsed, create=False, timeout=timeout)
     ctx.meta[_KEY] = (parsed, storage)
     # on the outermost context: a SESSION that is not found, or a usage error, ends the parsing of
     # this command's context, whose close callbacks then never run; the outermost one always closes

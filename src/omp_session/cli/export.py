@@ -11,7 +11,7 @@ import click
 from omp_session.errors import SessionError
 from omp_session.ops.export.formats import export as export_session
 from omp_session.ops.export.html import render_html_bytes
-from omp_session.store.atomic import write_new_file
+from omp_session.store.atomic import check_output, write_new_file
 
 from ._errors import command
 from ._options import force_option, output_option, session_argument
@@ -28,7 +28,7 @@ def write_atomically(path: Path, data: bytes, *, force: bool, source: str | None
     """Write ``data`` to ``path`` without ever leaving half a file or replacing an existing one
     unless ``force`` (omp_session.atomic), nor ``source`` even then; a refusal or failure is a
     one-line SessionError."""
-    write_new_file(path, [data], force=force, error=SessionError, source=source)
+    write_new_file(path, [data], force=force, error=SessionError, source=source, stdout=True)
 
 
 @command()
@@ -66,8 +66,8 @@ def export(session: str, fmt: str, output: Path | None, leaf_id: str | None, all
         raise click.UsageError("--lossy applies to --format json only")
     if lossy and all_branches:
         raise click.UsageError("--lossy exports one branch: drop --all-branches (the faithful json has them all)")
-    if output is not None and output.exists() and not force:
-        raise SessionError(f"{output}: already exists (use --force to replace it)")
+    if output is not None:  # refused before the work: an existing file without --force, a directory...
+        check_output(output, force=force, error=SessionError, stdout=True)
     path = resolve_any(session)
     with open_stored(path) as s:
         if fmt == "html":  # bytes: a big session's entries are copied, never decoded

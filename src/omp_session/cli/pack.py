@@ -30,13 +30,14 @@ def _size(n: int) -> str:
 
 
 def _print_pack(result: PackResult, as_json: bool) -> None:
+    err = result.output == "-"  # stdout holds the archive: the summary goes to stderr
     if as_json:
-        click.echo(json.dumps(result.to_json(), ensure_ascii=False))
+        click.echo(json.dumps(result.to_json(), ensure_ascii=False), err=err)
         return
     click.echo(f"wrote {result.output} ({result.compression}, {_size(result.size)}): "
-               f"{len(result.sessions)} session(s), {result.blobs} blob(s)")
+               f"{len(result.sessions)} session(s), {result.blobs} blob(s)", err=err)
     for s in result.sessions:
-        click.echo(f"  {s.id}  {s.cwd}  {s.path}")
+        click.echo(f"  {s.id}  {s.cwd}  {s.path}", err=err)
     if result.missing_blobs:
         click.echo(f"  {len(result.missing_blobs)} referenced blob(s) were not in the store and are not packed",
                    err=True)
@@ -46,8 +47,9 @@ def _print_pack(result: PackResult, as_json: bool) -> None:
 
 @command("pack")
 @session_argument("sessions", many=True)
-@output_option("The archive to write: .tar, .tar.gz/.tgz or .tar.zst (the name picks the compression).",
-               name="output", required=True)
+@output_option("The archive to write: .tar, .tar.gz/.tgz or .tar.zst (the name picks the compression); "
+               "- for stdout (gzip unless --compression; the summary goes to stderr).", name="output",
+               required=True)
 @click.option("--project", "project", type=click.Path(file_okay=False), metavar="DIR",
               help="Add every session of the project whose working directory is DIR.")
 @click.option("--all", "all_projects", is_flag=True, help="Add every session of every project.")
@@ -74,6 +76,7 @@ def pack(sessions: tuple[str, ...], output: Path, project: str | None, all_proje
     Examples:
       omp-session pack latest -o last.tar.gz
       omp-session pack --project ~/src/app -o app.tar.zst
+      omp-session pack --all -o - | ssh other 'cat > all.tar.gz'
     """
     if not sessions and project is None and not all_projects:
         raise click.UsageError("name at least one SESSION, or --project DIR, or --all")
@@ -89,6 +92,9 @@ def pack(sessions: tuple[str, ...], output: Path, project: str | None, all_proje
 
 
 def _print_unpack(result: UnpackResult, as_json: bool) -> None:
+    if result.stale_removed:  # said even with --json: files were deleted
+        click.echo(f"omp-session: removed {len(result.stale_removed)} staging folder(s) left by an interrupted "
+                   "unpack: " + ", ".join(result.stale_removed), err=True)
     if as_json:
         click.echo(json.dumps(result.to_json(), ensure_ascii=False))
         return

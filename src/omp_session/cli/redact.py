@@ -16,6 +16,7 @@ from omp_session.catalog.resolve import resolve_session
 from omp_session.errors import SessionError
 from omp_session.ops.redact.rewrite import RedactResult, RedactRules, write_redacted
 from omp_session.ops.redact.rewrite import redact as redact_session
+from omp_session.store.atomic import check_output
 
 from ._errors import command, os_errors
 from ._options import force_option, json_option, output_option, session_argument
@@ -61,9 +62,10 @@ def redact(session: str, out: Path, report: bool, as_json: bool, secrets: tuple[
                    no_builtin: bool, force: bool) -> None:
     """Write a copy of SESSION with secrets redacted; ids and the tree stay as they were.
 
-    Built in: provider API keys, private keys, JWTs, passwords in URLs, Authorization headers
-    and .env-style secret assignments (docs/redact.md). Signed blocks that hold a secret are
-    removed whole, with a marker.
+    Built in: provider API keys, AWS key pairs, private keys, JWTs, passwords in URLs,
+    Authorization headers and .env-style secret assignments (not code), also inside %XX- and
+    JSON-escaped text and across adjacent text blocks (docs/redact.md). Signed blocks that hold
+    a secret are removed whole, with a marker.
 
     \b
     Example:
@@ -80,8 +82,7 @@ def redact(session: str, out: Path, report: bool, as_json: bool, secrets: tuple[
     rules = RedactRules(secrets=secrets, secrets_files=secrets_files, patterns=patterns, builtin=not no_builtin,
                         paths=paths, drop_tool_output=drop_tool_output, drop_images=drop_images,
                         drop_thinking=drop_thinking, drop_custom=drop_custom)
-    if out_exists and not force:
-        raise SessionError(f"{out}: already exists (use --force to replace it)")  # before the work, not after
+    check_output(out, force=force, error=SessionError)  # before the work, not after
     try:
         with os_errors(path):
             result = redact_session(path, rules)

@@ -23,7 +23,7 @@ from omp_session.errors import SessionError
 from omp_session.ops.stats.group import GROUPINGS, Group, Totals, zone_name
 from omp_session.ops.stats.html import render_html
 from omp_session.ops.stats.report import StatsCache, StatsReport, stats
-from omp_session.store.atomic import write_new_file
+from omp_session.store.atomic import check_output, write_new_file
 
 from ._errors import command
 from ._options import force_option, json_option, output_option, session_argument
@@ -113,8 +113,10 @@ def stats_command(sessions: tuple[str, ...], all_sessions: bool, root: Path | No
         raise click.UsageError("give -o/--output or --html, not both")
     kind = "html" if html_out is not None else _format_of(out)
     out = html_out if html_out is not None else out
-    if out is not None and out.exists() and not force:
-        raise SessionError(f"{out}: already exists (use --force to replace it)")
+    # "-" is stdout only when no table, JSON or CSV goes there too
+    to_stdout = not (as_json or as_csv or chart)
+    if out is not None:
+        check_output(out, force=force, error=SessionError, stdout=to_stdout)
     active = active_store()
     if active is not None and root is not None:
         raise click.UsageError("--root names a folder of files; with --store the store's root is used")
@@ -132,7 +134,7 @@ def stats_command(sessions: tuple[str, ...], all_sessions: bool, root: Path | No
     for line in report.problems:
         click.echo(f"omp-session: {line}", err=True)
     if out is not None:
-        write_new_file(out, [_rendered(report, kind).encode()], force=force, error=SessionError)
+        write_new_file(out, [_rendered(report, kind).encode()], force=force, error=SessionError, stdout=to_stdout)
         click.echo(f"omp-session: wrote {out}", err=True)
     if as_json:
         sys.stdout.write(_json(report))

@@ -48,33 +48,53 @@ def _progress(enabled: bool) -> Iterator[Callable[[int, int, SyncItem], None] | 
 @click.option("--project", type=click.Path(file_okay=False), help="Only the sessions of this project directory.")
 @since_option("Only sessions modified at or after this time (a date, or 7d / 12h / 30m ago).")
 @click.option("--dry-run", is_flag=True, help="Say what would move; write nothing.")
+@click.option("--prefer", type=click.Choice(["source", "target"]), help="Settle conflicts: source overwrites "
+              "the target's version (reported; a file store keeps it as <key>.sync-backup-<time>), target keeps it.")
+@click.option("--timeout", metavar="SECONDS", type=click.FloatRange(min=0, min_open=True, max=1e9),
+              help="Give up on a server that has not connected and answered its handshake after SECONDS "
+              "(default 10, or the URL's timeout= option).")
+@click.option("-v", "--verbose", is_flag=True, help="A line for every session that moved (default: one summary "
+              "line, plus conflicts, failures and overwrites).")
+@click.option("-q", "--quiet", is_flag=True, help="No summary: only conflicts, failures and overwrites.")
 @json_option("Print the report as JSON.")
-def sync(source: str, target: str, project: str | None, since: int | None, dry_run: bool, as_json: bool) -> None:
+def sync(source: str, target: str, project: str | None, since: int | None, dry_run: bool, prefer: str | None,
+         timeout: float | None, verbose: bool, quiet: bool, as_json: bool) -> None:
     """Copy sessions from one store to another, byte for byte, moving only what changed.
 
     A session that grew moves only its appended bytes; a second run moves nothing. A session
     changed on both sides since the last sync is a conflict: reported, never overwritten (exit
-    status 1). Sessions only in the target are left alone. The record of the last sync of each
-    pair of stores is kept in $XDG_CACHE_HOME/omp-session/sync/.
+    status 1), unless --prefer settles it. The target keeps the source's modification times.
+    Sessions only in the target are left alone. The record of the last sync of each pair of
+    stores is kept in $XDG_CACHE_HOME/omp-session/sync/.
 
     \b
     Examples:
       omp-session sync --from file:~/.omp/agent/sessions --to postgresql://team@db/omp
       omp-session sync --from redis://cache:6379 --to sqlite:backup.db --project . --since 7d --dry-run
+      omp-session sync --from file:~/.omp/agent/sessions --to file:/mnt/backup --prefer source -v
     """
-    with _progress(sys.stderr.isatty() and not as_json) as step:
-        report = sync_urls(source, target, project=project, since_ms=since, dry_run=dry_run, progress=step)
+    if verbose and quiet:
+        raise click.UsageError("choose one of -v and -q")
+    with _progress(sys.stderr.isatty() and not as_json and not quiet) as step:
+        report = sync_urls(source, target, project=project, since_ms=since, dry_run=dry_run, progress=step,
+                           prefer=prefer, timeout=timeout)
     if as_json:
         click.echo(json.dumps(report.to_json(), ensure_ascii=False, indent=2))
     else:
-        _render(report)
+        _render(report, verbose=verbose, quiet=quiet)
     sys.exit(1 if report.conflicts or report.count("failed") else 0)
 
 
-def _render(report: SyncReport) -> None:
+def _always(item: SyncItem) -> bool:
+    """What is said even without -v: what needs the user (a conflict, a failure) and what was
+    overwritten on purpose (--prefer source)."""
+    return item.action in ("conflict", "failed") or item.reason.startswith("conflict")
+
+
+def _render(report: SyncReport, *, verbose: bool = False, quiet: bool = False) -> None:
     console = Console(highlight=False, soft_wrap=True)
     for item in report.items:
-        if item.action == "unchanged":
+        if item.action == "unchanged" or not (verbose or _always(item)):
             continue
         style = _STYLE.get(item.action, "")
         size = f" ({item.bytes} bytes)" if item.bytes else ""
@@ -82,5 +102,7 @@ def _render(report: SyncReport) -> None:
         console.print(f"[{style}]{item.action}[/] {escape(item.target)}{size}{why}")
     counts = ", ".join(f"{report.count(a)} {a}" for a in ("copied", "appended", "titled", "replaced", "unchanged",
                                                           "kept", "conflict", "failed") if report.count(a))
+    if quiet:
+        return
     verb = "would move" if report.dry_run else "moved"
     console.print(f"{len(report.items)} session(s): {counts or 'nothing to do'}; {verb} {report.bytes_moved} bytes")

@@ -10,7 +10,14 @@ same relative key in the target is brought to the source's bytes:
 * otherwise they diverged: if the target is exactly what the last sync left there, the source was
   rewritten (a migration, a repair) and replaces it, size-checked; if the target changed since
   and the source did not, the target is kept; if both changed — or there is no record of a last
-  sync to tell — it is a **conflict**: reported, never overwritten.
+  sync to tell — it is a **conflict**: reported, never overwritten, unless ``prefer`` settles it
+  (``source``: the target's version is overwritten, said in the report and, in a file store,
+  kept as ``<key>.sync-backup-<UTC time>``; ``target``: the target's version stays and counts as
+  synced).
+
+The target takes the source's modification time (omp orders its list, and picks ``latest``, by
+it), so a synced store lists its sessions as the source does, not all as modified at sync time;
+a session synced by an older version gets its time on the next run.
 
 Every write goes through the storage's own size precondition, so a writer racing the sync makes
 it report a conflict rather than lose an entry.
@@ -30,13 +37,15 @@ import hashlib
 import json
 import os
 import tempfile
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from omp_session.errors import PersistenceError, WriteConflictError
+from omp_session.errors import PersistenceError, StoreError, WriteConflictError
 from omp_session.format.title import TITLE_SLOT_BYTES, parse_title_slot
-from omp_session.store.base import SessionStorage, StoredFile, conflict_message
+from omp_session.store.atomic import copy_mode, write_new_file
+from omp_session.store.base import FileStorage, SessionStorage, StoredFile, conflict_message
 
 __all__ = ["SyncItem", "SyncReport", "SyncState", "state_path", "sync", "sync_urls"]
 
@@ -52,6 +61,7 @@ class SyncItem:
     action: str
     bytes: int = 0  # bytes written to the target
     reason: str = ""
+    backup: str = ""  # --prefer source into a file store: where the overwritten version is kept
 
 
 @dataclass
@@ -74,7 +84,7 @@ class SyncReport:
         return {"dry_run": self.dry_run, "bytes": self.bytes_moved,
                 "counts": {a: self.count(a) for a in ACTIONS},
                 "sessions": [{"source": i.source, "target": i.target, "action": i.action, "bytes": i.bytes,
-                              "reason": i.reason or None} for i in self.items]}
+                              "reason": i.reason or None, "backup": i.backup or None} for i in self.items]}
 
 
 @dataclass(frozen=True)
@@ -132,15 +142,20 @@ def _has_slot(body: bytes) -> bool:
 
 
 class _Sync:
-    def __init__(self, source: SessionStorage, target: SessionStorage, state: SyncState, dry_run: bool) -> None:
-        self.source, self.target, self.state, self.dry_run = source, target, state, dry_run
+    def __init__(self, source: SessionStorage, target: SessionStorage, state: SyncState, dry_run: bool,
+                 prefer: str | None = None) -> None:
+        self.source, self.target, self.state, self.dry_run, self.prefer = source, target, state, dry_run, prefer
+        self.stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
 
     def one(self, src: StoredFile, key: str, found: StoredFile | None) -> SyncItem:
         """``found``: the target's listing entry for ``key`` (one listing for all, not a query each)."""
         record = self.state.records.get(key)
         if (record is not None and found is not None and (src.size, src.mtime_ms) == (record.source_size,
                 record.source_mtime) and (found.size, found.mtime_ms) == (record.target_size, record.target_mtime)):
-            return SyncItem(src.path, key, "unchanged")
+            item = SyncItem(src.path, key, "unchanged")
+            if self.dry_run or abs(found.mtime_ms - src.mtime_ms) < 1:
+                return item
+            return self._settle(src, key, record.sha256, record.source_size, item)  # an older version's stamp
         try:
             body = self.source.read(src.path)
         except FileNotFoundError:
@@ -182,7 +197,34 @@ class _Sync:
             return SyncItem(src.path, key, "kept", reason="the target changed since the last sync, the source did not")
         why = "both changed since the last sync" if record is not None else \
             "the two differ and there is no record of a previous sync to tell which changed"
+        if self.prefer == "source":
+            return self._overwrite(src, key, body, current, why)
+        if self.prefer == "target":
+            item = SyncItem(src.path, key, "kept", reason=f"conflict ({why}): --prefer target kept the target's "
+                            "version")
+            if self.dry_run:
+                return item
+            # the target's version counts as synced: the next run sees nothing to do
+            source_size = src.size if len(body) == src.size else -1
+            return self._settle(src, key, _sha(current), source_size, item, stamp=False)
         return SyncItem(src.path, key, "conflict", reason=why)
+
+    def _overwrite(self, src: StoredFile, key: str, body: bytes, current: bytes, why: str) -> SyncItem:
+        """--prefer source on a conflict: never silent, and a file store keeps what it overwrote."""
+        old = f"{len(current):,} bytes, sha256 {_sha(current)[:16]}…"
+        backup = ""
+        if isinstance(self.target, FileStorage) and not self.dry_run:
+            backup = _free_name(f"{key}.sync-backup-{self.stamp}")  # omp lists only *.jsonl
+            try:
+                write_new_file(backup, [current], force=False, error=StoreError, mode=copy_mode(key))
+            except StoreError as e:
+                return SyncItem(src.path, key, "conflict", reason=f"{why}; not overwritten: the backup failed ({e})")
+        verb = "would overwrite" if self.dry_run else "overwrote"
+        kept = f"; it is kept as {backup}" if backup else (
+            "" if isinstance(self.target, FileStorage) else "; a database store keeps no backup")
+        reason = f"conflict ({why}): --prefer source {verb} the target's version ({old}){kept}"
+        return self._write(src, key, body, "replaced", lambda: self.target.replace(key, body, len(current)),
+                           len(body), reason=reason, backup=backup)
 
     def _append(self, key: str, size: int, delta: bytes) -> None:
         # an append has no size precondition: check the size we compared against (the listing's may
@@ -202,8 +244,8 @@ class _Sync:
             self.target.replace(key, body, size + len(delta))
 
     def _write(self, src: StoredFile, key: str, body: bytes, action: str, write: Callable[[], None],
-               moved: int, reason: str = "") -> SyncItem:
-        item = SyncItem(src.path, key, action, moved, reason)
+               moved: int, reason: str = "", backup: str = "") -> SyncItem:
+        item = SyncItem(src.path, key, action, moved, reason, backup)
         if self.dry_run:
             return item
         try:
@@ -217,20 +259,41 @@ class _Sync:
     def _done(self, src: StoredFile, key: str, body: bytes, item: SyncItem) -> SyncItem:
         if self.dry_run:
             return item
+        # a source that changed between the listing and the read is re-read next time
+        return self._settle(src, key, _sha(body), src.size if len(body) == src.size else -1, item)
+
+    def _settle(self, src: StoredFile, key: str, sha: str, source_size: int, item: SyncItem, *,
+                stamp: bool = True) -> SyncItem:
+        """Give the target the source's modification time and record what both sides are now."""
         after = self.target.stat(key)
+        if after is not None and stamp and abs(after.mtime_ms - src.mtime_ms) >= 1:
+            set_mtime = getattr(self.target, "set_mtime", None)  # a storage of omp's layout has one
+            if set_mtime is not None and set_mtime(key, src.mtime_ms, after.size):
+                after = self.target.stat(key)
         if after is not None:
-            # a source that changed between the listing and the read is re-read next time
-            source_size = src.size if len(body) == src.size else -1
-            self.state.records[key] = _Record(source_size, src.mtime_ms, after.size, after.mtime_ms, _sha(body))
+            self.state.records[key] = _Record(source_size, src.mtime_ms, after.size, after.mtime_ms, sha)
         return item
+
+
+def _free_name(base: str) -> str:
+    """``base``, or ``base-2``, ``base-3``…: a backup never replaces an earlier one."""
+    name, n = base, 1
+    while os.path.lexists(name):
+        n += 1
+        name = f"{base}-{n}"
+    return name
 
 
 def sync(source: SessionStorage, target: SessionStorage, *, source_root: str, target_root: str,
          state: SyncState | None = None, bucket: str | None = None, since_ms: float | None = None,
-         dry_run: bool = False, progress: Callable[[int, int, SyncItem], None] | None = None) -> SyncReport:
+         dry_run: bool = False, progress: Callable[[int, int, SyncItem], None] | None = None,
+         prefer: str | None = None) -> SyncReport:
     """Bring every session under ``source_root`` (only ``bucket``, a project's bucket name, when
     given; only those modified at or after ``since_ms``) to the same relative key under
-    ``target_root``. ``state`` is the record of the last sync (saved unless ``dry_run``)."""
+    ``target_root``. ``state`` is the record of the last sync (saved unless ``dry_run``).
+    ``prefer`` (``"source"`` or ``"target"``) settles conflicts (see the module docstring)."""
+    if prefer not in (None, "source", "target"):
+        raise ValueError(f"prefer must be 'source' or 'target', not {prefer!r}")
     source_root = source_root if source_root.endswith("/") else source_root + "/"
     target_root = target_root if target_root.endswith("/") else target_root + "/"
     prefix = source_root + (bucket + "/" if bucket else "")
@@ -238,7 +301,7 @@ def sync(source: SessionStorage, target: SessionStorage, *, source_root: str, ta
     files = [f for f in source.scan(prefix) if since_ms is None or f.mtime_ms >= since_ms]
     listed = {f.path: f for f in target.scan(target_root + prefix[len(source_root):])} if files else {}
     report = SyncReport(dry_run=dry_run)
-    worker = _Sync(source, target, state, dry_run)
+    worker = _Sync(source, target, state, dry_run, prefer)
     try:
         for n, f in enumerate(files, 1):
             rel = f.path[len(source_root):]
@@ -266,9 +329,10 @@ def sync(source: SessionStorage, target: SessionStorage, *, source_root: str, ta
 
 def sync_urls(source_url: str, target_url: str, *, project: str | None = None, since_ms: float | None = None,
               dry_run: bool = False, progress: Callable[[int, int, SyncItem], None] | None = None,
-              use_state: bool = True) -> SyncReport:
+              use_state: bool = True, prefer: str | None = None, timeout: float | None = None) -> SyncReport:
     """:func:`sync` between two store URLs (docs/stores.md): the source is opened for reading,
-    the target's table is created if needed; ``project`` limits it to that directory's bucket."""
+    the target's table is created if needed; ``project`` limits it to that directory's bucket.
+    ``timeout``: seconds each server has to connect (default: the URL's, else 10)."""
     from omp_session.catalog.summaries import cache_dir
     from omp_session.errors import StoreMissingError
     from omp_session.paths import project_dir_name
@@ -276,23 +340,24 @@ def sync_urls(source_url: str, target_url: str, *, project: str | None = None, s
     from omp_session.store.base import MemoryStorage
 
     src_url, dst_url = parse_store_url(source_url), parse_store_url(target_url)
-    if (src_url.kind, src_url.location, src_url.root, src_url.options) == \
-            (dst_url.kind, dst_url.location, dst_url.root, dst_url.options):
-        from omp_session.errors import StoreError
-
+    # the timeout says how to reach a store, not which store it is
+    src_opts = sorted((k, v) for k, v in src_url.options.items() if k != "timeout")
+    dst_opts = sorted((k, v) for k, v in dst_url.options.items() if k != "timeout")
+    if (src_url.kind, src_url.location, src_url.root, src_opts) == \
+            (dst_url.kind, dst_url.location, dst_url.root, dst_opts):
         raise StoreError(f"{src_url.name}: the source and the target are the same store")
-    source = open_store(src_url, create=False)
+    source = open_store(src_url, create=False, timeout=timeout)
     try:
         try:
-            target = open_store(dst_url, create=not dry_run)
+            target = open_store(dst_url, create=not dry_run, timeout=timeout)
         except StoreMissingError:
             target = MemoryStorage()  # a dry run into a store that does not exist yet: all would be copied
         try:
-            pair = f"{src_url.name}?{sorted(src_url.options.items())}", f"{dst_url.name}?{sorted(dst_url.options.items())}"
+            pair = f"{src_url.name}?{src_opts}", f"{dst_url.name}?{dst_opts}"
             state = SyncState(state_path(pair[0], pair[1], cache_dir()) if use_state else None)
             bucket = project_dir_name(project) if project is not None else None
             return sync(source, target, source_root=src_url.root, target_root=dst_url.root, state=state,
-                        bucket=bucket, since_ms=since_ms, dry_run=dry_run, progress=progress)
+                        bucket=bucket, since_ms=since_ms, dry_run=dry_run, progress=progress, prefer=prefer)
         finally:
             target.close()
     finally:

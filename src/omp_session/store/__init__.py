@@ -16,7 +16,7 @@ from omp_session.errors import StoreError, StoreMissingError
 from omp_session.extras import require
 
 from .base import FileStorage, MemoryStorage, SessionStorage, StoredFile
-from .url import StoreURL, parse_store_url
+from .url import StoreURL, check_timeout, parse_store_url
 
 if TYPE_CHECKING:
     from typing import Any
@@ -25,15 +25,18 @@ __all__ = ["FileStorage", "MemoryStorage", "SessionStorage", "StoreError", "Stor
            "parse_store_url"]
 
 
-def open_store(url: str | StoreURL, *, create: bool = True) -> SessionStorage:
+def open_store(url: str | StoreURL, *, create: bool = True, timeout: float | None = None) -> SessionStorage:
     """The storage a store URL names, connected and checked.
 
-    ``create=False`` opens for reading: no table is created (a missing one is an error). Raises
+    ``create=False`` opens for reading: no table is created (a missing one is an error).
+    ``timeout``: seconds a server has to connect and finish its handshake (default: the URL's
+    ``timeout`` option, else 10); file and SQLite stores ignore it. Raises
     :class:`StoreError` with one line naming the store for a bad URL, an unreachable server,
     refused credentials, an unsafe table name or a table that is not omp's layout.
     """
     parsed = parse_store_url(url) if isinstance(url, str) else url
     opts = parsed.options
+    seconds = check_timeout(timeout, parsed.name) if timeout is not None else parsed.timeout
     if parsed.kind == "file":
         if not create and not os.path.isdir(parsed.location):
             raise StoreMissingError(f"{parsed.name}: no such directory")
@@ -47,7 +50,7 @@ def open_store(url: str | StoreURL, *, create: bool = True) -> SessionStorage:
         from .postgres import PostgresStorage
 
         return PostgresStorage(parsed.location, parsed.name, opts.get("table", "omp_session_files"),
-                               create_table=create)
+                               create_table=create, connect_timeout=seconds)
     if parsed.kind == "mysql":
         require("pymysql")
         from .mysql import MysqlStorage
@@ -59,8 +62,9 @@ def open_store(url: str | StoreURL, *, create: bool = True) -> SessionStorage:
                                 "database": unquote(parts.path.lstrip("/")) or None}
         if "unix_socket" in parsed.extra:
             args["unix_socket"] = parsed.extra["unix_socket"]
-        return MysqlStorage(args, parsed.name, opts.get("table", "omp_session_files"), create_table=create)
+        return MysqlStorage(args, parsed.name, opts.get("table", "omp_session_files"), create_table=create,
+                            timeout=seconds)
     require("redis")
     from .redis import RedisStorage
 
-    return RedisStorage(parsed.location, prefix=opts.get("prefix", "omp:sessions:"))
+    return RedisStorage(parsed.location, prefix=opts.get("prefix", "omp:sessions:"), timeout=seconds)

@@ -1,10 +1,24 @@
-"""Writing a new output file (an export, a redacted or pruned copy, a report) so that nothing is
-ever half-written or clobbered.
+"""Writing an output file (an export, a redacted or pruned copy, a report, an archive) so that
+nothing is ever half-written, clobbered, or replaced that is not a file.
 
-The bytes go to a temporary file in the target's directory and are synced; the file then takes
-the target's name by a hard link, which fails if the target appeared meanwhile (so an existing
-file is never replaced without ``force``), or by a rename with ``force``. On any failure the
-temporary file is removed. Every refusal is one line naming the target.
+What the output names decides how it is written:
+
+* **nothing**: a new file. The bytes go to a temporary file in the same directory and are synced;
+  the file then takes the name by a hard link, which fails if the name appeared meanwhile.
+* **a regular file** (or a link to one): refused, or with ``force`` replaced by a rename (a link
+  stays a link: the file it points to is replaced).
+* **a character device or a FIFO** (or a link to one: ``/dev/stdout``, a shell's ``>(…)``): the
+  bytes are streamed *into* it, as ``cp`` would; it is never replaced, ``force`` or not. A failure
+  part-way can leave part of the bytes in the stream.
+* ``-``: stdout, where the command allows it (``stdout=True``; its other output then goes to
+  stderr), else refused.
+* a directory, a block device, a socket or a link to nothing: refused.
+
+A new file gets the permission bits ``mode`` minus the umask, as ``cp`` gives a new file: the
+default 0o666 makes 0644 under umask 022 (for what is written to be read or sent on: an export, a
+report, an archive, a redacted copy); :func:`copy_mode` keeps a session copy no more readable than
+the session it came from. Every refusal is one line naming the output; on any failure the
+temporary file is removed.
 """
 
 from __future__ import annotations
@@ -12,51 +26,204 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import tempfile
-from collections.abc import Callable, Iterable
-from pathlib import Path
+import secrets
+import stat
+import sys
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import IO, Final, Literal
 
-__all__ = ["place", "write_new_file"]
+from omp_session.errors import SessionError
+
+__all__ = ["Output", "check_output", "copy_mode", "open_output", "place", "write_new_file"]
+
+SHARED_MODE: Final = 0o666  # the umask makes this 0644 (022) or 0600 (077), as for cp
+_IN_PLACE = "is the input; it is never written in place"
+
+
+@dataclass(frozen=True)
+class Output:
+    """Where and how :func:`open_output` writes: ``path`` (for a link to a file, the file) and
+    ``kind``: ``new`` (nothing there), ``file`` (a regular file, replaced), ``stream`` (a device
+    or FIFO, written into), ``stdout``."""
+
+    path: str
+    kind: Literal["new", "file", "stream", "stdout"]
+
+
+def _kind_name(mode: int) -> str:
+    if stat.S_ISBLK(mode):
+        return "a block device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
+
+
+def check_output(out: str | os.PathLike[str], *, force: bool, error: Callable[[str], Exception],
+                 source: str | os.PathLike[str] | None = None, in_place: str = _IN_PLACE,
+                 stdout: bool = False) -> Output:
+    """How ``out`` would be written (see the module docstring), or ``error(message)`` raised for a
+    refusal. A command calls it before its work, so a refusal comes first; :func:`open_output`
+    calls it again."""
+    name = os.fspath(out)
+    if name == "-":
+        if stdout:
+            return Output(name, "stdout")
+        raise error("-: this command does not write to stdout (-o -); name a file")
+    try:
+        lst = os.lstat(name)
+    except FileNotFoundError:
+        return Output(name, "new")
+    except OSError as e:
+        raise error(f"{name}: {e.strerror or e}") from None
+    try:
+        st = os.stat(name)
+    except FileNotFoundError:
+        raise error(f"{name}: is a link to nothing; nothing was written") from None
+    except OSError as e:
+        raise error(f"{name}: {e.strerror or e}") from None
+    if source is not None and _same_file(name, st, source):
+        raise error(f"{name}: {in_place}")
+    if stat.S_ISDIR(st.st_mode):
+        raise error(f"{name}: is a directory")
+    if stat.S_ISCHR(st.st_mode) or stat.S_ISFIFO(st.st_mode):
+        return Output(name, "stream")
+    if not stat.S_ISREG(st.st_mode):
+        raise error(f"{name}: is {_kind_name(st.st_mode)}; nothing was written")
+    if not force:
+        raise error(f"{name}: already exists (use --force to replace it)")
+    if stat.S_ISLNK(lst.st_mode):
+        real = os.path.realpath(name)
+        try:
+            same = os.path.samestat(os.stat(real), st)
+        except OSError:
+            same = False
+        if not same:  # e.g. /proc/self/fd/N of a deleted file
+            raise error(f"{name}: a link whose file cannot be named; nothing was written")
+        return Output(real, "file")
+    return Output(name, "file")
+
+
+def _same_file(name: str, st: os.stat_result, source: str | os.PathLike[str]) -> bool:
+    if os.path.abspath(name) == os.path.abspath(source):
+        return True
+    try:
+        return os.path.samestat(st, os.stat(source))
+    except OSError:
+        return False
+
+
+def copy_mode(source: str | os.PathLike[str]) -> int:
+    """The permission bits for a copy of the session ``source``: its own read and write bits (the
+    umask applies on top), so a copy is never more readable than its session; 0o600 when
+    ``source`` cannot be looked at."""
+    try:
+        return stat.S_IMODE(os.stat(source).st_mode) & 0o666
+    except OSError:
+        return 0o600
+
+
+@contextlib.contextmanager
+def open_output(out: str | os.PathLike[str], *, force: bool, error: Callable[[str], Exception],
+                source: str | os.PathLike[str] | None = None, in_place: str = _IN_PLACE,
+                stdout: bool = False, mode: int = SHARED_MODE) -> Iterator[IO[bytes]]:
+    """A binary file to write the output to; when the block ends without an exception the output
+    is complete (synced and in place), else nothing is left (see the module docstring).
+    ``error(message)`` builds the exception for every refusal and failure; ``source`` (the input)
+    is never a valid output, whatever ``force`` says."""
+    target = check_output(out, force=force, error=error, source=source, in_place=in_place, stdout=stdout)
+    if target.kind == "stdout":
+        try:
+            yield sys.stdout.buffer
+            sys.stdout.buffer.flush()
+        except SessionError:
+            raise
+        except OSError as e:
+            raise error(f"-: cannot write to stdout: {e.strerror or e}") from None
+        return
+    if target.kind == "stream":
+        f = _open_stream(target.path, error)
+        try:
+            with f:
+                yield f
+        except SessionError:
+            raise
+        except OSError as e:
+            raise error(f"{target.path}: cannot write: {e.strerror or e}") from None
+        return
+    fd, tmp = _create_temp(target.path, mode, error)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            yield f
+            f.flush()
+            os.fsync(f.fileno())
+        if target.kind == "file":
+            _still_a_file(target.path, error)
+        place(tmp, target.path, force=target.kind == "file")
+    except SessionError:
+        _unlink(tmp)
+        raise
+    except FileExistsError:
+        _unlink(tmp)
+        raise error(f"{target.path}: already exists (use --force to replace it)") from None
+    except OSError as e:
+        _unlink(tmp)
+        raise error(f"{target.path}: cannot write: {e.strerror or e}") from None
+    except BaseException:
+        _unlink(tmp)
+        raise
 
 
 def write_new_file(out: str | os.PathLike[str], pieces: Iterable[bytes], *, force: bool,
                    error: Callable[[str], Exception], source: str | os.PathLike[str] | None = None,
-                   in_place: str = "is the input; it is never written in place") -> int:
-    """Write ``pieces`` to ``out``; returns the bytes written. ``error(message)`` builds the
-    exception raised for every refusal and failure; ``source`` (the input) is never a valid
-    ``out``, whatever ``force`` says."""
-    target = Path(out)
-    if source is not None and target.exists() and (
-            os.path.abspath(target) == os.path.abspath(source) or os.path.samefile(target, source)):
-        raise error(f"{target}: {in_place}")
-    if target.is_dir():
-        raise error(f"{target}: is a directory")
-    if target.exists() and not force:
-        raise error(f"{target}: already exists (use --force to replace it)")
-    directory = target.parent if str(target.parent) else Path(".")
-    try:
-        fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{target.name}.", suffix=".tmp")
-    except OSError as e:
-        raise error(f"{target}: cannot write: {e.strerror or e}") from None
+                   in_place: str = _IN_PLACE, stdout: bool = False, mode: int = SHARED_MODE) -> int:
+    """Write ``pieces`` to ``out`` through :func:`open_output`; returns the bytes written."""
     written = 0
-    try:
-        with os.fdopen(fd, "wb") as f:
-            for piece in pieces:
-                f.write(piece)
-                written += len(piece)
-            f.flush()
-            os.fsync(f.fileno())
-        place(tmp, target, force=force)
-    except FileExistsError:
-        _unlink(tmp)
-        raise error(f"{target}: already exists (use --force to replace it)") from None
-    except OSError as e:
-        _unlink(tmp)
-        raise error(f"{target}: cannot write: {e.strerror or e}") from None
-    except BaseException:
-        _unlink(tmp)
-        raise
+    with open_output(out, force=force, error=error, source=source, in_place=in_place, stdout=stdout,
+                     mode=mode) as f:
+        for piece in pieces:
+            f.write(piece)
+            written += len(piece)
     return written
+
+
+def _open_stream(path: str, error: Callable[[str], Exception]) -> IO[bytes]:
+    # no O_CREAT, no O_TRUNC: if the name became a regular file meanwhile, it is refused below
+    # before a byte is written; a FIFO blocks here until a reader opens it, as with cp
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_NOCTTY | os.O_CLOEXEC)
+    except OSError as e:
+        raise error(f"{path}: cannot write: {e.strerror or e}") from None
+    st = os.fstat(fd)
+    if not (stat.S_ISCHR(st.st_mode) or stat.S_ISFIFO(st.st_mode)):
+        os.close(fd)
+        raise error(f"{path}: changed while being opened; nothing was written")
+    return os.fdopen(fd, "wb")
+
+
+def _create_temp(target: str, mode: int, error: Callable[[str], Exception]) -> tuple[int, str]:
+    # not mkstemp: it makes every file 0600, and the umask is to decide (the kernel applies it)
+    directory, base = os.path.split(target)
+    for _ in range(100):
+        tmp = os.path.join(directory, f".{base}.{secrets.token_hex(4)}.tmp")
+        try:
+            return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, mode), tmp
+        except FileExistsError:
+            continue
+        except OSError as e:
+            raise error(f"{target}: cannot write: {e.strerror or e}") from None
+    raise error(f"{target}: cannot write: no free temporary name")
+
+
+def _still_a_file(path: str, error: Callable[[str], Exception]) -> None:
+    """Just before a rename over ``path``: it must still be a regular file (or gone): a device or
+    FIFO put there since the check is never replaced."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return
+    if not stat.S_ISREG(mode):
+        raise error(f"{path}: is no longer a regular file; nothing was written")
 
 
 def place(tmp: str | os.PathLike[str], target: str | os.PathLike[str], *, force: bool) -> None:

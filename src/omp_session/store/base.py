@@ -225,6 +225,20 @@ class FileStorage:
         except OSError as e:
             raise PersistenceError(src, f"renaming to {dst}", e) from e
 
+    def set_mtime(self, path: str, mtime_ms: float, expected_size: int) -> bool:
+        """Give the session the modification time ``mtime_ms`` (what omp orders its list by), if
+        it still holds ``expected_size`` bytes; False otherwise (nothing changed)."""
+        try:
+            st = os.stat(path)
+            if st.st_size != expected_size:
+                return False
+            os.utime(path, ns=(st.st_atime_ns, int(mtime_ms * 1_000_000)))
+        except FileNotFoundError:
+            return False
+        except OSError as e:
+            raise PersistenceError(path, "setting the modification time", e) from e
+        return True
+
     def close(self) -> None:
         return None
 
@@ -322,6 +336,13 @@ class MemoryStorage:
         if src != dst:
             self.files[dst] = self.files.pop(src)
             self.mtimes[dst] = self.mtimes.pop(src, 0.0)
+
+    def set_mtime(self, path: str, mtime_ms: float, expected_size: int) -> bool:
+        data = self.files.get(path)
+        if data is None or len(data) != expected_size:
+            return False
+        self.mtimes[path] = float(mtime_ms)
+        return True
 
     def close(self) -> None:
         return None

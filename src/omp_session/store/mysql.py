@@ -14,6 +14,7 @@ import pymysql  # type: ignore[import-untyped]
 from pymysql.constants import CLIENT  # type: ignore[import-untyped]
 
 from .sql import DEFAULT_TABLE, Dialect, SqlStorage
+from .url import DEFAULT_TIMEOUT
 
 __all__ = ["MysqlStorage"]
 
@@ -38,13 +39,21 @@ class MysqlStorage(SqlStorage):
     driver_errors = (pymysql.Error,)
 
     def __init__(self, connect_args: dict[str, Any], name: str, table: str = DEFAULT_TABLE, *,
-                 create_table: bool = True) -> None:
+                 create_table: bool = True, timeout: float = DEFAULT_TIMEOUT) -> None:
         self._args = connect_args
+        self.timeout = timeout
         super().__init__(name, table, create_table=create_table)
 
     def _connect(self) -> Any:
-        return pymysql.connect(**self._args, charset="utf8mb4", autocommit=True,
-                               client_flag=CLIENT.FOUND_ROWS, connect_timeout=10)
+        # connect_timeout bounds only the TCP connect; the server's greeting is read with the read
+        # timeout, and a server that is not MySQL (Redis, PostgreSQL) never sends one
+        conn = pymysql.connect(**self._args, charset="utf8mb4", autocommit=True, client_flag=CLIENT.FOUND_ROWS,
+                               connect_timeout=self.timeout, read_timeout=self.timeout,
+                               write_timeout=self.timeout)
+        # then no limit again: a statement may wait for a row lock held by another writer
+        # (PyMySQL sets the socket's timeout from these before each read and write)
+        conn._read_timeout = conn._write_timeout = None
+        return conn
 
     def reason(self, error: BaseException) -> str:
         if isinstance(error, pymysql.Error) and len(error.args) == 2:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import psycopg
 
 from .sql import DEFAULT_TABLE, Dialect, SqlStorage
+from .url import DEFAULT_TIMEOUT
 
 __all__ = ["PostgresStorage"]
 
@@ -28,14 +30,19 @@ class PostgresStorage(SqlStorage):
     driver_errors = (psycopg.Error,)
 
     def __init__(self, conninfo: str, name: str, table: str = DEFAULT_TABLE, *, create_table: bool = True,
-                 connect_timeout: int = 10) -> None:
+                 connect_timeout: float = DEFAULT_TIMEOUT) -> None:
         self._conninfo = conninfo
-        self._connect_timeout = connect_timeout
+        self.timeout = connect_timeout
         super().__init__(name, table, create_table=create_table)
 
     def _connect(self) -> Any:
-        # autocommit: _tx issues BEGIN / COMMIT itself, so a read outside one holds no snapshot
-        return psycopg.connect(self._conninfo, autocommit=True, connect_timeout=self._connect_timeout)
+        # autocommit: _tx issues BEGIN / COMMIT itself, so a read outside one holds no snapshot.
+        # libpq's connect_timeout covers the whole start-up (TLS negotiation, authentication), in
+        # whole seconds, at least 2; a connect_timeout in the URL wins
+        kwargs: dict[str, Any] = {}
+        if "connect_timeout=" not in self._conninfo:
+            kwargs["connect_timeout"] = max(1, math.ceil(self.timeout))
+        return psycopg.connect(self._conninfo, autocommit=True, **kwargs)
 
     def reason(self, error: BaseException) -> str:
         # libpq's messages span lines ("connection to server at ... failed: FATAL: ..."): keep the gist

@@ -40,6 +40,7 @@ from omp_session.errors import StoreError, WriteConflictError
 from omp_session.js import codec
 
 from .base import StoredFile, conflict_message
+from .url import DEFAULT_TIMEOUT
 
 if TYPE_CHECKING:
     from .base import SessionStorage
@@ -118,6 +119,15 @@ end
 return 1
 """)
 
+# KEYS: file, meta. ARGV: path, mtime, expected size. Returns 1, or 0 when the body is missing or
+# of another size (nothing written).
+_SET_MTIME = _checked(1, """
+if redis.call("EXISTS", KEYS[1]) == 0 then return 0 end
+if redis.call("STRLEN", KEYS[1]) ~= tonumber(ARGV[3]) then return 0 end
+redis.call("HSET", KEYS[2], ARGV[1], ARGV[2])
+return 1
+""")
+
 # KEYS: meta, then file keys. ARGV: the paths (meta fields). Returns {size or -1, mtime or false}
 # per key.
 _STAT = """
@@ -164,7 +174,7 @@ class RedisStorage:
 
     persistent = True
 
-    def __init__(self, url: str, *, prefix: str = DEFAULT_PREFIX) -> None:
+    def __init__(self, url: str, *, prefix: str = DEFAULT_PREFIX, timeout: float = DEFAULT_TIMEOUT) -> None:
         self.url = redact_url(url)
         scheme = url.split("://", 1)[0].lower() if "://" in url else ""
         if scheme not in _SCHEMES:
@@ -174,10 +184,12 @@ class RedisStorage:
             db = urlsplit(plain).path.strip("/")
             if scheme != "unix" and db and not db.isdigit():
                 raise ValueError(f"the database must be a number, not {db!r}")
+            # the socket timeout bounds the TLS handshake and each reply too: a server that is not
+            # Redis (or not TLS) answers nothing, and waiting would hang the command
             self._client: redis.Redis = redis.Redis.from_url(
-                plain, socket_connect_timeout=5, socket_timeout=60, retry=Retry(NoBackoff(), 0),
+                plain, socket_connect_timeout=timeout, socket_timeout=timeout, retry=Retry(NoBackoff(), 0),
                 retry_on_error=[], health_check_interval=30)
-        except ValueError as e:
+        except (ValueError, TypeError) as e:  # TypeError: a query option redis-py does not know
             self._fail("opening", f"not a valid Redis URL: {e}")
         if not self.prefix:
             self._fail("opening", "the key prefix is empty")
@@ -191,12 +203,17 @@ class RedisStorage:
         self._set_title = self._client.register_script(_SET_TITLE)
         self._rename = self._client.register_script(_RENAME)
         self._stat_script = self._client.register_script(_STAT)
+        self._set_mtime = self._client.register_script(_SET_MTIME)
         with self._guard("connecting"):
             pipe = self._client.pipeline(transaction=False)
             pipe.ping()
             pipe.type(self._meta)
             pipe.type(self._title)
-            _, meta_type, title_type = pipe.execute()
+            try:
+                _, meta_type, title_type = pipe.execute()
+            except redis.exceptions.TimeoutError as e:
+                self._fail("connecting", f"no answer within {timeout:g} s ({_first_line(e)}; is it a Redis "
+                           "server, and TLS only with rediss://?)")
         for key, found in ((self._meta, meta_type), (self._title, title_type)):
             if found not in (b"none", b"hash"):
                 self._fail("opening", f"key {key.decode()} is a {found.decode()}, not the hash omp 18.2.3 keeps "
@@ -337,6 +354,14 @@ class RedisStorage:
             pipe.hdel(self._meta, *fields)
             pipe.hdel(self._title, *fields)
             pipe.execute()
+
+    def set_mtime(self, path: str, mtime_ms: float, expected_size: int) -> bool:
+        """Set the mtime omp keeps in ``<prefix>meta`` if the body still holds ``expected_size``
+        bytes; False otherwise."""
+        with self._guard("setting the modification time of " + path, path):
+            done = self._set_mtime(keys=[self._key(path), self._meta],
+                                   args=[_enc(path), int(mtime_ms), expected_size])
+        return bool(int(done))
 
     def rename(self, src: str, dst: str) -> None:
         """Move a session, its mtime and its title to ``dst`` in one step (a destination is

@@ -37,6 +37,7 @@ from omp_session.errors import PersistenceError, StoreError, StoreMissingError, 
 from omp_session.format.title import TITLE_SLOT_BYTES, build_title_slot, parse_title_slot
 
 from .base import StoredFile, conflict_message
+from .url import DEFAULT_TIMEOUT
 
 __all__ = ["DEFAULT_TABLE", "IDENTIFIER", "Dialect", "SqlStorage", "check_table_name", "overlay_title"]
 
@@ -97,6 +98,7 @@ class Dialect:
             "delete": f"DELETE FROM {table} WHERE path = {p}",
             "delete_under": f"DELETE FROM {table} WHERE substr(path, 1, {n}) = {p}",
             "rename": f"UPDATE {table} SET path = {p} WHERE path = {p}",
+            "set_mtime": f"UPDATE {table} SET mtime_ms = {p} WHERE path = {p} AND {self.byte_len} = {n}",
         }
 
     def create_table(self, table: str) -> list[str]:
@@ -157,6 +159,7 @@ class SqlStorage:
     persistent = True
     dialect: Dialect
     driver_errors: tuple[type[BaseException], ...] = ()
+    timeout: float = DEFAULT_TIMEOUT  # seconds to connect and finish the handshake (adapters use it)
 
     def __init__(self, name: str, table: str = DEFAULT_TABLE, *, create_table: bool = True) -> None:
         self.name = name
@@ -166,7 +169,10 @@ class SqlStorage:
         try:
             self._conn: Any = self._connect()
         except self.driver_errors as e:
-            raise StoreError(f"{name}: cannot connect: {self.reason(e)}") from e
+            reason = self.reason(e)
+            if "timed out" in reason or "timeout" in reason.lower():  # a wrong service answers nothing
+                reason = f"no answer within {self.timeout:g} s ({reason})"
+            raise StoreError(f"{name}: cannot connect: {reason}") from e
         try:
             self._prepare(create_table)
         except BaseException:
@@ -357,6 +363,14 @@ class SqlStorage:
             if path.endswith(".jsonl"):
                 artifacts = path[: -len(".jsonl")] + "/"
                 cur.execute(self._q["delete_under"], (len(artifacts), artifacts))
+
+    def set_mtime(self, path: str, mtime_ms: float, expected_size: int) -> bool:
+        """Set the row's ``mtime_ms`` (omp orders its list by it) if the body still holds
+        ``expected_size`` bytes; False otherwise."""
+        with self._tx("setting the modification time", path) as cur:
+            cur.execute(self._q["set_mtime"], (int(mtime_ms), path, expected_size))
+            # MySQL counts a matched row with FOUND_ROWS even when the value is the same
+            return bool(cur.rowcount == 1)
 
     def rename(self, src: str, dst: str) -> None:
         self._check_key(dst)

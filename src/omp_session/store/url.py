@@ -7,23 +7,31 @@
 Query options understood by every SQL store: ``table`` (omp's table option, default
 ``omp_session_files``); by Redis: ``prefix`` (default ``omp:sessions:``); by all: ``root``, the
 key prefix under which the store keeps omp's sessions root (default: for ``file:`` the DIR, else
-this machine's sessions root, which is where omp's keys start). Other PostgreSQL options
-(``sslmode``, ``connect_timeout`` …) go to libpq unchanged.
+this machine's sessions root, which is where omp's keys start), and ``timeout``, the seconds a
+server has to connect and answer the handshake (default 10; file and SQLite stores ignore it).
+Other PostgreSQL options (``sslmode`` …) go to libpq unchanged; Redis takes redis-py's URL options.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
 from omp_session.errors import StoreError
 
-__all__ = ["SCHEMES", "StoreURL", "parse_store_url"]
+__all__ = ["DEFAULT_TIMEOUT", "SCHEMES", "StoreURL", "check_timeout", "parse_store_url"]
 
 SCHEMES = ("file", "sqlite", "postgresql", "postgres", "mysql", "mariadb", "redis", "rediss", "unix")
+DEFAULT_TIMEOUT = 10.0  # seconds to connect and finish the handshake; a wrong service never answers
 _HINT = "file:DIR, sqlite:PATH, postgresql://…, mysql://…, redis://…"
-_OURS = {"table", "root", "prefix"}
+_OURS = {"table", "root", "prefix", "timeout"}
+# what redis-py's from_url parses; any other query key reaches its constructor as a keyword and
+# fails there with a TypeError
+_REDIS_OPTIONS = {"db", "socket_read_size", "socket_keepalive", "retry_on_timeout", "max_connections",
+                  "health_check_interval", "ssl_check_hostname", "ssl_cert_reqs", "ssl_ca_certs", "ssl_certfile",
+                  "ssl_keyfile", "ssl_min_version", "protocol", "client_name", "username", "password"}
 
 
 @dataclass(frozen=True)
@@ -33,6 +41,12 @@ class StoreURL:
     name: str  # for messages: the URL without a password
     options: dict[str, str] = field(default_factory=dict)  # our options (table, root, prefix)
     extra: dict[str, str] = field(default_factory=dict)  # the backend's own options
+
+    @property
+    def timeout(self) -> float:
+        """Seconds a server has to connect and answer the handshake (``timeout``; default 10)."""
+        raw = self.options.get("timeout")
+        return DEFAULT_TIMEOUT if raw is None else check_timeout(raw, self.name)
 
     @property
     def root(self) -> str:
@@ -48,9 +62,24 @@ class StoreURL:
         return root if root.endswith("/") else root + "/"
 
 
+def check_timeout(raw: str | float, name: str) -> float:
+    """A timeout in seconds: a finite number > 0, else :class:`StoreError` naming the store."""
+    try:
+        value = float(raw)
+    except (TypeError, ValueError):
+        value = float("nan")
+    if not (0 < value < 1e9):
+        raise StoreError(f"{name}: timeout must be a number of seconds > 0, not {raw!r}")
+    return value
+
+
 def _redacted(raw: str) -> str:
-    parts = urlsplit(raw)
-    if parts.password is None:
+    try:
+        parts = urlsplit(raw)
+        password = parts.password
+    except ValueError:  # not even a URL: hide whatever sits between "user:" and "@"
+        return re.sub(r"(//[^/@:]*:)[^/@]*@", r"\1***@", raw)
+    if password is None:
         return raw
     netloc = parts.netloc.rsplit("@", 1)[1]
     user = parts.username or ""
@@ -68,8 +97,10 @@ def parse_store_url(url: str) -> StoreURL:
         if path.startswith("//"):
             path = path[2:]
         path = unquote(path)
+        if "\x00" in path:
+            raise StoreError(f"{url}: the path holds a NUL byte (%00), which no file name can")
         options = dict(parse_qsl(query, keep_blank_values=True))
-        unknown = set(options) - ({"root"} if scheme == "file" else {"table", "root"})
+        unknown = set(options) - ({"root", "timeout"} if scheme == "file" else {"table", "root", "timeout"})
         if unknown:
             raise StoreError(f"{url}: unknown option {sorted(unknown)[0]!r}")
         if not path:
@@ -80,12 +111,17 @@ def parse_store_url(url: str) -> StoreURL:
             path = str(sessions_dir())
         if path != ":memory:":
             path = os.path.abspath(os.path.expanduser(path))
-        return StoreURL(scheme, path, f"{scheme}:{path}", options)
+        found = StoreURL(scheme, path, f"{scheme}:{path}", options)
+        found.timeout  # noqa: B018 — checked now: one line naming the store
+        return found
+    if "\x00" in unquote(url):
+        raise StoreError(f"{_redacted(url)}: the URL holds a NUL byte (%00)")
     try:
         parts = urlsplit(url)
         parts.port  # noqa: B018 — raises ValueError for a port that is not a number
+        parts.hostname, parts.username, parts.password  # noqa: B018 — and these for a bad IPv6 address
     except ValueError as e:
-        raise StoreError(f"{_redacted(url)}: not a valid URL ({e})") from e
+        raise StoreError(f"{_redacted(url)}: not a valid URL ({e})") from None
     if not parts.hostname and scheme not in ("postgresql", "postgres", "unix"):
         raise StoreError(f"{_redacted(url)}: no host in the URL (expected {scheme}://host[:port]/…)")
     params = dict(parse_qsl(parts.query, keep_blank_values=True))
@@ -93,13 +129,17 @@ def parse_store_url(url: str) -> StoreURL:
     extra = {k: v for k, v in params.items() if k not in _OURS}
     kind = {"postgresql": "postgres", "postgres": "postgres", "mysql": "mysql", "mariadb": "mysql",
             "redis": "redis", "rediss": "redis", "unix": "redis"}[scheme]
-    allowed = {"postgres": {"table", "root"}, "mysql": {"table", "root"}, "redis": {"prefix", "root"}}[kind]
+    allowed = {"postgres": {"table", "root"}, "mysql": {"table", "root"}, "redis": {"prefix", "root"}}[kind] | {"timeout"}
     if set(ours) - allowed:
         raise StoreError(f"{_redacted(url)}: option {sorted(set(ours) - allowed)[0]!r} does not apply to {scheme}")
     if kind == "mysql" and set(extra) - {"unix_socket"}:
         raise StoreError(f"{_redacted(url)}: unknown option {sorted(set(extra) - {'unix_socket'})[0]!r}")
+    if kind == "redis" and set(extra) - _REDIS_OPTIONS:
+        raise StoreError(f"{_redacted(url)}: unknown option {sorted(set(extra) - _REDIS_OPTIONS)[0]!r}")
     location = urlunsplit((parts.scheme, parts.netloc, parts.path, urlencode(extra), parts.fragment))
     if scheme == "unix":  # urlunsplit drops the empty authority that redis-py expects
         location = "unix://" + parts.path + (f"?{urlencode(extra)}" if extra else "")
-    return StoreURL(kind, location, _redacted(urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))),
-                    ours, extra)
+    found = StoreURL(kind, location, _redacted(urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))),
+                     ours, extra)
+    found.timeout  # noqa: B018 — checked now: one line naming the store
+    return found

@@ -8,17 +8,16 @@ Packing reads every file twice, in pieces (never whole, so memory stays flat on 
 to measure, hash and find blob references for the manifest that leads the archive, once to copy into
 it while hashing again. A file whose first ``size`` bytes changed in between (omp rewrote it) stops the
 pack with an error; one that only grew is packed as it was at the first look. The archive is written to
-a temporary file beside the output and renamed into place only when complete.
+a temporary file beside the output and renamed into place only when complete (store/atomic.py); into a
+device, a FIFO or stdout (``-``) it is streamed.
 """
 
 from __future__ import annotations
 
-import contextlib
 import gzip
 import hashlib
 import os
 import tarfile
-import tempfile
 import time
 import zlib
 from collections.abc import Iterable, Sequence
@@ -29,16 +28,18 @@ from typing import IO, Any, cast
 from omp_session.errors import PackError
 from omp_session.paths import blobs_dir as default_blobs_dir
 from omp_session.paths import project_dir_name, sessions_dir
-from omp_session.store.atomic import place
+from omp_session.store.atomic import check_output, open_output
 
 from .manifest import (
     CHUNK,
     MANIFEST_NAME,
+    MAX_MANIFEST,
     Compression,
     Manifest,
     ManifestFile,
     PackedSession,
     RefScanner,
+    check_session_name,
     compression_for_path,
     iter_chunks,
     open_writer,
@@ -250,6 +251,7 @@ def _collect(paths: Iterable[str | os.PathLike[str]], blobs: Path, allow_missing
             raise PackError(f"{raw}: no such session file; nothing was packed")
         archived = path.endswith(_GZ)
         name = os.path.basename(path)[: -len(".gz")] if archived else os.path.basename(path)
+        check_session_name(name)  # unpack refuses it: never make an archive that cannot be unpacked
         k = len(manifest.sessions)
         item = _Item(f"sessions/{k}/{name}", path, "file", gz=archived)
         try:
@@ -315,8 +317,7 @@ def _tarinfo(name: str, kind: str, size: int = 0, mtime: float = 0.0) -> tarfile
     return info
 
 
-def _write(tar: tarfile.TarFile, manifest: Manifest, items: Sequence[_Item]) -> None:
-    data = manifest.to_bytes()
+def _write(tar: tarfile.TarFile, data: bytes, items: Sequence[_Item]) -> None:
     info = _tarinfo(MANIFEST_NAME, "file", len(data), time.time())
 
     class _Bytes:
@@ -354,47 +355,51 @@ def pack(sessions: Iterable[str | os.PathLike[str]], output: str | os.PathLike[s
     ``compression`` defaults from the name (``.tar``, ``.tar.gz``/``.tgz``, ``.tar.zst``; else gzip).
     ``blobs_dir`` is the blob store to take blobs from (default omp's). A referenced blob the store
     lacks is an error unless ``allow_missing_blobs`` (then the manifest lists it as missing). An
-    existing ``output`` is an error unless ``force``. Raises :class:`PackError`; on any error no
-    output file is left.
+    existing file ``output`` is an error unless ``force``; a character device or FIFO is written
+    into, ``-`` is stdout (store/atomic.py). The archive is 0666 minus the umask, like a file ``tar``
+    makes. Raises :class:`PackError`; on any error no output file is left.
     """
-    out = os.path.abspath(os.fspath(output))
+    name = os.fspath(output)
+    out = name if name == "-" else os.path.abspath(name)
     comp: Compression = compression or compression_for_path(out)
     sessions = [os.fspath(p) for p in sessions]
     if any(os.path.abspath(p) == out or (os.path.exists(out) and os.path.exists(p) and os.path.samefile(p, out))
            for p in sessions):
         raise PackError(f"{out}: is one of the sessions being packed; choose another output")
-    if os.path.lexists(out) and not force:
-        raise PackError(f"{out}: already exists (use --force to replace it)")
-    if os.path.isdir(out):
-        raise PackError(f"{out}: is a directory")
+    check_output(out, force=force, error=PackError, stdout=True)  # refused before the work, not after
     blobs = Path(blobs_dir) if blobs_dir is not None else default_blobs_dir()
     manifest, items, missing, skipped = _collect(sessions, blobs, allow_missing_blobs)
     from omp_session._version import __version__
 
     manifest.created = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     manifest.generator = f"omp-session {__version__}"
-    directory = os.path.dirname(out)
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(out)}.", suffix=".tmp", dir=directory)
-    except OSError as e:
-        raise PackError(f"{directory}: cannot write the archive there ({e.strerror or e})") from None
-    try:
-        with os.fdopen(fd, "wb") as raw:
-            stream = open_writer(raw, comp)
-            with tarfile.open(fileobj=stream, mode="w|", format=tarfile.PAX_FORMAT) as tar:
-                _write(tar, manifest, items)
-            stream.close()
-            raw.flush()
-            os.fsync(raw.fileno())
-        place(tmp, out, force=force)  # without --force, never over a file that appeared meanwhile
-    except BaseException as e:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        if isinstance(e, FileExistsError):
-            raise PackError(f"{out}: already exists (use --force to replace it); nothing was written") from None
-        if isinstance(e, OSError):
-            raise PackError(f"{out}: writing the archive failed ({e.strerror or e}); nothing was left behind"
-                            ) from None
-        raise
+    data = manifest.to_bytes()
+    if len(data) > MAX_MANIFEST:
+        raise PackError(f"{len(manifest.files):,} files make a manifest larger than unpack reads "
+                        f"({MAX_MANIFEST // 2**20} MB); pack fewer sessions per archive. Nothing was packed")
+    # a new file or --force over a file: temporary file and rename; a device, FIFO or - (stdout):
+    # streamed into (docs/pack.md)
+    with open_output(out, force=force, error=PackError, stdout=True) as raw:
+        counted = _Counting(raw)
+        stream = open_writer(counted, comp)  # type: ignore[arg-type]
+        with tarfile.open(fileobj=stream, mode="w|", format=tarfile.PAX_FORMAT) as tar:
+            _write(tar, data, items)
+        stream.close()
     return PackResult(out, comp, manifest.sessions, len(items), len(manifest.blobs), missing, skipped,
-                      os.path.getsize(out))
+                      counted.written)
+
+
+class _Counting:
+    """A writer that counts what passes: the size of an archive streamed into a pipe."""
+
+    def __init__(self, raw: IO[bytes]) -> None:
+        self._raw = raw
+        self.written = 0
+
+    def write(self, b: Any) -> int:
+        n = self._raw.write(b)
+        self.written += len(b)
+        return n
+
+    def flush(self) -> None:
+        self._raw.flush()

@@ -40,6 +40,7 @@ __all__ = [
     "PackedSession",
     "RefScanner",
     "check_member_name",
+    "check_session_name",
     "compression_for_path",
     "open_reader",
     "open_writer",
@@ -50,7 +51,9 @@ FORMAT: Final = "omp-session-pack"
 VERSION: Final = 1
 MANIFEST_NAME: Final = "manifest.json"
 CHUNK: Final = 256 * 1024  # every file is copied and hashed in pieces of this size, never whole
-MAX_MANIFEST: Final = 256 * 1024 * 1024
+# parsed whole, a manifest takes ~5 bytes of memory per byte: 32 MB holds ~140,000 files and parses
+# in ~170 MB; pack refuses to write a bigger one, so every archive it makes unpacks
+MAX_MANIFEST: Final = 32 * 1024 * 1024
 MAX_HEAD: Final = 64 * 1024 * 1024  # the slot and header line must fit in this
 _MAX_MTIME: Final = 2**62
 _HEX64 = re.compile(r"[a-f0-9]{64}")
@@ -242,6 +245,19 @@ def check_member_name(name: str) -> None:
             raise PackError(f"unsafe member name {name!r} ('..', '.', an empty or invalid segment)")
 
 
+# omp names a session `<timestamp, ':' and '.' made '-'>_<id>.jsonl` (S9.4); ids are UUIDs or plain
+# ASCII words. Anything else (a newline, bidi controls, fullwidth dots and slashes, lone surrogates,
+# a leading dot, '..') is no name omp writes, and is refused rather than placed where omp lists it.
+_SESSION_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,250}\.jsonl")
+
+
+def check_session_name(name: str) -> None:
+    """Refuse a session file name omp would never write (see ``_SESSION_NAME``)."""
+    if not _SESSION_NAME.fullmatch(name) or ".." in name:
+        raise PackError(f"{name!r} is not a session file name omp writes (ASCII letters, digits, '-', '_' "
+                        "and '.', like 2026-05-14T10-12-03-000Z_<id>.jsonl); refused")
+
+
 # --------------------------------------------------------------------------------------------------
 # The manifest
 
@@ -339,6 +355,7 @@ class Manifest:
         for s in self.sessions:
             if not re.fullmatch(r"sessions/[0-9]+/[^/]+\.jsonl", s.member) or kinds.get(s.member) != "file":
                 raise PackError(f"{MANIFEST_NAME}: session {s.id}: bad member {s.member!r}")
+            check_session_name(s.member.rsplit("/", 1)[1])
             if s.member in members:
                 raise PackError(f"{MANIFEST_NAME}: member {s.member!r} belongs to two sessions")
             members.add(s.member)

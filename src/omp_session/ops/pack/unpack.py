@@ -36,7 +36,7 @@ import zlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Final
 
 from omp_session.errors import PackError
 from omp_session.js import codec
@@ -57,9 +57,11 @@ from .manifest import (
     read_head,
 )
 
-__all__ = ["UnpackResult", "UnpackedSession", "parse_map", "unpack"]
+__all__ = ["STAGING_PREFIX", "UnpackResult", "UnpackedSession", "parse_map", "remove_stale_staging", "unpack"]
 
 _JSONL = ".jsonl"
+STAGING_PREFIX: Final = ".omp-session-unpack-"
+_STALE_AFTER: Final = 10 * 60  # seconds: a staging folder whose name holds no pid is judged by age
 
 
 @dataclass
@@ -80,9 +82,10 @@ class UnpackResult:
     blobs_present: int = 0  # already in the store, checked
     missing_blobs: list[str] = field(default_factory=list)  # missing when packed (left as refs, as omp does)
     dry_run: bool = False
+    stale_removed: list[str] = field(default_factory=list)  # staging folders a killed unpack left
 
     def to_json(self) -> dict[str, Any]:
-        return {"archive": self.archive, "dryRun": self.dry_run,
+        return {"archive": self.archive, "dryRun": self.dry_run, "staleRemoved": self.stale_removed,
                 "sessions": [{"id": s.id, "source": s.source, "target": s.target, "oldCwd": s.old_cwd,
                               "newCwd": s.new_cwd, "backup": s.backup} for s in self.sessions],
                 "blobsAdded": self.blobs_added, "blobsPresent": self.blobs_present,
@@ -387,6 +390,80 @@ def _stage_blob(reader: _Reader, sha: str, expected: ManifestFile, staging: _Sta
     staging.new_blobs.append(sha)
 
 
+def _verify_all(path: str, manifest: Manifest, damaged: tuple[type[BaseException], ...]) -> None:
+    """Read the whole archive once, checking every member's name, kind, order, size and SHA-256
+    against the manifest, and write nothing: a member that is not what the manifest says (a
+    decompression bomb with a wrong hash, a member longer than listed) is refused before a byte of
+    it is staged. Memory stays flat: members are hashed in pieces."""
+    try:
+        with open(path, "rb") as raw:
+            stream, _ = open_reader(raw)
+            tar = tarfile.open(fileobj=stream, mode="r|", bufsize=CHUNK)  # noqa: SIM115 - read to the end
+            tar.next()  # the manifest, already read
+            for expected in manifest.files:
+                member = tar.next()
+                if member is None:
+                    raise PackError(f"the archive ends before {expected.name!r} (truncated, or a member is missing)")
+                _check_member(member, expected)
+                if expected.kind == "file":
+                    f = tar.extractfile(member)
+                    assert f is not None
+                    reader = _Reader(f, None)
+                    for _ in iter_chunks(reader.read):
+                        pass
+                    _verify(reader, expected)
+                    top, _, rest = expected.name.partition("/")
+                    if top == "blobs" and rest != expected.sha256:
+                        raise PackError(f"member {expected.name!r}: the blob's content does not hash to its name")
+            extra = tar.next()
+            if extra is not None:
+                _check_member(extra, None)  # raises: unsafe, or simply not listed
+            while stream.read(CHUNK):  # to the end: gzip checks its CRC and length there
+                pass
+    except damaged as e:
+        raise PackError(f"the archive is truncated or damaged ({type(e).__name__}: {e}); "
+                        "nothing was unpacked") from None
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # somebody else's process
+        return True
+    return True
+
+
+def remove_stale_staging(folders: Iterable[str | os.PathLike[str]], *, now: float | None = None) -> list[str]:
+    """Remove the staging folders an unpack killed mid-way (SIGKILL, power loss) left in
+    ``folders``: those whose name holds the pid of a process that is gone, and those of older
+    versions (no pid in the name) untouched for 10 minutes. Returns the folders removed."""
+    removed: list[str] = []
+    now = time.time() if now is None else now
+    for folder in folders:
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        for e in entries:
+            if not e.name.startswith(STAGING_PREFIX) or not e.is_dir(follow_symlinks=False):
+                continue
+            pid, dash, _ = e.name[len(STAGING_PREFIX):].partition("-")
+            if dash and pid.isdigit() and pid.isascii():
+                stale = not _pid_alive(int(pid))
+            else:
+                try:
+                    stale = now - e.stat(follow_symlinks=False).st_mtime > _STALE_AFTER
+                except OSError:
+                    stale = False
+            if stale:
+                shutil.rmtree(e.path, ignore_errors=True)
+                if not os.path.lexists(e.path):
+                    removed.append(e.path)
+    return removed
+
+
 # --------------------------------------------------------------------------------------------------
 # Placing
 
@@ -494,6 +571,7 @@ def unpack(archive: str | os.PathLike[str], *, root: str | os.PathLike[str] | No
         raise PackError(f"{path}: {e.strerror or e}") from None
     created: list[Path] = []
     staging: _Staging | None = None
+    stale: list[str] = []
     undo = _Undo()
     damaged = _damaged()
     try:
@@ -505,16 +583,21 @@ def unpack(archive: str | os.PathLike[str], *, root: str | os.PathLike[str] | No
                 if first is None or first.name != MANIFEST_NAME or not first.isreg():
                     raise PackError("not an omp-session pack archive (manifest.json is not its first member)")
                 if first.size > MAX_MANIFEST:
-                    raise PackError(f"{MANIFEST_NAME} is implausibly large ({first.size} bytes)")
+                    raise PackError(f"{MANIFEST_NAME} is larger than {MAX_MANIFEST // 2**20} MB ({first.size:,} "
+                                    "bytes; pack never writes one that big); nothing was unpacked")
                 mf = tar.extractfile(first)
                 assert mf is not None
                 manifest = Manifest.from_bytes(mf.read())
                 targets, links = _plan(manifest, base, new_cwd, rules, force)
+                # every size and hash first, writing nothing: a lying archive costs no disk
+                _verify_all(path, manifest, damaged)
+                stale = remove_stale_staging([base, blobs])
                 _make_dir(base, created)
                 _make_dir(blobs, created)
                 try:
-                    staging = _Staging(tempfile.mkdtemp(prefix=".omp-session-unpack-", dir=base),
-                                       tempfile.mkdtemp(prefix=".omp-session-unpack-", dir=blobs))
+                    prefix = f"{STAGING_PREFIX}{os.getpid()}-"
+                    staging = _Staging(tempfile.mkdtemp(prefix=prefix, dir=base),
+                                       tempfile.mkdtemp(prefix=prefix, dir=blobs))
                 except OSError as e:
                     raise PackError(f"{base}: cannot write there ({e.strerror or e}); nothing was unpacked") from None
                 for k, t in enumerate(targets):
@@ -533,7 +616,8 @@ def unpack(archive: str | os.PathLike[str], *, root: str | os.PathLike[str] | No
         result = UnpackResult(path, [UnpackedSession(t.session.id, t.session.path, t.path, t.session.cwd,
                                                      t.new_cwd if t.new_cwd is not None else t.session.cwd)
                                      for t in targets],
-                              len(staging.new_blobs), staging.present_blobs, manifest.missing_blobs, dry_run)
+                              len(staging.new_blobs), staging.present_blobs, manifest.missing_blobs, dry_run,
+                              stale)
         if not dry_run:
             _place(targets, staging, blobs, force, undo)
             for r, t in zip(result.sessions, targets, strict=True):

@@ -1,9 +1,10 @@
 """What ``redact`` looks for in a string: the built-in detectors, user secrets in every encoding
 they are likely to travel in, custom patterns, and the ``.env`` secrets-file parser.
 
-A :class:`Matcher` finds spans in one string and replaces them with ``[REDACTED:<category>]``
-in a single pass (markers are never scanned again, so a pattern matching a marker cannot loop).
-Overlapping hits are merged: the earliest start wins, then the longest span.
+A :class:`Matcher` finds spans in one string, and in its decoded views (``%XX``, ``\\uXXXX``,
+``+`` in a query: decode.py), and replaces them with ``[REDACTED:<category>]`` in a single pass
+(markers are never scanned again, so a pattern matching a marker cannot loop). Overlapping hits
+are merged: the earliest start wins, then the longest span.
 """
 
 from __future__ import annotations
@@ -11,12 +12,15 @@ from __future__ import annotations
 import base64
 import os
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote, quote_plus
 
 from omp_session.errors import PatternError, SecretsFileError
+
+from .assign import ASSIGNMENT, NAME_HINTS, find_assignments, secret_span
+from .decode import decoded_views
 
 __all__ = [
     "BUILTIN_DETECTORS",
@@ -26,6 +30,7 @@ __all__ = [
     "Matcher",
     "encoded_forms",
     "marker",
+    "merge_hits",
     "parse_secrets_file",
     "secret_key_name",
 ]
@@ -42,11 +47,19 @@ def marker(category: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Detector:
-    """``group``: which group is the secret (0: the whole match); the rest is context that stays."""
+    """``group``: which group is the secret (0: the whole match); the rest is context that stays.
+    ``check``: for candidates a regex cannot judge alone, the secret's span or None (no hit)."""
 
     category: str
     regex: re.Pattern[str]
     group: int | str = 0
+    check: Callable[[re.Match[str]], tuple[int, int] | None] | None = None
+    # Substrings one of which every match holds (of the lowercased text when ``fold``): a string
+    # without any is skipped without running the regex, most strings of a session hold none.
+    hints: tuple[str, ...] = ()
+    fold: bool = False
+    # ``regex.finditer`` done faster (same matches), for a regex Python cannot search quickly
+    find: Callable[[str], Iterator[re.Match[str]]] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,42 +73,48 @@ class Hit:
 # Token bodies must not continue a longer identifier on the left (``(?<!…)``), so ``task-sk-…``
 # style words inside prose do not start a key in the middle of another word.
 _L = r"(?<![A-Za-z0-9_\-])"
-_SECRET_WORDS = r"(?:PASSWORD|PASSWD|PASSPHRASE|PWD|SECRET|TOKEN|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|" \
-                r"SECRET_?KEY|CREDENTIALS?|AUTH|KEY)"
-
+_AWS_IDS = ("AKIA", "ASIA", "ABIA", "ACCA")
 BUILTIN_DETECTORS: tuple[Detector, ...] = (
     Detector("private-key", re.compile(
         r"-----BEGIN[A-Z0-9 ]{0,40} PRIVATE KEY( BLOCK)?-----[\s\S]*?"
-        r"(?:-----END[A-Z0-9 ]{0,40} PRIVATE KEY( BLOCK)?-----|\Z)")),
-    Detector("anthropic-api-key", re.compile(_L + r"sk-ant-[A-Za-z0-9_\-]{16,}")),
-    Detector("openai-api-key", re.compile(_L + r"sk-(?!ant-)(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}")),
-    Detector("google-api-key", re.compile(_L + r"AIza[0-9A-Za-z_\-]{35}")),
-    Detector("aws-access-key-id", re.compile(r"(?<![A-Z0-9])(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}(?![A-Z0-9])")),
+        r"(?:-----END[A-Z0-9 ]{0,40} PRIVATE KEY( BLOCK)?-----|\Z)"), hints=(" PRIVATE KEY",)),
+    Detector("anthropic-api-key", re.compile(_L + r"sk-ant-[A-Za-z0-9_\-]{16,}"), hints=("sk-ant-",)),
+    Detector("openai-api-key", re.compile(_L + r"sk-(?!ant-)(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}"), hints=("sk-",)),
+    Detector("google-api-key", re.compile(_L + r"AIza[0-9A-Za-z_\-]{35}"), hints=("AIza",)),
+    Detector("aws-access-key-id", re.compile(r"(?<![A-Z0-9])(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}(?![A-Z0-9])"), hints=_AWS_IDS),
     # A 40-character AWS secret is indistinguishable from other base64 on its own: only with a
-    # name in front of it (env var, config key, JSON key in a text).
+    # name in front of it (env var, config key, JSON key in a text) or right after its key id
+    # (``aws configure`` output, the console's CSV, STS JSON).
     Detector("aws-secret-key", re.compile(
-        r"(?i)aws_?(?:secret_?access_?key|secret_?key|secret)[\"']?\s*[:=]\s*[\"']?"
-        r"(?P<s>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+])"), "s"),
-    Detector("github-token", re.compile(_L + r"(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})")),
-    Detector("gitlab-token", re.compile(_L + r"glpat-[A-Za-z0-9_\-]{20,}")),
-    Detector("slack-token", re.compile(_L + r"xox[abpr]-[A-Za-z0-9\-]{10,}")),
-    Detector("stripe-key", re.compile(_L + r"(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}")),
-    Detector("huggingface-token", re.compile(_L + r"hf_[A-Za-z0-9]{30,}")),
-    Detector("jwt", re.compile(_L + r"eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*")),
+        r"(?i)(?:aws_?)?(?:secret_?access_?key|(?<=aws)_?secret_?key|(?<=aws)_?secret)[\"']?\s*[:=]\s*[\"']?"
+        r"(?P<s>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+])"), "s", hints=("secret",), fold=True),
+    Detector("aws-secret-key", re.compile(
+        r"(?<![A-Z0-9])(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}(?![A-Z0-9])"
+        r"[^A-Za-z0-9/+]{1,8}(?:[A-Za-z_ ]{1,30}[^A-Za-z0-9/+]{1,8})?"
+        r"(?P<s>(?=[A-Za-z0-9/+]{0,39}[a-z])(?=[A-Za-z0-9/+]{0,39}[A-Z])[A-Za-z0-9/+]{40})(?![A-Za-z0-9+=])"),
+        "s", hints=_AWS_IDS),
+    Detector("github-token", re.compile(_L + r"(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})"),
+             hints=("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_")),
+    Detector("gitlab-token", re.compile(_L + r"glpat-[A-Za-z0-9_\-]{20,}"), hints=("glpat-",)),
+    Detector("slack-token", re.compile(_L + r"xox[abpr]-[A-Za-z0-9\-]{10,}"), hints=("xox",)),
+    Detector("stripe-key", re.compile(_L + r"(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}"), hints=("_live_", "_test_")),
+    Detector("huggingface-token", re.compile(_L + r"hf_[A-Za-z0-9]{30,}"), hints=("hf_",)),
+    Detector("jwt", re.compile(_L + r"eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*"), hints=("eyJ",)),
     # scheme://user:password@host: only the password goes, the user and host stay readable.
     Detector("url-password", re.compile(
-        # (the user may be empty, redis://:pw@host; the password runs to the last "@" of the authority)
-        r"\b[A-Za-z][A-Za-z0-9+.\-]{0,30}://[^\s:/?#@\"'<>\[\]]*:(?P<s>[^\s/?#\"'<>]+)@"), "s"),
+        # (the user may be empty, redis://:pw@host; the password runs to the last "@" of the authority;
+        # ${VAR}, <password>, {password} are placeholders)
+        r"\b[A-Za-z][A-Za-z0-9+.\-]{0,30}://[^\s:/?#@\"'<>\[\]]*:(?P<s>(?![$<{])[^\s/?#\"'<>]+)@"), "s",
+             hints=("://",)),
     # Authorization: Bearer|Basic|Token <credential> (also as a JSON or header-dict key in text).
     Detector("authorization-header", re.compile(
-        r"(?i)\b(?:proxy-)?authorization[\"']?\s*[:=]\s*[\"']?(?:(?:bearer|basic|token|digest)\s+)?"
-        r"(?P<s>[^\s\"',;}]{4,})"), "s"),
-    # NAME=value where NAME ends in a secret-looking word (.env files, shell, YAML, JSON in text).
-    Detector("env-assignment", re.compile(
-        r"(?i)(?<![A-Za-z0-9_])(?:[A-Za-z_][A-Za-z0-9_]*?[_\-]?)?" + _SECRET_WORDS +
-        r"(?![A-Za-z0-9])[\"']?[ \t]*[:=][ \t]*[\"']?(?P<s>(?![\"'$<\[{(])"
-        # a quoted value goes whole, up to its closing quote (JSON arguments: "password":"a b c")
-        r"(?:(?<=\")(?:[^\"\\\n]|\\.){3,}(?=\")|(?<=')[^'\n]{3,}(?=')|[^\s\"'`,;]{3,}))"), "s"),
+        r"(?i)\b(?:proxy-)?authorization[\"'`]?\s*[:=]\s*[\"'`]?(?:(?:bearer|basic|token|digest)\s+)?"
+        # not a reference ($TOKEN, ${t}, <token>), not the scheme word alone ("Bearer " + token),
+        # not code (request.headers["Authorization"], self.auth_header)
+        r"(?P<s>(?![$<{%])(?!(?:bearer|basic|token|digest)\b)(?![A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+(?![\w.]))"
+        r"[^\s\"'`,;}]{4,}+)(?![\[(])"), "s", hints=("authorization",), fold=True),
+    # NAME=value where NAME says secret and the value is one (assign.py: code is not a .env file).
+    Detector("env-assignment", ASSIGNMENT, check=secret_span, hints=NAME_HINTS, fold=True, find=find_assignments),
 )
 
 # Object keys whose string value is a secret as a whole (``{"apiKey": "…"}`` in tool arguments,
@@ -194,29 +213,35 @@ class Matcher:
             self.detectors.append(Detector("pattern", rx, "secret" if "secret" in rx.groupindex else 0))
         self.literals: list[str] = []  # cwd/home prefixes, set by the caller
 
-    def hits(self, text: str) -> list[Hit]:
-        found: list[Hit] = []
+    def _find(self, text: str, found: list[Hit], view_span: Callable[[int, int], tuple[int, int]] | None) -> None:
+        lower: str | None = None
         for rank, d in enumerate(self.detectors):
-            for m in d.regex.finditer(text):
-                start, end = m.span(d.group)
-                if end > start:
-                    found.append(Hit(start, end, d.category, rank))
-        if len(found) < 2:
-            return found
-        found.sort(key=lambda h: (h.start, -h.end))
-        merged = [found[0]]
-        for h in found[1:]:
-            last = merged[-1]
-            if h.start < last.end:  # overlap: one marker for the union
-                best = last if last.rank <= h.rank else h
-                merged[-1] = Hit(last.start, max(h.end, last.end), best.category, best.rank)
-            else:
-                merged.append(h)
-        return merged
+            if d.hints:
+                if d.fold and lower is None:
+                    lower = text.lower()
+                hay = lower if d.fold and lower is not None else text
+                if not any(h in hay for h in d.hints):
+                    continue
+            for m in d.find(text) if d.find is not None else d.regex.finditer(text):
+                span = d.check(m) if d.check is not None else m.span(d.group)
+                if span is None or span[1] <= span[0]:
+                    continue
+                start, end = view_span(*span) if view_span is not None else span
+                found.append(Hit(start, end, d.category, rank))
 
-    def scrub(self, text: str) -> tuple[str, list[str]]:
-        """``text`` with every hit replaced by its marker, and the categories replaced."""
-        hits = self.hits(text)
+    def hits(self, text: str) -> list[Hit]:
+        """Hits in ``text`` and in its decoded views (``%XX``, ``\\uXXXX``, ``+`` in a query),
+        the latter as spans of ``text``; overlapping hits merged."""
+        found: list[Hit] = []
+        self._find(text, found, None)
+        for view in decoded_views(text):
+            self._find(view.text, found, view.span)
+        return merge_hits(found)
+
+    def scrub(self, text: str, extra: Sequence[Hit] = ()) -> tuple[str, list[str]]:
+        """``text`` with every hit (and every ``extra`` one, e.g. the part of a secret that runs on
+        into the next text block) replaced by its marker, and the categories replaced."""
+        hits = merge_hits([*self.hits(text), *extra]) if extra else self.hits(text)
         if not hits:
             return text, []
         parts: list[str] = []
@@ -227,6 +252,22 @@ class Matcher:
             pos = h.end
         parts.append(text[pos:])
         return "".join(parts), [h.category for h in hits]
+
+
+def merge_hits(found: list[Hit]) -> list[Hit]:
+    """Sorted, one hit per overlapping group (named by the more specific, earlier detector)."""
+    if len(found) < 2:
+        return found
+    found.sort(key=lambda h: (h.start, -h.end))
+    merged = [found[0]]
+    for h in found[1:]:
+        last = merged[-1]
+        if h.start < last.end:  # overlap: one marker for the union
+            best = last if last.rank <= h.rank else h
+            merged[-1] = Hit(last.start, max(h.end, last.end), best.category, best.rank)
+        else:
+            merged.append(h)
+    return merged
 
 
 # ----------------------------------------------------------------- .env files

@@ -26,7 +26,7 @@ from omp_session.js import codec
 from omp_session.model.session import Session
 from omp_session.store.atomic import write_new_file
 
-from .detectors import Matcher, marker, parse_secrets_file, secret_key_name
+from .detectors import Hit, Matcher, marker, parse_secrets_file, secret_key_name
 
 __all__ = ["Finding", "PatternError", "RedactResult", "RedactRules", "SecretsFileError",
            "redact", "write_redacted"]
@@ -159,6 +159,9 @@ class _Redactor:
         self.line: int | None = None
         self.entry_id: str | None = None
         self.removed_calls: set[str] = set()
+        # parts of secrets that run on from one content block into the next, by the JSON path of
+        # the string they are in (set by ``joined_hits``, used by ``text``)
+        self.extra: dict[str, list[Hit]] = {}
         # a --secret / --secrets-from value may be a number (a PIN, an account id) stored unquoted
         self.number_secrets = any(d.category in ("secret", "secrets-file") for d in matcher.detectors)
 
@@ -170,7 +173,7 @@ class _Redactor:
     def text(self, s: str, path: str, *, image_data: bool = False) -> str:
         if image_data or (s.startswith((BLOB_PREFIX, "data:image/")) and _NOT_TEXT.fullmatch(s)):
             return s  # image bytes and blob hashes: not text, and a chance hit would corrupt them
-        out, categories = self.m.scrub(s)
+        out, categories = self.m.scrub(s, self.extra.pop(path, ()))
         for c in categories:
             self.note(c, "redacted", path)
         for rx, placeholder, category in self.literals:
@@ -200,6 +203,8 @@ class _Redactor:
         return v
 
     def seq(self, items: list[Any], path: str, key: str | None) -> list[Any]:
+        if key == "content":
+            self.joined_hits(items, path)
         out: list[Any] = []
         for i, item in enumerate(items):
             new = self.value(item, f"{path}[{i}]", key)
@@ -267,6 +272,7 @@ class _Redactor:
     # ----- records
 
     def entry(self, e: Any) -> Any:
+        self.extra = {}  # paths repeat from entry to entry: nothing carries over
         if not isinstance(e, dict):
             return self.value(e, "$", None)
         r = self.rules
@@ -323,7 +329,40 @@ class _Redactor:
                 out[k] = new
         return out
 
+    def joined_hits(self, blocks: list[Any], path: str) -> None:
+        """Scan each run of adjacent text (or thinking) blocks as one string, so a secret split
+        across blocks is found; each block's part of it is redacted in that block."""
+        run: list[tuple[str, str]] = []  # (path of the string, the string)
+        kind: str | None = None
+        for i, block in enumerate([*blocks, None]):
+            t = block.get("type") if isinstance(block, dict) else None
+            field = {"text": "text", "thinking": "thinking"}.get(t) if isinstance(t, str) else None
+            value = block.get(field) if field is not None and isinstance(block, dict) else None
+            if not isinstance(value, str) or t != kind:
+                if len(run) > 1:
+                    self.spread(run)
+                run = []
+                kind = t if isinstance(value, str) else None
+            if isinstance(value, str) and field is not None:
+                run.append((_key_path(f"{path}[{i}]", field), value))
+
+    def spread(self, run: list[tuple[str, str]]) -> None:
+        offsets: list[int] = []
+        pos = 0
+        for _, s in run:
+            offsets.append(pos)
+            pos += len(s)
+        for h in self.m.hits("".join(s for _, s in run)):
+            parts = [(k, max(h.start, o) - o, min(h.end, o + len(s)) - o)
+                     for k, ((_, s), o) in enumerate(zip(run, offsets, strict=True))
+                     if h.start < o + len(s) and h.end > o]
+            # all of them, also hits inside one block: their context (a name, "Bearer") may be in the
+            # block before; one the block's own scan finds too merges with it
+            for k, a, b in parts:
+                self.extra.setdefault(run[k][0], []).append(Hit(a, b, h.category, h.rank))
+
     def content(self, blocks: list[Any], path: str) -> list[Any]:
+        self.joined_hits(blocks, path)
         out: list[Any] = []
         for i, block in enumerate(blocks):
             sub = f"{path}[{i}]"

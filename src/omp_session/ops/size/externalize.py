@@ -33,7 +33,7 @@ from omp_session.format.blobs import BLOB_PREFIX, BlobSink, BlobStore, b64encode
 from omp_session.format.reader import Journal, scan_file
 from omp_session.js import codec
 from omp_session.paths import blobs_dir
-from omp_session.store.atomic import write_new_file
+from omp_session.store.atomic import copy_mode, write_new_file
 from omp_session.write.persist import BLOB_EXTERNALIZE_MIN, truncate_for_persistence
 
 __all__ = [
@@ -282,7 +282,8 @@ def write_session_copy(source: str | os.PathLike[str], out: str | os.PathLike[st
     the bytes written. Refuses ``source`` itself and an existing ``out`` unless ``force``; on any
     failure nothing is left behind."""
     return write_new_file(out, pieces, force=force, error=EditError, source=source,
-                          in_place="is the input session; the new session is never written in place")
+                          in_place="is the input session; the new session is never written in place",
+                          mode=copy_mode(source))
 
 
 def refuse_archive(path: str) -> None:
