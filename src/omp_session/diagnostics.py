@@ -183,6 +183,9 @@ _ALL = (
     Code("model-change-legacy", _W, "V19", "`model_change` without a string `model`"),
     Code("parent-session", _I, "V18", "`parentSession` present (path or id)"),
     Code("filename-id-mismatch", _I, "V20", "`<timestamp>_<id>.jsonl` name vs header id"),
+    Code("repair-quarantine", _I, "issue 15",
+         "the file is a quarantine written by `repair` (`<session>.quarantine`, formerly `.quarantine.jsonl`), "
+         "not a session; not checked"),
 )
 
 CODES: Mapping[str, Code] = MappingProxyType({c.code: c for c in _ALL})

@@ -120,9 +120,17 @@ def js_string(value: Any) -> str:
 
 
 def labels_view(sm: SessionManager) -> dict[str, Any]:
+    # omp's own definition (getLabel of every label entry's targetId), not Session.labels(): that
+    # plain-JSON view files a missing targetId under None, beside targetId null
     out: dict[str, Any] = {}
-    for target, label in sm.session.labels().items():
-        out[js_string(target)] = label
+    s = sm.session
+    for k in range(len(s)):
+        entry = s.entry_at(k)
+        if isinstance(entry, dict) and entry.get("type") == "label":
+            target = entry.get("targetId", UNDEFINED)
+            label = s.get_label(target)
+            if label is not None:
+                out[js_string(target)] = label
     return out
 
 

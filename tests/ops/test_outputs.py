@@ -212,3 +212,43 @@ def test_copy_mode_keeps_a_private_session_private(tmp_path: Path) -> None:
         write_new_file(out, [b"y"], force=False, error=SessionError, mode=copy_mode(src))
     assert stat.S_IMODE(os.stat(out).st_mode) == 0o600
     assert copy_mode(tmp_path / "missing") == 0o600
+
+
+SESSION_COPIES = [c for c in COMMANDS if c[0] not in SHARED]
+
+
+@pytest.mark.parametrize(("name", "build"), SESSION_COPIES, ids=[c[0] for c in SESSION_COPIES])
+def test_a_copy_of_a_private_session_stays_private(name: str, build: Callable[[Path], list[str]],
+                                                   session: Path, tmp_path: Path) -> None:
+    session.chmod(0o600)
+    out = tmp_path / "out"
+    with _umask(0o022):
+        result = invoke(cli, *_args(name, build, session, str(out)))
+    assert result.exit_code == 0, result.output
+    assert stat.S_IMODE(os.stat(out).st_mode) == 0o600
+
+
+def test_repair_in_place_keeps_a_private_backup(session: Path) -> None:
+    with open(session, "ab") as f:
+        f.write(b'{"type":"message","id":"x"\n')  # a torn record: repair has work to do
+    session.chmod(0o600)
+    with _umask(0o022):
+        result = invoke(cli, "repair", str(session), "--in-place")
+    assert result.exit_code == 0, result.output
+    backups = list(session.parent.glob(session.name + ".bak*"))
+    assert backups and all(stat.S_IMODE(os.stat(b).st_mode) == 0o600 for b in backups)
+    quarantines = list(session.parent.glob(session.name + ".quarantine*"))
+    assert all(stat.S_IMODE(os.stat(q).st_mode) == 0o600 for q in quarantines)
+
+
+def test_repair_into_a_stream_refuses_when_records_need_quarantine(session: Path, nodes: Path) -> None:
+    with open(session, "ab") as f:
+        f.write(b"this line is not a record\n")
+        f.write(b'{"type":"message","id":"z","parentId":"a1","timestamp":"2026-01-01T00:00:09.000Z",'
+                b'"message":{"role":"user","content":"after"}}\n')
+    node = _null(nodes)
+    result = invoke(cli, "repair", str(session), "-o", str(node), "--force")
+    assert result.exit_code == 1, result.output
+    assert "quarantine" in result.output
+    assert sorted(os.listdir(nodes)) == ["null"]  # no null.quarantine beside the device
+    assert stat.S_ISCHR(os.stat(node).st_mode)

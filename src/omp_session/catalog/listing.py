@@ -48,8 +48,10 @@ from omp_session.js.value import JS_SPACE, truthy
 from omp_session.paths import agent_dir, sessions_dir
 
 __all__ = [
+    "QUARANTINE_SUFFIX",
     "SessionInfo",
     "find_most_recent_session",
+    "is_quarantine_name",
     "list_all_sessions",
     "list_sessions",
     "load_pinned_session_ids",
@@ -509,8 +511,22 @@ def glob_visible(directory: str, want_dir: bool) -> list[str]:
         return []
 
 
+QUARANTINE_SUFFIX = ".quarantine"
+"""What ``repair`` appends to a file's name for its quarantine: not ``.jsonl``, so no listing of
+omp's or ours globs it as a session."""
+_LEGACY_QUARANTINE_SUFFIX = ".quarantine.jsonl"  # what repair wrote before issue 15
+
+
+def is_quarantine_name(name: str) -> bool:
+    """Whether the file ``name`` is one of repair's quarantine files (of today's or the old name)."""
+    return name.endswith((QUARANTINE_SUFFIX, _LEGACY_QUARANTINE_SUFFIX))
+
+
 def _jsonl_files(directory: str) -> list[str]:
-    return [node_join(directory, n) for n in glob_visible(directory, False) if n.endswith(".jsonl")]
+    # omp itself skips an old-style quarantine (no header); skipping it by name keeps it out of
+    # "skipped N file(s)" and costs no read
+    return [node_join(directory, n) for n in glob_visible(directory, False)
+            if n.endswith(".jsonl") and not n.endswith(_LEGACY_QUARANTINE_SUFFIX)]
 
 
 def _scan_all(files: Iterable[str], with_status: bool) -> list[SessionInfo]:

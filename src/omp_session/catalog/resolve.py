@@ -15,7 +15,7 @@ from pathlib import Path
 from omp_session.errors import AmbiguousSessionError, SessionNotFoundError
 from omp_session.paths import project_dir_name, sessions_dir
 
-from .listing import list_sessions
+from .listing import is_quarantine_name, list_sessions
 
 __all__ = [ "resolve_session"]
 
@@ -46,7 +46,8 @@ def pick_one(candidates: list[str], arg: str, nowhere: str) -> str:
 
 def _matches(directory: Path, prefix: str) -> list[str]:
     try:
-        names = sorted(n for n in os.listdir(directory) if n.endswith(_SUFFIXES) and not n.startswith("."))
+        names = sorted(n for n in os.listdir(directory)
+                       if n.endswith(_SUFFIXES) and not n.startswith(".") and not is_quarantine_name(n))
     except OSError:
         return []
     return [str(directory / n) for n in names if name_matches(n, prefix)]

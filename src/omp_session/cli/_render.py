@@ -12,6 +12,7 @@ from typing import Any
 from omp_session.diagnostics import Diagnostic, summarize
 from omp_session.js import codec
 from omp_session.model.session import Session
+from omp_session.model.text import shown as _shown
 from omp_session.model.usage import usage_statistics
 
 from ._style import Styler, clip, page, terminal_width, width
@@ -35,6 +36,11 @@ def _dumps(value: Any) -> str:
         return codec.stringify(value) or "null"
 
 
+def _repr(value: Any) -> str:
+    # repr() of a list nested thousands of levels deep raises RecursionError (issue 16)
+    return _dumps(value) if isinstance(value, dict | list) else repr(value)
+
+
 def _text_of(content: Any) -> str:
     if isinstance(content, str):
         return content
@@ -45,7 +51,7 @@ def _text_of(content: Any) -> str:
                 continue
             kind = block.get("type")
             if kind == "text":
-                parts.append(str(block.get("text", "")))
+                parts.append(_shown(block.get("text", "")))
             elif kind == "toolCall":
                 parts.append(f"→ {block.get('name')}({_clip(_dumps(block.get('arguments')), 40)})")
             elif kind == "image":
@@ -63,21 +69,21 @@ def summary(entry: Any) -> str:
         msg = entry["message"]
         role = msg.get("role")
         if role == "toolResult":
-            return f"toolResult {msg.get('toolName')}: {_clip(_text_of(msg.get('content')), 60)}"
-        return f"{role}: {_clip(_text_of(msg.get('content')), 70)}"
+            return f"toolResult {_shown(msg.get('toolName'))}: {_clip(_text_of(msg.get('content')), 60)}"
+        return f"{_shown(role)}: {_clip(_text_of(msg.get('content')), 70)}"
     if kind == "compaction":
-        return f"compaction: {_clip(str(entry.get('shortSummary') or entry.get('summary', '')), 60)}"
+        return f"compaction: {_clip(_shown(entry.get('shortSummary') or entry.get('summary', '')), 60)}"
     if kind == "branch_summary":
-        return f"branch_summary: {_clip(str(entry.get('summary', '')), 60)}"
+        return f"branch_summary: {_clip(_shown(entry.get('summary', '')), 60)}"
     if kind == "model_change":
-        return f"model_change {entry.get('model')}"
+        return f"model_change {_shown(entry.get('model'))}"
     if kind == "label":
-        return f"label {entry.get('targetId')} = {entry.get('label')!r}"
+        return f"label {_shown(entry.get('targetId'))} = {_repr(entry.get('label'))}"
     if kind == "title_change":
-        return f"title_change {entry.get('title')!r}"
+        return f"title_change {_repr(entry.get('title'))}"
     if kind == "thinking_level_change":
-        return f"thinking_level_change {entry.get('thinkingLevel')}"
-    return str(kind)
+        return f"thinking_level_change {_shown(entry.get('thinkingLevel'))}"
+    return _shown(kind)
 
 
 def _models_used(s: Session) -> list[str]:
@@ -160,19 +166,19 @@ def show(s: Session, as_json: bool, findings: list[Diagnostic] | None = None) ->
     st = Styler()
     rows: list[tuple[str, Any]] = [
         ("path", info["path"]), ("id", info["id"]),
-        ("title", f"{info['title']} ({info['title_source']})" if info["title"] else None),
+        ("title", f"{_shown(info['title'])} ({_shown(info['title_source'])})" if info["title"] else None),
         ("cwd", info["cwd"]), ("created", info["created"]), ("version", info["version"]),
         ("size", f"{info['size']:,} bytes"), ("parent session", info["parent_session"]),
-        ("entries", f"{info['entries']} (" + ", ".join(f"{k} {v}" for k, v in info["entry_types"].items()) + ")"),
+        ("entries", f"{info['entries']} (" + ", ".join(f"{_shown(k)} {v}" for k, v in info["entry_types"].items()) + ")"),
         ("malformed records", info["malformed_records"]),
-        ("leaf", f"{info['leaf_id']} (branch of {info['branch_length']} entries)"),
-        ("branches", f"{info['branches']} tips: " + ", ".join(str(t) for t in info["branch_tips"][:8])),
-        ("labels", ", ".join(f"{k}={v}" for k, v in info["labels"].items()) or None),
-        ("models", ", ".join(info["models"]) or None),
+        ("leaf", f"{_shown(info['leaf_id'])} (branch of {info['branch_length']} entries)"),
+        ("branches", f"{info['branches']} tips: " + ", ".join(_shown(t) for t in info["branch_tips"][:8])),
+        ("labels", ", ".join(f"{_shown(k)}={_shown(v)}" for k, v in info["labels"].items()) or None),
+        ("models", ", ".join(_shown(m) for m in info["models"]) or None),
         ("cost (branch)", _money(info["usage"]["branch"])), ("cost (all)", _money(info["usage"]["all"])),
         ("problems", problems_line(info["diagnostics_summary"], info["diagnostics_worst"])),
     ]
-    shown = [(k, str(v)) for k, v in rows if v is not None]
+    shown = [(k, _shown(v)) for k, v in rows if v is not None]  # any depth: a nested value is JSON
     key_width = max(len(k) for k, _ in shown)
     out = [f" {st(k.ljust(key_width), 'bold')}  {v}" for k, v in shown]
     counts = info["diagnostics_summary"]
@@ -259,17 +265,17 @@ def tree(s: Session, as_json: bool, *, depth: int | None = None, only_messages: 
         here = node in on_branch
         kind = entry.get("type") if isinstance(entry, dict) else None
         label = s.get_label(s.ids[node])
-        label_part = f" [{label}]" if label is not None else ""
+        label_part = f" [{_shown(label)}]" if label is not None else ""
         fork_part = fork_note(r.kids[i])
-        head = f"{'*' if here else ' '} {s.ids[node]} "
+        head = f"{'*' if here else ' '} {_shown(s.ids[node])} "
         text = summary(entry)
         if cells:  # the text gives way, so the label and the fork mark stay on the line
             text = clip(text, max(cells - width(lead + head + label_part + fork_part), 12))
         styled = st(text, "magenta") if kind in ("compaction", "branch_summary") else text
         if here:
-            body = st("*", "bold", "green") + " " + st(str(s.ids[node]), "dim") + " " + st(styled, "bold")
+            body = st("*", "bold", "green") + " " + st(_shown(s.ids[node]), "dim") + " " + st(styled, "bold")
         else:
-            body = "  " + st(f"{s.ids[node]} ", "dim") + st(styled, "dim")
+            body = "  " + st(f"{_shown(s.ids[node])} ", "dim") + st(styled, "dim")
         lines.append(st(lead, "dim") + body + st(label_part, "cyan") + st(fork_part, "yellow"))
 
     # (row, lead of its first line, lead of the lines after it). A run stays at one indent: the
@@ -301,14 +307,14 @@ def context(s: Session, as_json: bool, *, transcript: bool) -> None:
         _emit_json(ctx)
         return
     st = Styler()
-    models = ", ".join(f"{k}={v}" for k, v in ctx.get("models", {}).items()) or "-"
+    models = ", ".join(f"{k}={_shown(v)}" for k, v in ctx.get("models", {}).items()) or "-"
     out = [f"{st('context', 'bold')}: {len(ctx['messages'])} messages · thinking "
            f"{ctx.get('thinkingLevel')} · models {models}"]
     for msg in ctx["messages"]:
         role = msg.get("role", "?") if isinstance(msg, dict) else "?"
         if role == "compactionSummary" or role == "branchSummary":
-            text = str(msg.get("summary", ""))
+            text = _shown(msg.get("summary", ""))
         else:
             text = _text_of(msg.get("content")) if isinstance(msg, dict) else ""
-        out.append(f"  {st(str(role), 'bold')}: {_clip(text, 100)}")
+        out.append(f"  {st(_shown(role), 'bold')}: {_clip(text, 100)}")
     page("\n".join(out) + "\n")

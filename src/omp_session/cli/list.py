@@ -39,7 +39,8 @@ def _session_files(directory: str, folders: set[str] | None = None) -> list[str]
             for e in it:
                 if e.name.startswith("."):
                     continue
-                if e.is_file(follow_symlinks=False) and e.name.endswith((".jsonl", ".jsonl.gz")):
+                if e.is_file(follow_symlinks=False) and e.name.endswith((".jsonl", ".jsonl.gz")) \
+                        and not _listing.is_quarantine_name(e.name):
                     names.append(e.name)
                 elif folders is not None and e.is_dir(follow_symlinks=False):
                     folders.add(_listing.node_join(directory, e.name))

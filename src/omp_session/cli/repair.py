@@ -48,7 +48,7 @@ def _json(plan: RepairPlan, result: RepairResult | None) -> None:
 
 @command("repair")
 @click.argument("path", type=click.Path(path_type=Path))
-@output_option("Write the repaired session to OUT (quarantine: OUT.quarantine.jsonl).")
+@output_option("Write the repaired session to OUT (quarantine: OUT.quarantine).")
 @click.option("--in-place", is_flag=True, help="Replace PATH atomically; the original is kept as PATH.bak.")
 @force_option("With -o: replace OUT if it exists.")
 @json_option("Print the plan as one JSON object.")

@@ -23,6 +23,7 @@ from rich.markup import escape
 from omp_session.errors import SessionFileError
 from omp_session.js import codec
 from omp_session.model.session import read_session
+from omp_session.model.text import shown
 from omp_session.ops.follow import (
     Appended,
     BranchSwitch,
@@ -80,9 +81,9 @@ def _blocks(content: Any) -> tuple[str, list[str], bool]:
                 continue
             kind = block.get("type")
             if kind == "text":
-                texts.append(str(block.get("text", "")))
+                texts.append(shown(block.get("text", "")))
             elif kind == "toolCall":
-                calls.append(str(block.get("name")))
+                calls.append(shown(block.get("name")))
             elif kind == "image":
                 texts.append("[image]")
             elif kind in ("thinking", "redactedThinking"):
@@ -98,24 +99,24 @@ def _preview(entry: Any) -> tuple[str, str]:
     msg = entry.get("message")
     if kind != "message" or not isinstance(msg, dict):
         text = render.summary(entry)
-        label = str(kind)
+        label = shown(kind)
         if text.startswith(label):
             text = text[len(label):].lstrip(" :")
         return label, _clip(text, 100)
-    role = str(msg.get("role"))
+    role = shown(msg.get("role"))
     text, calls, thinking = _blocks(msg.get("content"))
     if role == "assistant":
         parts = [_clip(text, 80)] if text.strip() else []
         if calls:
             parts.append("→ " + ", ".join(calls))
         if msg.get("stopReason") == "error":
-            parts.append(f"error: {_clip(str(msg.get('errorMessage', '')), 60)}")
+            parts.append(f"error: {_clip(shown(msg.get('errorMessage', '')), 60)}")
         if not parts:
             parts.append("(thinking)" if thinking else "(empty)")
         return role, " ".join(parts)
     if role == "toolResult":
         mark = " [error]" if msg.get("isError") is True else ""
-        return role, f"{msg.get('toolName')}{mark}: {_clip(text, 60)}"
+        return role, f"{shown(msg.get('toolName'))}{mark}: {_clip(text, 60)}"
     return role, _clip(text, 100)
 
 

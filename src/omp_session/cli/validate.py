@@ -15,6 +15,7 @@ import click
 from rich.console import Console
 from rich.markup import escape
 
+from omp_session.catalog.listing import is_quarantine_name
 from omp_session.diagnostics import Diagnostic, Severity
 from omp_session.ops.validate.check import validate as validate_file
 from omp_session.paths import sessions_dir
@@ -34,7 +35,8 @@ def _files(paths: tuple[Path, ...], recursive: bool) -> Iterator[Path]:
         if active_store() is None and path.is_dir():
             prefix = "**/" if recursive else ""
             found = [*path.glob(prefix + "*.jsonl"), *path.glob(prefix + "*.jsonl.gz")]  # .gz: omp's archives
-            yield from sorted(p for p in found if p.is_file())
+            # repair's quarantine files are not sessions (an old *.quarantine.jsonl too)
+            yield from sorted(p for p in found if p.is_file() and not is_quarantine_name(p.name))
         else:
             yield path
 

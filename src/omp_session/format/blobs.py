@@ -308,12 +308,39 @@ class BlobRefProblem:
 _Path = tuple[str | int, ...]
 
 
+class _Frame:
+    """A container being walked: its children still to visit, and its copy once a child changed."""
+
+    __slots__ = ("children", "out", "slot", "value")
+
+    def __init__(self, value: Any, out: Any, children: Iterator[tuple[str | int, Any, str | None]]) -> None:
+        self.value = value
+        self.out = out  # ``value`` itself until something below changes (copy-on-write)
+        self.children = children
+        self.slot: str | int = 0  # where this container sits in its parent
+
+    def put(self, slot: str | int, old: Any, new: Any) -> None:
+        if new is old:
+            return
+        if self.out is self.value:
+            self.out = list(self.value) if isinstance(self.value, list) else dict(self.out)
+        self.out[slot] = new
+
+
 class _Resolver:
-    __slots__ = ("problems", "store")
+    """The walk omp does on load, without recursion: a record nested 100,000 levels deep must not
+    raise (issue 16); paths are built only for the problems reported, so depth costs no copies."""
+
+    __slots__ = ("base", "problems", "stack", "store")
 
     def __init__(self, store: BlobReader, problems: list[BlobRefProblem] | None) -> None:
         self.store = store
         self.problems = problems
+        self.base: _Path = ()
+        self.stack: list[_Frame] = []
+
+    def _path(self, *tail: str | int) -> _Path:
+        return (*self.base, *(f.slot for f in self.stack[1:]), *tail)
 
     def _blob(self, ref: str, path: _Path) -> bytes | None:
         sha = parse_blob_ref(ref)
@@ -335,13 +362,14 @@ class _Resolver:
         # Buffer.toString("utf8") substitutes U+FFFD like Python's "replace".
         return ref if data is None else data.decode("utf-8", "replace")
 
-    def walk(self, value: Any, key: str | None, path: _Path) -> Any:
+    def _visit(self, value: Any, key: str | None, *slot: str | int) -> Any:
+        """``value`` resolved (when it needs no descent), or a frame to descend into."""
         # Snapcompact frames stay refs on load: omp resolves them lazily when
         # building a provider request.
         if key != "frames" and is_externalizable_image_position(value, key):
             data = value["data"]
             if data.startswith(BLOB_PREFIX):
-                new = self.image(data, (*path, "data"))
+                new = self.image(data, self._path(*slot, "data"))
                 if new is not data:
                     out = dict(value)
                     out["data"] = new
@@ -349,49 +377,64 @@ class _Resolver:
                 return value
             # Not a ref: omp still descends into the rest of the image object.
         if isinstance(value, list):
-            new_list: list[Any] | None = None
-            for i, item in enumerate(value):
-                new_item = self.walk(item, key, (*path, i))
-                if new_item is not item:
-                    if new_list is None:
-                        new_list = list(value)
-                    new_list[i] = new_item
-            return value if new_list is None else new_list
+            return _Frame(value, value, ((i, item, key) for i, item in enumerate(value)))
         if not isinstance(value, dict):
             return value
         obj: dict[str, Any] = value
         if value.get("type") == "image_generation_call":
             result = value.get("result")
             if isinstance(result, str) and result.startswith(BLOB_PREFIX):
-                new = self.image(result, (*path, "result"))
+                new = self.image(result, self._path(*slot, "result"))
                 if new is not result:
                     obj = dict(obj)
                     obj["result"] = new
         image_url = value.get("image_url")
         if isinstance(image_url, str) and image_url.startswith(BLOB_PREFIX):
-            new = self.data_url(image_url, (*path, "image_url"))
+            new = self.data_url(image_url, self._path(*slot, "image_url"))
             if new is not image_url:
                 if obj is value:
                     obj = dict(obj)
                 obj["image_url"] = new
-        for k, child in value.items():
-            if not isinstance(child, (dict, list)):
-                continue  # strings are only resolved through the parent checks above
-            new_child = self.walk(child, k, (*path, k))
-            if new_child is not child:
-                if obj is value:
-                    obj = dict(obj)
-                obj[k] = new_child
-        return obj
+        # strings are only resolved through the parent checks above
+        return _Frame(value, obj, ((k, child, k) for k, child in value.items() if isinstance(child, dict | list)))
+
+    def walk(self, value: Any, key: str | None, path: _Path) -> Any:
+        self.base = path
+        self.stack = []
+        first = self._visit(value, key)
+        if not isinstance(first, _Frame):
+            return first
+        stack = self.stack = [first]
+        while True:
+            frame = stack[-1]
+            step = next(frame.children, None)
+            if step is None:
+                stack.pop()
+                if not stack:
+                    return frame.out
+                stack[-1].put(frame.slot, frame.value, frame.out)
+                continue
+            slot, child, child_key = step
+            got = self._visit(child, child_key, slot)
+            if isinstance(got, _Frame):
+                got.slot = slot
+                stack.append(got)
+            else:
+                frame.put(slot, child, got)
 
 
 def _contains_blob_ref(value: Any) -> bool:
-    if isinstance(value, str):
-        return value.startswith(BLOB_PREFIX)
-    if isinstance(value, list):
-        return any(_contains_blob_ref(v) for v in value)
-    if isinstance(value, dict):
-        return any(_contains_blob_ref(v) for v in value.values())
+    todo = [value]  # a stack, not recursion: any nesting depth
+    pop, push = todo.pop, todo.extend
+    while todo:
+        v = pop()
+        if isinstance(v, str):
+            if v.startswith(BLOB_PREFIX):
+                return True
+        elif isinstance(v, list):
+            push(v)
+        elif isinstance(v, dict):
+            push(v.values())
     return False
 
 

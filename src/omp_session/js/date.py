@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 import re
 import time
+from collections.abc import Iterator
 from typing import Any
 
 __all__ = [
@@ -103,8 +104,29 @@ def js_string(value: Any) -> str:
     if isinstance(value, dict):
         return "[object Object]"
     if isinstance(value, list | tuple):
-        return ",".join("" if item is None or _is_undefined_like(item) else js_string(item) for item in value)
+        return _join_arrays(value)
     return "undefined"
+
+
+def _join_arrays(value: list[Any] | tuple[Any, ...]) -> str:
+    # String([[...]]) flattens nested arrays into one join; iterative, so any depth is fine
+    out: list[str] = []
+    # one iterator per open array, and whether that array already wrote an element
+    stack: list[tuple[Iterator[Any], list[bool]]] = [(iter(value), [False])]
+    while stack:
+        items, wrote = stack[-1]
+        for item in items:
+            if wrote[0]:
+                out.append(",")
+            wrote[0] = True
+            if isinstance(item, list | tuple):
+                stack.append((iter(item), [False]))
+                break
+            if item is not None and not _is_undefined_like(item):
+                out.append(js_string(item))
+        else:
+            stack.pop()
+    return "".join(out)
 
 
 def _is_undefined_like(value: Any) -> bool:

@@ -30,10 +30,9 @@ from typing import Any, Final
 
 from omp_session.errors import ContextError, JSTypeError
 from omp_session.js.codec import UNDEFINED
-from omp_session.js.date import new_date_ms, to_iso
+from omp_session.js.date import to_iso
 from omp_session.js.value import (
     MISSING,
-    describe,
     get,
     is_number,
     is_record,
@@ -42,10 +41,8 @@ from omp_session.js.value import (
     js_key,
     ms,
     nullish,
-    property_key,
     put,
     strict_eq,
-    template_string,
     truthy,
     with_js_key_order,
 )
@@ -60,6 +57,7 @@ from .context_messages import (
     remote_compaction_payload,
 )
 from .context_notes import CONTEXT_NOTES_TYPE, context_notes, render_context_notes
+from .jsstring import date_ms, describe, property_key, template_string
 from .snapcompact import (
     SNAP_FRAME_BUDGET,
     FrameDataResolver,
@@ -412,7 +410,7 @@ class ContextBuilder:
             retained: Any = path[kept] if 0 <= kept < compaction_idx else UNDEFINED
             if is_undef(retained) and compaction_idx + 1 < len(path):
                 retained = path[compaction_idx + 1]
-            retained_at = new_date_ms(get(retained, "timestamp")) if not is_undef(retained) else math.nan
+            retained_at = date_ms(get(retained, "timestamp")) if not is_undef(retained) else math.nan
             if math.isfinite(retained_at):
                 try:
                     summary_timestamp = to_iso(retained_at - 1)

@@ -18,10 +18,11 @@ from omp_session.js.value import (
     ms,
     nullish,
     put,
-    template_string,
     trim_nonempty,
     truthy,
 )
+
+from .jsstring import template_string
 
 __all__ = [
     "Emitter",

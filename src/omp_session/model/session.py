@@ -307,13 +307,14 @@ class Session:
             content = message.get("content")
             if not isinstance(content, list):
                 continue  # omp throws here (content.map); the file is reported, not changed
-            sanitized = dict(message)
-            blocks = [dict(b, thinkingSignature=UNDEFINED)
+            # omp sets these to undefined, which JSON.stringify leaves out: removing the keys writes
+            # the same bytes and keeps undefined out of what the API returns
+            sanitized = {k: v for k, v in message.items() if k != "providerPayload"}
+            blocks = [{k: v for k, v in b.items() if k != "thinkingSignature"}
                       if isinstance(b, dict) and b.get("type") == "thinking" and "thinkingSignature" in b else b
                       for b in content]
             if any(new is not old for new, old in zip(blocks, content, strict=True)):
                 sanitized["content"] = blocks
-            sanitized["providerPayload"] = UNDEFINED
             entry["message"] = sanitized
             self.sanitized = True
 
@@ -705,7 +706,10 @@ class Session:
 
 def _hashable(target: Any) -> Any:
     """A label's targetId as a dict key: an object or array (no entry can have it as its id) as
-    its JSON text."""
+    its JSON text; a label entry without ``targetId`` under None (the public API never returns
+    JavaScript undefined)."""
+    if target is UNDEFINED:
+        return None
     return codec.stringify(target) if isinstance(target, dict | list) else target
 
 

@@ -37,6 +37,7 @@ __all__ = [
     "nonempty_str",
     "pretty_json",
     "preview",
+    "shown",
     "text_of",
     "tokens",
     "usage_line",
@@ -85,6 +86,17 @@ def fence(text: str, info: str = "text") -> str:
     if body and not body.endswith("\n"):
         body += "\n"
     return f"{ticks}{info}\n{body}{ticks}"
+
+
+def shown(value: Any) -> str:
+    """A value as one piece of display text, at any nesting depth: a string as it is, an object or
+    array as compact JSON (``str()`` of a list nested a few thousand levels deep raises
+    RecursionError; issue 16), anything else as ``str()``."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict | list | tuple):
+        return compact_json(value)
+    return str(value)
 
 
 def compact_json(value: Any) -> str:
@@ -182,7 +194,7 @@ def text_of(content: Any) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return " ".join(str(b.get("text", "")) for b in content if isinstance(b, dict) and b.get("type") == "text")
+        return " ".join(shown(b.get("text", "")) for b in content if isinstance(b, dict) and b.get("type") == "text")
     return ""
 
 
@@ -196,12 +208,12 @@ def preview(entry: Any) -> str:
         text = text_of(message.get("content"))
         if not text and isinstance(message.get("content"), list):
             calls = [b.get("name") for b in message["content"] if isinstance(b, dict) and b.get("type") == "toolCall"]
-            text = "tool calls: " + ", ".join(str(c) for c in calls) if calls else ""
-        head = f"{message.get('role')}"
+            text = "tool calls: " + ", ".join(shown(c) for c in calls) if calls else ""
+        head = shown(message.get("role"))
     elif kind in ("compaction", "branch_summary"):
-        head, text = str(kind), str(entry.get("shortSummary") or entry.get("summary") or "")
+        head, text = shown(kind), shown(entry.get("shortSummary") or entry.get("summary") or "")
     else:
-        head, text = str(kind), ""
+        head, text = shown(kind), ""
     text = " ".join(text.split())
     if len(text) > _PREVIEW:
         text = text[: _PREVIEW - 1] + "…"

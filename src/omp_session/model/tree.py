@@ -21,6 +21,8 @@ from typing import Any, Protocol
 from omp_session.js.codec import UNDEFINED
 from omp_session.js.date import date_parse
 
+from .jsstring import js_string
+
 __all__ = [
     "Tree",
     "TreeNode",
@@ -193,7 +195,7 @@ def js_date_ms(value: Any) -> float:
     if value is UNDEFINED:
         return math.nan
     if isinstance(value, list):
-        return date_parse(",".join("" if v is None else str(v) for v in value))
+        return date_parse(js_string(value))  # String([...]) joins nested arrays; iterative at any depth
     return math.nan
 
 
@@ -233,9 +235,12 @@ class TreeNode:
     tree: Tree
     index: int
 
+    # Public views return plain JSON values: an entry without an id, and a node without a label,
+    # give None here, never the codec's UNDEFINED (docs/compatibility.md, "JSON out").
     @property
     def id(self) -> Any:
-        return self.tree.ids[self.index]
+        ident = self.tree.ids[self.index]
+        return None if ident is UNDEFINED else ident
 
     @property
     def entry(self) -> Any:
@@ -243,7 +248,7 @@ class TreeNode:
 
     @property
     def label(self) -> Any:
-        return self.tree.labels.get(js_key(self.id), UNDEFINED)
+        return self.tree.labels.get(js_key(self.tree.ids[self.index]), None)
 
     @property
     def children(self) -> list[TreeNode]:

@@ -8,8 +8,9 @@ from typing import Any, Final
 
 from omp_session.errors import ContextError, JSTypeError
 from omp_session.js.codec import UNDEFINED
-from omp_session.js.date import js_string
-from omp_session.js.value import describe, get, get_opt, is_undef, nullish, num_out, template_string, truthy
+from omp_session.js.value import get, get_opt, is_undef, nullish, num_out, truthy
+
+from .jsstring import describe, js_string, template_string
 
 __all__ = ["usage_statistics"]
 

@@ -23,6 +23,8 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1]))  # tests/, for the comparison helpers
 
+from test_context import OPTION_KWARGS, differences, jsonable  # noqa: E402
+
 from omp_session.model.context import (  # noqa: E402
     ContextError,
     build_id_index,
@@ -30,7 +32,6 @@ from omp_session.model.context import (  # noqa: E402
     leaf_after_load,
     usage_statistics,
 )
-from test_context import OPTION_KWARGS, differences, jsonable  # noqa: E402
 
 V3_KINDS = "v3_linear,v3_branched,v3_compaction,v3_labels,v3_custom,v3_title,v3_misc,v3_mixed"
 

@@ -233,7 +233,7 @@ def test_quarantine_records_line_offset_and_raw_bytes(tmp_path: Path) -> None:
     shutil.copy(DATA / "truncated_mid_utf8.jsonl", src)
     plan = plan_repair(src)
     res = apply_repair(plan, out=tmp_path / "fixed.jsonl")
-    assert res.quarantine == str(tmp_path / "fixed.jsonl.quarantine.jsonl")
+    assert res.quarantine == str(tmp_path / "fixed.jsonl.quarantine")
     rows = [json.loads(line) for line in Path(res.quarantine).read_text().splitlines()]
     assert len(rows) == 1 and rows[0]["line"] == 5 and rows[0]["offset"] == 942
     raw = base64.b64decode(rows[0]["base64"])  # cut inside a character: not UTF-8, so base64
@@ -269,7 +269,7 @@ def test_in_place_keeps_backup_and_quarantine(tmp_path: Path) -> None:
     assert res.backup == f"{path}.bak" and Path(res.backup).read_bytes() == original
     assert path.read_bytes() == plan.output
     assert json.loads(Path(quarantine_path(path)).read_text())["text"] == "null"
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.jsonl", "s.jsonl.bak", "s.jsonl.quarantine.jsonl"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.jsonl", "s.jsonl.bak", "s.jsonl.quarantine"]
     # a second repair finds nothing, writes nothing, and never overwrites the backup
     again = plan_repair(path)
     assert again.is_empty and not apply_repair(again, in_place=True).written

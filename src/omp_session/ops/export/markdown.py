@@ -23,6 +23,7 @@ from omp_session.model.text import (
     nonempty_str,
     pretty_json,
     preview,
+    shown,
     tokens,
     usage_line,
     usage_totals,
@@ -91,18 +92,18 @@ class _Renderer:
             self.para(f"**Earlier history was compacted** ({', '.join(detail)}){kept}. Summary:")
             if nonempty_str(entry.get("shortSummary")):
                 self.para(f"Short summary: {inline(entry['shortSummary'])}")
-            self.para(fence(str(entry.get("summary", "")), "markdown"))
+            self.para(fence(shown(entry.get("summary", "")), "markdown"))
         elif kind == "branch_summary":
             self.out += [f"{h} Branch summary", ""]
             self.meta(k, entry)
             origin = entry.get("fromId")
             self.para(f"**Summary of an abandoned branch**, returning to {inline_code(origin)}:" if nonempty_str(origin)
                       else "**Summary of an abandoned branch:**")
-            self.para(fence(str(entry.get("summary", "")), "markdown"))
+            self.para(fence(shown(entry.get("summary", "")), "markdown"))
         elif kind == "custom_message":
             self.custom_message(k, entry, h)
         else:
-            self.setting(k, entry, str(kind))
+            self.setting(k, entry, shown(kind))
 
     def setting(self, k: int, entry: dict[str, Any], kind: str) -> None:
         get = entry.get
@@ -226,7 +227,7 @@ class _Renderer:
             self.out += [f"{h} {'Bash' if bash else 'Python'} execution", ""]
             code = message.get("exitCode")
             self.meta(k, entry, f"exit code {inline(code)}" if finite_number(code) is not None else "")
-            self.para(fence(str(message.get("command" if bash else "code", "")), "sh" if bash else "python"))
+            self.para(fence(shown(message.get("command" if bash else "code", "")), "sh" if bash else "python"))
             output = message.get("output")
             if isinstance(output, str) and output:
                 self.para(fence(output, "text"))
@@ -235,7 +236,7 @@ class _Renderer:
         elif role in ("branchSummary", "compactionSummary"):
             self.out += [f"{h} {'Branch' if role == 'branchSummary' else 'Compaction'} summary", ""]
             self.meta(k, entry)
-            self.para(fence(str(message.get("summary", "")), "markdown"))
+            self.para(fence(shown(message.get("summary", "")), "markdown"))
         elif role == "fileMention":
             self.out += [f"{h} File mention", ""]
             self.meta(k, entry)

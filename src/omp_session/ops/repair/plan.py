@@ -17,6 +17,7 @@ import os
 import re
 from typing import Any
 
+from omp_session.catalog.listing import QUARANTINE_SUFFIX
 from omp_session.diagnostics import Severity
 from omp_session.errors import (
     NotASessionError,
@@ -29,7 +30,7 @@ from omp_session.format.migrate import needs_migration
 from omp_session.format.reader import Journal, scan_bytes
 from omp_session.format.title import TITLE_SLOT_BYTES, build_title_slot
 from omp_session.js import codec
-from omp_session.store.atomic import write_new_file
+from omp_session.store.atomic import check_output, copy_mode, write_new_file
 from omp_session.store.base import FileStorage
 from omp_session.write.ids import iso_timestamp, new_session_id
 
@@ -45,7 +46,9 @@ _FILE_NAME = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d)-(\d\d)-(\d\d)-(\d{3}Z)_([0-9a-
 
 
 def quarantine_path(target: str | os.PathLike[str]) -> str:
-    return os.fspath(target) + ".quarantine.jsonl"
+    """``<target>.quarantine``: JSON lines, but not named ``*.jsonl``, so that neither omp nor we ever
+    list it, look it up by id or validate it as a session (issue 15; docs/repair.md)."""
+    return os.fspath(target) + QUARANTINE_SUFFIX
 
 
 def plan_repair(path: str | os.PathLike[str], *, blob_store: Any = None) -> RepairPlan:
@@ -266,7 +269,7 @@ def apply_repair(plan: RepairPlan, *, out: str | os.PathLike[str] | None = None,
                  in_place: bool = False, force: bool = False) -> RepairResult:
     """Write the repaired file: a copy at ``out`` (an existing file there is refused unless
     ``force``), or over the original (``in_place``: atomic replace, the original kept as
-    ``PATH.bak``). Quarantined records go to ``<target>.quarantine.jsonl`` (appended to, never
+    ``PATH.bak``). Quarantined records go to ``<target>.quarantine`` (appended to, never
     overwritten).
 
     In place, refuses with :class:`RepairConflictError` when the file changed since it was
@@ -282,10 +285,14 @@ def apply_repair(plan: RepairPlan, *, out: str | os.PathLike[str] | None = None,
         raise RepairError(f"{target}: is the file being repaired; use in_place=True (--in-place) to replace it")
     if os.path.isdir(target):
         raise RepairError(f"{target}: is a directory")
-    if os.path.lexists(target) and not force:
-        raise RepairError(f"{target}: already exists (use --force to replace it)")
+    where = check_output(target, force=force, error=RepairError)
+    if where.kind == "stream" and plan.quarantined:
+        # the quarantine goes beside the output, and a device has no "beside"
+        raise RepairError(f"{target}: {len(plan.quarantined)} record(s) need a quarantine file beside the "
+                          "output; write the repair to a file")
     quarantine = _write_quarantine(plan, target)
-    write_new_file(target, [plan.output], force=force, error=RepairError)
+    # a copy of a session is never more readable than the session itself
+    write_new_file(target, [plan.output], force=force, error=RepairError, mode=copy_mode(plan.path))
     return RepairResult(target, None, quarantine)
 
 
@@ -299,7 +306,8 @@ def _apply_in_place(plan: RepairPlan) -> RepairResult:
     while os.path.lexists(backup):  # an earlier backup is somebody's data: never overwrite it
         n += 1
         backup = f"{path}.bak.{n}"
-    write_new_file(backup, [current], force=False, error=RepairError)  # a link: never over a file
+    write_new_file(backup, [current], force=False, error=RepairError,  # a link: never over a file
+                   mode=copy_mode(path))
     quarantine = _write_quarantine(plan, path)
     try:
         FileStorage().replace(path, plan.output, plan.size)
@@ -325,7 +333,7 @@ def _write_quarantine(plan: RepairPlan, target: str) -> str | None:
     if not plan.quarantined:
         return None
     path = quarantine_path(target)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, copy_mode(plan.path))
     try:
         data = plan.quarantine_bytes()
         view = memoryview(data)

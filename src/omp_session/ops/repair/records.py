@@ -178,8 +178,8 @@ def _rescue(j: Journal, start: int, end: int, out: Records) -> list[tuple[Rec | 
             found.append((rec, "rec"))
             continue
         # a torn write: the start of one record with a complete record glued after it
-        # only a line ending in '}' can end in a complete record: each try parses to the line's end
-        for m in _EMBEDDED.finditer(core, 1) if core.endswith(b"}") else ():
+        # only a line ending in '}' can end in a complete record, and only one place can start it
+        for m in _glued_start(core):
             rec = _whole(core[m.start():], at + m.start(), line)
             if rec is not None:
                 out.quarantine(line, at, core[: m.start()], "malformed: not a complete JSON value "
@@ -227,6 +227,42 @@ def _rejoin(out: Records) -> list[Rec]:
         joined = {q.offset for q in pieces if id(q) in used}
         out.fixes = [f for f in out.fixes if not (f.code == "malformed-record" and f.offset in joined)]
     return found
+
+
+def _glued_start(core: bytes) -> list[re.Match[bytes]]:
+    """Where a complete record glued onto the end of ``core`` can start (none or one place).
+
+    A value that parses up to the line's end ends in the ``}`` closing the ``{`` it starts with,
+    and inside valid JSON a quote preceded by an even number of backslashes toggles a string, so
+    matching brackets backwards from the end finds that ``{``. One parse instead of one per
+    ``{"`` on the line: trying each was quadratic on a deeply nested torn line (issue 16).
+    """
+    n = len(core)
+    if not n or core[-1] != 0x7D:  # "}"
+        return []
+    depth = 0
+    i = n - 1
+    while i >= 1:
+        c = core[i]
+        if c == 0x22:  # a string, read backwards to its opening quote
+            i -= 1
+            while i >= 0:
+                if core[i] == 0x22:
+                    k = i
+                    while k > 0 and core[k - 1] == 0x5C:
+                        k -= 1
+                    if (i - k) % 2 == 0:
+                        break
+                i -= 1
+        elif c == 0x7D or c == 0x5D:
+            depth += 1
+        elif c == 0x7B or c == 0x5B:
+            depth -= 1
+            if depth == 0:
+                m = _EMBEDDED.match(core, i) if c == 0x7B else None
+                return [m] if m is not None else []
+        i -= 1
+    return []
 
 
 def _whole(core: bytes, at: int, line: int) -> Rec | None:

@@ -7,6 +7,7 @@ The rules, and why each is the one the evidence supports, are in ``docs/repair.m
 from __future__ import annotations
 
 import hashlib
+from collections import Counter
 from typing import Any
 
 from omp_session.js import codec
@@ -100,9 +101,12 @@ def drop_duplicates(rs: Records) -> None:
     # a copy written after a different entry reused its id is not a repeat: omp's index moved to
     # that other entry in between and back to this copy after it, so fresh_ids must tell them apart
     turn: dict[str, tuple[bytes, int]] = {}
+    # only a record whose id comes back can have a copy: the others are never serialised, which
+    # matters for a record nested 100,000 levels deep (the exact serialiser is pure Python)
+    seen = Counter(_id(rec.value) for rec in recs[1:])
     for i, rec in enumerate(recs):
         own = _id(rec.value)
-        if i and own is not None:
+        if i and own is not None and seen[own] > 1:
             line = codec.dumps_line(rec.value)
             prev = turn.get(own)
             n = 0 if prev is None else prev[1] if prev[0] == line else prev[1] + 1

@@ -125,30 +125,31 @@ def _name(value: Any, default: str) -> str:
     return value if isinstance(value, str) and value else default
 
 
-def _count_images(value: Any, report: SizeReport) -> None:
-    """Inline images and refs anywhere in a record (image blocks, ``images`` lists, data URLs)."""
-    if isinstance(value, list):
-        for v in value:
-            _count_images(v, report)
-        return
-    if not isinstance(value, dict):
-        return
-    data = value.get("data")
-    if isinstance(data, str) and (value.get("type") == "image"
-                                  or str(value.get("mimeType", "")).lower().startswith("image/")):
-        if data.startswith(BLOB_PREFIX):
-            report.image_refs += 1
-        else:
-            report.inline_images.add(len(data))
-    url = value.get("image_url")
-    if isinstance(url, str):
-        if url.startswith(BLOB_PREFIX):
-            report.image_refs += 1
-        elif url.startswith("data:image/"):
-            report.inline_images.add(len(url))
-    for k, v in value.items():
-        if k != "data" and isinstance(v, (dict, list)):
-            _count_images(v, report)
+def _count_images(record: Any, report: SizeReport) -> None:
+    """Inline images and refs anywhere in a record (image blocks, ``images`` lists, data URLs);
+    a stack, not recursion: a record may be nested any depth (issue 16)."""
+    stack = [record]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, list):
+            stack.extend(value)
+            continue
+        if not isinstance(value, dict):
+            continue
+        data = value.get("data")
+        if isinstance(data, str) and (value.get("type") == "image"
+                                      or str(value.get("mimeType", "")).lower().startswith("image/")):
+            if data.startswith(BLOB_PREFIX):
+                report.image_refs += 1
+            else:
+                report.inline_images.add(len(data))
+        url = value.get("image_url")
+        if isinstance(url, str):
+            if url.startswith(BLOB_PREFIX):
+                report.image_refs += 1
+            elif url.startswith("data:image/"):
+                report.inline_images.add(len(url))
+        stack.extend(v for k, v in value.items() if k != "data" and isinstance(v, (dict, list)))
 
 
 def _thinking(message: dict[str, Any], report: SizeReport) -> None:

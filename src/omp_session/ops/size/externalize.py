@@ -81,6 +81,7 @@ class ExternalizeResult:
     below_threshold: int = 0  # inline images omp keeps inline (< 1024 characters)
     kept_noncanonical: int = 0  # inline images left because omp would load them re-encoded
     kept_frames: int = 0  # snapcompact frames left inline
+    kept_too_deep: int = 0  # records nested deeper than omp's own walk goes: left as they are
 
     @property
     def saved(self) -> int:
@@ -93,6 +94,7 @@ class ExternalizeResult:
             "image_bytes_moved": self.image_bytes_moved, "records_changed": self.records_changed,
             "blobs": len(self.blobs), "new_blobs": self.new_blobs, "below_threshold": self.below_threshold,
             "kept_noncanonical": self.kept_noncanonical, "kept_frames": self.kept_frames,
+            "kept_too_deep": self.kept_too_deep,
         }
 
 
@@ -174,17 +176,24 @@ def _count_moves(orig: Any, new: Any) -> int:
 
 def _count_small_images(value: Any, key: str | None) -> int:
     """Inline images in externalizable positions that omp keeps inline for their size."""
-    if isinstance(value, list):
-        return sum(_count_small_images(v, key) for v in value)
-    if not isinstance(value, dict):
-        return 0
-    data = value.get("data")
-    if (key in ("content", "images") and isinstance(data, str) and not data.startswith(BLOB_PREFIX)
-            and (value.get("type") == "image" or (key == "images" and str(value.get("mimeType", ""))
-                                                   .lower().startswith("image/")))
-            and codec.utf16_len(data) < BLOB_EXTERNALIZE_MIN):
-        return 1
-    return sum(_count_small_images(v, k) for k, v in value.items())
+    count = 0
+    todo: list[tuple[Any, str | None]] = [(value, key)]  # a stack, not recursion: any nesting depth
+    while todo:
+        value, key = todo.pop()
+        if isinstance(value, list):
+            todo.extend((v, key) for v in value)
+            continue
+        if not isinstance(value, dict):
+            continue
+        data = value.get("data")
+        if (key in ("content", "images") and isinstance(data, str) and not data.startswith(BLOB_PREFIX)
+                and (value.get("type") == "image" or (key == "images" and str(value.get("mimeType", ""))
+                                                       .lower().startswith("image/")))
+                and codec.utf16_len(data) < BLOB_EXTERNALIZE_MIN):
+            count += 1
+            continue
+        todo.extend((v, k) for k, v in value.items())
+    return count
 
 
 # ----------------------------------------------------------------- records
@@ -220,9 +229,14 @@ def externalize_record(journal: Journal, i: int, raw: bytes, result: Externalize
     if not _is_candidate(raw):
         return None
     recorder = _Recorder()
-    walked = truncate_for_persistence(value, recorder)
     graft = _Graft(recorder)
-    new = graft.take(value, walked, None)
+    try:
+        walked = truncate_for_persistence(value, recorder)
+        new = graft.take(value, walked, None)
+    except RecursionError:
+        # omp's own walk recurses too and throws on such a record (RangeError): it stays as it is
+        result.kept_too_deep += 1
+        return None
     result.kept_noncanonical += graft.noncanonical
     result.kept_frames += graft.frames
     if new is value:

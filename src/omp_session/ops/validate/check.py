@@ -15,6 +15,9 @@ import re
 from pathlib import Path
 from typing import Any
 
+import orjson
+
+from omp_session.catalog.listing import QUARANTINE_SUFFIX
 from omp_session.diagnostics import Diagnostic, Severity
 from omp_session.errors import FormatError
 from omp_session.format.blobs import BLOB_PREFIX, BlobStore, parse_blob_ref
@@ -61,6 +64,8 @@ def validate(path_or_session: str | os.PathLike[str] | Session, *, blobs_dir: st
             with open(path, "rb") as f:
                 size = os.fstat(f.fileno()).st_size
                 head = f.read(_SNIFF)
+        if _is_quarantine(head):
+            return [_quarantine_finding(path)]
         reason = _not_a_session(head, size)
         if reason:
             return [Diagnostic.of("not-a-session", f"not an omp session file: {reason}", path=path)]
@@ -71,6 +76,28 @@ def validate(path_or_session: str | os.PathLike[str] | Session, *, blobs_dir: st
     finally:
         if not isinstance(path_or_session, Session):
             session.close()
+
+
+_QUARANTINE_KEYS = frozenset({"line", "offset", "reason", "text", "base64"})
+
+
+def _is_quarantine(head: bytes) -> bool:
+    """Whether the file starts like repair's quarantine (docs/repair.md): its first line an object of
+    ``line``, ``offset``, ``reason`` and ``text`` or ``base64``; no session record looks so."""
+    first = head.lstrip(b" \t\r\n").split(b"\n", 1)[0]
+    try:
+        value = orjson.loads(first)
+    except orjson.JSONDecodeError:
+        return False
+    return isinstance(value, dict) and "reason" in value and "line" in value and value.keys() <= _QUARANTINE_KEYS
+
+
+def _quarantine_finding(path: str) -> Diagnostic:
+    name = os.path.basename(path)
+    of = name.removesuffix(".jsonl").removesuffix(QUARANTINE_SUFFIX)
+    return Diagnostic.of("repair-quarantine", f"not a session: the quarantine omp-session repair wrote for {of} "
+                         "(records taken out of it, one JSON object each; see docs/repair.md); not checked",
+                         path=path)
 
 
 def _not_a_session(head: bytes, size: int) -> str | None:
