@@ -37,7 +37,7 @@ import orjson
 from omp_session.ops.blobs import iter_session_files, scan_refs
 from omp_session.ops.size.doctor import analyze_size
 
-GEN = Path(__file__).resolve().parents[2] / "shared" / "bench" / "gen_large.py"
+GEN = Path(__file__).resolve().parent / "gen_large.py"
 CHUNK = 1 << 20
 
 

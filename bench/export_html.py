@@ -4,7 +4,7 @@
     .venv/bin/python bench/export_html.py --size 10M --runs 5 --contenders ours,read
     .venv/bin/python bench/export_html.py --json > result.json     # also: --seed S, --keep-data
 
-Data: ``../shared/bench/gen_large.py`` (cached like bench/open_context.py: ``$OMP_BENCH_CACHE``,
+Data: ``bench/gen_large.py`` (cached like bench/open_context.py: ``$OMP_BENCH_CACHE``,
 default ``/tmp/omp-bench-cache/<size>-seed<S>/``), copied into a scratch folder with one user
 message appended at the leaf whose text, ``zqxj-end-marker``, occurs nowhere else: the search
 that must cross the whole branch.
@@ -171,7 +171,7 @@ def main(argv: list[str]) -> int:
     if unknown or "ours" not in kinds:
         parser.error(f"--contenders: choose from {', '.join(CONTENDERS)}, ours included (got {args.contenders})")
     if "omp" in kinds and not (BUN.exists() and OMP_PKG.is_dir()):
-        raise SystemExit(f"omp is not installed under {OMP_PKG.parent.parent} (../shared/oracle/install)")
+        raise SystemExit(f"omp is not installed under {OMP_PKG.parent.parent} (tests/reference/install)")
     parse_size(args.size)
     original, blobs, generated, created = ensure_data(args.size, args.seed, DATA_DIR)
     scratch = Path(tempfile.mkdtemp(prefix="omp-bench-html-"))

@@ -22,8 +22,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-GEN_LARGE = Path(os.environ.get("OMP_BENCH_GEN", Path(__file__).resolve().parents[2] / "shared" / "bench" / "gen_large.py"))
-ORACLE_HOME = Path(os.environ.get("OMP_ORACLE_HOME", Path.home() / ".cache" / "omp-oracle"))
+GEN_LARGE = Path(os.environ.get("OMP_BENCH_GEN", Path(__file__).resolve().parent / "gen_large.py"))
+ORACLE_HOME = Path(os.environ.get("OMP_ORACLE_HOME", Path.home() / ".cache" / "omp-session-reference" / "18.2.3"))
 BUN = ORACLE_HOME / "node_modules" / "bun" / "bin" / "bun.exe"
 OMP_PKG = ORACLE_HOME / "node_modules" / "@oh-my-pi" / "pi-coding-agent"
 CONTENDERS = ("omp", "ours", "read", "orjson")
@@ -304,7 +304,7 @@ def probe_setup(kinds: list[str]) -> dict:
     setup = {"omp_version": None, "bun_version": None, "ours_module": None}
     if "omp" in kinds:
         if not (BUN.is_file() and OMP_PKG.is_dir()):
-            raise SystemExit(f"omp is not installed in {ORACLE_HOME}: run ../shared/oracle/install")
+            raise SystemExit(f"omp is not installed in {ORACLE_HOME}: run tests/reference/install")
         setup["omp_version"] = json.loads((OMP_PKG / "package.json").read_text())["version"]
         setup["bun_version"] = subprocess.run(
             [BUN, "--version"], capture_output=True, text=True

@@ -13,7 +13,7 @@ omp has no pack command, so the comparisons are floors, each a fresh process, ru
 * ``unpack-gz``              ``omp_session.ops.pack.unpack.unpack`` of that ``.tar.gz`` into a fresh root
   with a new cwd (verify every hash, rewrite the header, place).
 
-Data comes from ``../shared/bench/gen_large.py`` (cached like ``bench/open_context.py``). Prints
+Data comes from ``bench/gen_large.py`` (cached like ``bench/open_context.py``). Prints
 medians, the ratios pack-gz/tar-gz, unpack-gz/untar-gz and pack-tar/hash-copy, the archive sizes
 and the peak RSS of pack and unpack (the issue: bounded memory on a 1 GB session).
 """

@@ -10,7 +10,7 @@ Contenders, each a fresh isolated process, run round-robin so machine noise spre
                validator; its open is what a user runs today to find out whether a file loads);
 * ``validate`` ``omp_session.ops.validate.check`` with blob references checked against the store.
 
-Data comes from ``../shared/bench/gen_large.py`` and is cached like ``bench/open_context.py``
+Data comes from ``bench/gen_large.py`` and is cached like ``bench/open_context.py``
 does. Prints, per size, median seconds and the median ratios validate/read, validate/orjson and
 validate/omp, and validate's peak RSS. Targets from the issue: validate/read <= 6, peak RSS <= 200
 MB at 1 GB.

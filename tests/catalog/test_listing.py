@@ -173,14 +173,14 @@ def test_session_info_fields(tmp_path: Path) -> None:
 
 
 def _oracle() -> Path:
-    return Path(os.environ.get("OMP_ORACLE_DIR", Path(__file__).resolve().parents[3] / "shared" / "oracle"))
+    return Path(os.environ.get("OMP_ORACLE_DIR", Path(__file__).resolve().parents[2] / "tests" / "reference"))
 
 
 @pytest.mark.oracle
 def test_live_oracle_agrees_on_generated_corpus(tmp_path: Path) -> None:
     """Live differential (about 1 s): a fresh gen_sessions corpus, listed by omp and by us."""
     oracle = _oracle()
-    if not (oracle / "omp-oracle").exists():
+    if not (oracle / "omp-reference").exists():
         pytest.skip("oracle not available")
     bucket = tmp_path / "bucket"
     subprocess.run([sys.executable, str(oracle / "gen_sessions.py"), "--seed", "5", "--count", "40", "--kinds",

@@ -35,7 +35,7 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
-DEFAULT_ORACLE = Path(os.environ.get("OMP_ORACLE_DIR", REPO.parent / "shared" / "oracle"))
+DEFAULT_ORACLE = Path(os.environ.get("OMP_ORACLE_DIR", REPO / "tests" / "reference"))
 
 
 @dataclass(frozen=True)
@@ -350,7 +350,7 @@ def main(argv: list[str]) -> int:
         kinds = Counter(Path(f).name.split("_", 1)[1].rsplit(".", 1)[0] for f in files)
         print("conformance: kinds " + ", ".join(f"{k} {n}" for k, n in sorted(kinds.items())), flush=True)
         oracle_out, ours_out = work / "oracle.jsonl", work / "ours.jsonl"
-        run([str(args.oracle / "omp-oracle"), "load", "--blobs", str(corpus / "blobs"), "--jobs",
+        run([str(args.oracle / "omp-reference"), "load", "--blobs", str(corpus / "blobs"), "--jobs",
              str(args.jobs), "--timeout", str(args.timeout), "--list", str(listing)], oracle_out)
         run([sys.executable, str(HERE / "adapter.py"), "load", "--blobs", str(corpus / "blobs"), "--list",
              str(listing)], ours_out)
@@ -363,7 +363,7 @@ def main(argv: list[str]) -> int:
              "--out", str(work / "op-scripts"), "--files", str(corpus)])
         scripts = sorted(str(p) for p in (corpus / "scripts").glob("*.json"))
         scripts += sorted(str(p) for p in (work / "op-scripts").glob("*_ops.json"))
-        scripts += sorted(str(p) for p in (args.oracle / "examples").glob("run_*.json"))
+        scripts += sorted(str(p) for p in (REPO / "tests" / "data" / "oracle_examples").glob("run_*.json"))
         scripts += sorted(str(p) for p in (HERE / "scripts").glob("*.json"))  # hand-written: paths, ...
         run_result, written = grade_scripts(scripts, args.oracle, work, args.jobs)
         for line in run_result.report(verbose=args.verbose, what="scripts"):
@@ -382,7 +382,7 @@ def grade_scripts(scripts: list[str], oracle_dir: Path, work: Path, jobs: int) -
     written = work / "written"
     written.mkdir(exist_ok=True)
     oracle_out, ours_out = work / "oracle.run.jsonl", work / "ours.run.jsonl"
-    run([str(oracle_dir / "omp-oracle"), "run", "--jobs", str(jobs), "--timeout", "60", "--list", str(listing)],
+    run([str(oracle_dir / "omp-reference"), "run", "--jobs", str(jobs), "--timeout", "60", "--list", str(listing)],
         oracle_out)
     run([sys.executable, str(HERE / "adapter.py"), "run", "--keep-files", str(written), "--list", str(listing)],
         ours_out)
@@ -401,7 +401,7 @@ def grade_written(written: Path, oracle_dir: Path, work: Path, jobs: int) -> Res
     listing = work / "written.txt"
     listing.write_text("\n".join(files) + "\n")
     oracle_out, ours_out = work / "oracle.written.jsonl", work / "ours.written.jsonl"
-    run([str(oracle_dir / "omp-oracle"), "load", "--jobs", str(jobs), "--list", str(listing)], oracle_out)
+    run([str(oracle_dir / "omp-reference"), "load", "--jobs", str(jobs), "--list", str(listing)], oracle_out)
     run([sys.executable, str(HERE / "adapter.py"), "load", "--list", str(listing)], ours_out)
     oracle_recs = [json.loads(x) for x in oracle_out.read_text().split("\n") if x.strip()]
     ours_recs = [json.loads(x) for x in ours_out.read_text().split("\n") if x.strip()]

@@ -10,7 +10,7 @@ import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-ORACLE = Path(os.environ.get("OMP_ORACLE_DIR", HERE.parents[2] / "shared" / "oracle"))
+ORACLE = Path(os.environ.get("OMP_ORACLE_DIR", HERE.parents[1] / "tests" / "reference"))
 sys.path.insert(0, str(HERE))
 
 import adapter  # noqa: E402
@@ -43,7 +43,7 @@ def test_copilot_replay_metadata_matches_omp(tmp_path: Path) -> None:
     ]
     path = tmp_path / "copilot.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in records))
-    out = subprocess.run([str(ORACLE / "omp-oracle"), "load", str(path)], check=True, capture_output=True,
+    out = subprocess.run([str(ORACLE / "omp-reference"), "load", str(path)], check=True, capture_output=True,
                          text=True).stdout
     expected = json.loads(out)
     assert expected["after_flush"]["changed"]  # omp rewrote the file without the metadata

@@ -13,7 +13,7 @@ import pytest
 
 HERE = Path(__file__).resolve().parent
 DATA = HERE.parent / "data" / "oracle_examples"
-ORACLE = Path(os.environ.get("OMP_ORACLE_DIR", HERE.parents[2] / "shared" / "oracle"))
+ORACLE = Path(os.environ.get("OMP_ORACLE_DIR", HERE.parents[1] / "tests" / "reference"))
 sys.path.insert(0, str(HERE))
 
 import adapter  # noqa: E402

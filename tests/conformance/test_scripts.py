@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 HERE = Path(__file__).resolve().parent
-ORACLE = Path(os.environ.get("OMP_ORACLE_DIR", HERE.parents[2] / "shared" / "oracle"))
+ORACLE = Path(os.environ.get("OMP_ORACLE_DIR", HERE.parents[1] / "tests" / "reference"))
 sys.path.insert(0, str(HERE))
 
 import run_conformance  # noqa: E402

@@ -26,8 +26,8 @@ from .views import Failure, check_file
 REPO = Path(__file__).resolve().parents[2]
 DATA = REPO / "tests" / "data" / "fuzz"
 KNOWN = Path(__file__).resolve().parent / "known_failures.json"
-ORACLE = Path(os.environ.get("OMP_ORACLE_DIR", REPO.parent / "shared" / "oracle"))
-GEN_LARGE = Path(os.environ.get("OMP_BENCH_DIR", REPO.parent / "shared" / "bench")) / "gen_large.py"
+ORACLE = Path(os.environ.get("OMP_ORACLE_DIR", REPO / "tests" / "reference"))
+GEN_LARGE = Path(os.environ.get("OMP_BENCH_DIR", REPO / "bench")) / "gen_large.py"
 GOLDEN_DIRS = ("oracle_examples", "context", "persist", "validate")
 BIG = 256 << 10  # a saved regression over this is gzipped
 

@@ -285,7 +285,7 @@ def test_long_linear_session_is_fast() -> None:
 
 
 def _oracle_dir() -> Path:
-    return Path(os.environ.get("OMP_ORACLE_DIR", Path(__file__).resolve().parents[3] / "shared" / "oracle"))
+    return Path(os.environ.get("OMP_ORACLE_DIR", Path(__file__).resolve().parents[2] / "tests" / "reference"))
 
 
 @pytest.mark.oracle
@@ -298,7 +298,7 @@ def test_live_sweep_against_oracle() -> None:
                         "--out", str(out)], check=True, capture_output=True)
         files = sorted(out.glob("*.jsonl"))
         blobs = ["--blobs", str(out / "blobs")] if (out / "blobs").is_dir() else []
-        proc = subprocess.run([str(oracle_dir / "omp-oracle"), "load", "--jobs", "2", "--timeout", "10", *blobs,
+        proc = subprocess.run([str(oracle_dir / "omp-reference"), "load", "--jobs", "2", "--timeout", "10", *blobs,
                                *map(str, files)], check=True, capture_output=True, text=True)
     records = [json.loads(line) for line in proc.stdout.splitlines()]
     assert len(records) == 40

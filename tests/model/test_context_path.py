@@ -16,7 +16,7 @@ from omp_session.js import codec
 from omp_session.model import context as full
 from omp_session.model.context import ContextError
 
-ORACLE = Path(os.environ.get("OMP_ORACLE_DIR", Path(__file__).resolve().parents[3] / "shared" / "oracle"))
+ORACLE = Path(os.environ.get("OMP_ORACLE_DIR", Path(__file__).resolve().parents[2] / "tests" / "reference"))
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +51,7 @@ def test_windowed_context_matches_full_path(corpus: Path, options: dict[str, boo
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_windowed_context_matches_on_realistic_sessions(tmp_path: Path, seed: int) -> None:
     """gen_large sessions: long paths, compactions, branches, images; the common real shape."""
-    gen = ORACLE.parent / "bench" / "gen_large.py"
+    gen = ORACLE.parents[1] / "bench" / "gen_large.py"
     path = tmp_path / "s.jsonl"
     subprocess.run([sys.executable, str(gen), "--size", "3M", "--seed", str(seed), "-o", str(path),
                     "--blob-dir", str(tmp_path / "blobs")], check=True, capture_output=True)

@@ -44,10 +44,10 @@ def _node_path() -> str:
 
 
 def _bun_path() -> str:
-    home = Path(os.environ.get("OMP_ORACLE_HOME", Path.home() / ".cache" / "omp-oracle"))
+    home = Path(os.environ.get("OMP_ORACLE_HOME", Path.home() / ".cache" / "omp-session-reference" / "18.2.3"))
     bun = home / "node_modules" / "bun" / "bin" / "bun.exe"
     if not bun.exists():
-        pytest.fail(f"bun not found at {bun}: install the omp oracle first (../shared/oracle/install)")
+        pytest.fail(f"bun not found at {bun}: install the omp oracle first (tests/reference/install)")
     return str(bun)
 
 

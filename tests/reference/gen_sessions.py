@@ -1029,17 +1029,26 @@ def rotation(kinds: list[str], count: int) -> list[str]:
     return out[:count]
 
 
+GROUPS = {
+    "all": lambda k: True,
+    "valid": lambda k: k.startswith("v"),
+    "damaged": lambda k: k.startswith("dmg_"),
+}
+
+
 def select_kinds(spec: str) -> list[str]:
-    if spec == "all":
-        return list(KINDS)
-    if spec == "valid":
-        return [k for k in KINDS if k.startswith("v")]
-    if spec == "damaged":
-        return [k for k in KINDS if k.startswith("dmg_")]
-    chosen = [k.strip() for k in spec.split(",") if k.strip()]
-    for k in chosen:
-        if k not in KINDS:
-            raise ValueError(f"unknown kind {k!r} (see --list-kinds)")
+    """Kinds by name or group (``all``, ``valid``, ``damaged``), alone or in a comma list
+    (``valid,dmg_bom``), in KINDS order."""
+    chosen: set[str] = set()
+    for part in (p.strip() for p in spec.split(",")):
+        if not part:
+            continue
+        if part in GROUPS:
+            chosen.update(k for k in KINDS if GROUPS[part](k))
+        elif part in KINDS:
+            chosen.add(part)
+        else:
+            raise ValueError(f"unknown kind {part!r} (see --list-kinds)")
     return [k for k in KINDS if k in chosen]
 
 

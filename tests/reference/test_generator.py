@@ -323,3 +323,10 @@ def test_pairing_by_index_and_only_reaching_leaves(tmp_path: Path) -> None:
     assert run_compare(a, b, "--ignore", "file").stdout.count("missing from") == 4
     assert run_compare(a, b, "--match", "index", "--only", "**.id").returncode == 0
     assert run_compare(a, b, "--match", "index", "--only", "e.*.t").returncode == 1
+
+
+def test_groups_mix_with_kinds_in_a_comma_list() -> None:
+    """``--kinds valid,dmg_bom`` (the tests' own use) is every valid kind plus dmg_bom."""
+    kinds = gen.select_kinds("valid,dmg_bom")
+    assert "dmg_bom" in kinds and all(k in kinds for k in gen.select_kinds("valid"))
+    assert gen.select_kinds("damaged,v1") == [k for k in gen.KINDS if k.startswith("dmg_") or k == "v1"]

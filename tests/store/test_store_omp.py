@@ -22,7 +22,7 @@ from stores.sqlutil import MYSQL_URL, POSTGRES_URL, drop_table, fresh_table, sto
 
 pytestmark = pytest.mark.oracle
 
-ORACLE_HOME = Path(os.environ.get("OMP_ORACLE_HOME", Path.home() / ".cache" / "omp-oracle"))
+ORACLE_HOME = Path(os.environ.get("OMP_ORACLE_HOME", Path.home() / ".cache" / "omp-session-reference" / "18.2.3"))
 BUN = ORACLE_HOME / "node_modules" / "bun" / "bin" / "bun.exe"
 SCRIPT = Path(__file__).parents[1] / "stores" / "omp_sql_store.ts"
 

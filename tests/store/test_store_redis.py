@@ -33,7 +33,7 @@ from omp_session.write import manager as manager_module
 from omp_session.write.manager import SessionManager
 
 URL = os.environ.get("OMP_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
-ORACLE_HOME = Path(os.environ.get("OMP_ORACLE_HOME", Path.home() / ".cache" / "omp-oracle"))
+ORACLE_HOME = Path(os.environ.get("OMP_ORACLE_HOME", Path.home() / ".cache" / "omp-session-reference" / "18.2.3"))
 BUN = ORACLE_HOME / "node_modules" / "bun" / "bin" / "bun.exe"
 OMP_SCRIPT = Path(__file__).parents[1] / "stores" / "omp_redis_store.ts"
 
@@ -390,7 +390,7 @@ def omp(*args: str, stdin: bytes | None = None, home: Path) -> Any:
 @pytest.fixture
 def bun_home(tmp_path: Path) -> Path:
     if not BUN.exists():
-        pytest.fail(f"omp is not installed in {ORACLE_HOME}: run ../shared/oracle/install")
+        pytest.fail(f"omp is not installed in {ORACLE_HOME}: run tests/reference/install")
     home = tmp_path / "bun-home"
     home.mkdir()
     return home

@@ -292,8 +292,8 @@ def test_omp_reads_what_two_writers_wrote(tmp_path: Path) -> None:
         p.start()
     for p in procs:
         p.join(60)
-    oracle = Path(os.environ.get("OMP_ORACLE_DIR", Path(__file__).parents[3] / "shared" / "oracle"))
-    out = subprocess.run([str(oracle / "omp-oracle"), "load", path], capture_output=True, text=True, check=True)
+    oracle = Path(os.environ.get("OMP_ORACLE_DIR", Path(__file__).resolve().parents[2] / "tests" / "reference"))
+    out = subprocess.run([str(oracle / "omp-reference"), "load", path], capture_output=True, text=True, check=True)
     rec = json.loads(out.stdout)
     assert rec["error"] is None and rec["loader"]["malformed_records"] == 0
     assert len(rec["entries"]) == 2 + 80

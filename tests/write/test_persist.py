@@ -185,8 +185,8 @@ def test_reload_resolution_matches_omp(name: str, tmp_path: Path) -> None:
 
 
 def _oracle() -> Path:
-    base = Path(os.environ.get("OMP_ORACLE_DIR", Path(__file__).resolve().parents[3] / "shared" / "oracle"))
-    return base / "omp-oracle"
+    base = Path(os.environ.get("OMP_ORACLE_DIR", Path(__file__).resolve().parents[2] / "tests" / "reference"))
+    return base / "omp-reference"
 
 
 @pytest.mark.oracle

@@ -89,7 +89,7 @@ def oracle(oracle_dir: Path, mode: str, paths: list[Path]) -> list[dict[str, Any
     with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as listing:
         listing.write("\n".join(str(p) for p in paths) + "\n")
     try:
-        proc = subprocess.run([str(oracle_dir / "omp-oracle"), mode, "--jobs", "2", "--timeout", "10",
+        proc = subprocess.run([str(oracle_dir / "omp-reference"), mode, "--jobs", "2", "--timeout", "10",
                                "--blobs", str(HERE / "blobs"), "--list", listing.name],
                               capture_output=True, text=True, check=True)
     finally:
@@ -103,7 +103,7 @@ def comparable_entries(records: list[Any]) -> list[Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--oracle", default=os.environ.get("OMP_ORACLE_DIR", str(HERE.parents[3] / "shared" / "oracle")))
+    parser.add_argument("--oracle", default=os.environ.get("OMP_ORACLE_DIR", str(HERE.parents[2] / "reference")))
     args = parser.parse_args()
     oracle_dir = Path(args.oracle)
     inputs, expected, blobs = HERE / "inputs", HERE / "expected", HERE / "blobs"
@@ -249,4 +249,4 @@ def record_jsdate(oracle_home: Path) -> None:
 
 if __name__ == "__main__":
     main()
-    record_jsdate(Path(os.environ.get("OMP_ORACLE_HOME", Path.home() / ".cache" / "omp-oracle")))
+    record_jsdate(Path(os.environ.get("OMP_ORACLE_HOME", Path.home() / ".cache" / "omp-session-reference" / "18.2.3")))

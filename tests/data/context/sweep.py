@@ -50,7 +50,7 @@ def main() -> None:
     parser.add_argument("--count", type=int, default=300)
     parser.add_argument("--kinds", default="v3", help='"v3" (all v3_* kinds) or a gen_sessions --kinds value')
     parser.add_argument("--runs", action="store_true", help="also compare option variants via run scripts")
-    parser.add_argument("--oracle", default=os.environ.get("OMP_ORACLE_DIR", str(HERE.parents[3] / "shared" / "oracle")))
+    parser.add_argument("--oracle", default=os.environ.get("OMP_ORACLE_DIR", str(HERE.parents[2] / "reference")))
     args = parser.parse_args()
     oracle = Path(args.oracle)
     kinds = V3_KINDS if args.kinds == "v3" else args.kinds
@@ -62,7 +62,7 @@ def main() -> None:
         blobs = ["--blobs", str(out / "blobs")] if (out / "blobs").is_dir() else []
         listing = Path(tmp) / "list.txt"
         listing.write_text("\n".join(map(str, files)))
-        load = subprocess.run([str(oracle / "omp-oracle"), "load", "--jobs", "2", "--timeout", "10", *blobs,
+        load = subprocess.run([str(oracle / "omp-reference"), "load", "--jobs", "2", "--timeout", "10", *blobs,
                                "--list", str(listing)], check=True, capture_output=True, text=True)
         records = [json.loads(line) for line in load.stdout.splitlines()]
         runs: dict[str, Any] = {}
@@ -78,7 +78,7 @@ def main() -> None:
                     script.write_text(json.dumps({"from_file": rec["file"], "close": False, "ops": ops}))
                     scripts.append(str(script))
             listing.write_text("\n".join(scripts))
-            run = subprocess.run([str(oracle / "omp-oracle"), "run", "--jobs", "2", "--timeout", "10", *blobs,
+            run = subprocess.run([str(oracle / "omp-reference"), "run", "--jobs", "2", "--timeout", "10", *blobs,
                                   "--list", str(listing)], check=True, capture_output=True, text=True)
             runs = {Path(r["file"]).stem: r for r in map(json.loads, run.stdout.splitlines())}
 

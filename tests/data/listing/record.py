@@ -33,8 +33,8 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 INPUTS = HERE / "inputs"
-SHARED = Path(os.environ.get("OMP_ORACLE_DIR", HERE.parents[3] / "shared" / "oracle"))
-ORACLE = SHARED / "omp-oracle"
+SHARED = Path(os.environ.get("OMP_ORACLE_DIR", HERE.parents[2] / "tests" / "reference"))
+ORACLE = SHARED / "omp-reference"
 
 BASE_MS = 1_767_000_000_000  # 2025-12-29, well before the headers' timestamps below
 TS = "2026-01-05T10:00:00.000Z"

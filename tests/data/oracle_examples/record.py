@@ -3,7 +3,7 @@
 
     python tests/data/oracle_examples/record.py [--oracle DIR]
 
-Writes one `<example>.oracle.json` per `../shared/oracle/examples/*.jsonl` (omp's `load` record)
+Writes one `<example>.oracle.json` per example `*.jsonl` in this folder (omp's `load` record)
 and per `run_*.json` script (omp's `run` record) next to this script and copies the inputs beside
 it, so the golden tests run without the oracle.
 """
@@ -18,7 +18,7 @@ import subprocess
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-DEFAULT = Path(os.environ.get("OMP_ORACLE_DIR", HERE.parents[3] / "shared" / "oracle"))
+DEFAULT = Path(os.environ.get("OMP_ORACLE_DIR", HERE.parents[2] / "tests" / "reference"))
 
 
 def main() -> None:
@@ -28,7 +28,7 @@ def main() -> None:
     inputs = sorted((args.oracle / "examples").glob("*.jsonl"))
     for src in inputs:
         shutil.copyfile(src, HERE / src.name)
-    out = subprocess.run([str(args.oracle / "omp-oracle"), "load", "--timeout", "5",
+    out = subprocess.run([str(args.oracle / "omp-reference"), "load", "--timeout", "5",
                           *[str(HERE / p.name) for p in inputs]], check=True, capture_output=True,
                          text=True).stdout
     for line in out.splitlines():
@@ -39,7 +39,7 @@ def main() -> None:
     scripts = sorted((args.oracle / "examples").glob("run_*.json"))
     for src in scripts:
         shutil.copyfile(src, HERE / src.name)
-    out = subprocess.run([str(args.oracle / "omp-oracle"), "run", *[str(HERE / p.name) for p in scripts]],
+    out = subprocess.run([str(args.oracle / "omp-reference"), "run", *[str(HERE / p.name) for p in scripts]],
                          check=True, capture_output=True, text=True).stdout
     for line in out.split("\n"):
         if not line.strip():

@@ -36,8 +36,8 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-ORACLE = Path(os.environ.get("OMP_ORACLE_DIR", HERE.parents[3] / "shared" / "oracle")).resolve() / "omp-oracle"
-ORACLE_HOME = Path(os.environ.get("OMP_ORACLE_HOME", Path.home() / ".cache" / "omp-oracle"))
+ORACLE = Path(os.environ.get("OMP_ORACLE_DIR", HERE.parents[2] / "tests" / "reference")).resolve() / "omp-reference"
+ORACLE_HOME = Path(os.environ.get("OMP_ORACLE_HOME", Path.home() / ".cache" / "omp-session-reference" / "18.2.3"))
 BUN = ORACLE_HOME / "node_modules" / "bun" / "bin" / "bun.exe"
 
 TS = 1767225600000

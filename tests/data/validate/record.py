@@ -15,7 +15,7 @@ import subprocess
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-ORACLE = HERE.parents[3] / "shared" / "oracle" / "omp-oracle"
+ORACLE = HERE.parents[2] / "reference" / "omp-reference"
 
 
 def main() -> None:

@@ -307,7 +307,7 @@ def test_format_errors() -> None:
 
 def test_oracle_examples_and_corpus_never_raise(make_corpus: Callable[[int, int], Path]) -> None:
     files = sorted(make_corpus(7, 60).glob("*.jsonl"))
-    examples = ROOT.parent / "shared" / "oracle" / "examples"
+    examples = ROOT / "tests" / "data" / "oracle_examples"
     files += sorted(examples.glob("*.jsonl")) if examples.is_dir() else []
     assert files
     for path in files:

@@ -761,7 +761,7 @@ def test_cli_usage_errors(tmp_path: Path) -> None:
 
 
 def _oracle_load(files: list[str], blobs: Path) -> list[dict[str, Any]]:
-    proc = subprocess.run([str(ORACLE / "omp-oracle"), "load", "--timeout", "20", "--blobs", str(blobs), *files],
+    proc = subprocess.run([str(ORACLE / "omp-reference"), "load", "--timeout", "20", "--blobs", str(blobs), *files],
                           check=True, capture_output=True, text=True)
     return [json.loads(line) for line in proc.stdout.splitlines()]
 

@@ -28,7 +28,7 @@ from omp_session.ops.redact.rewrite import RedactRules, redact, write_redacted
 from omp_session.ops.validate.check import validate
 from omp_session.write.manager import SessionManager
 
-ORACLE = Path(os.environ.get("OMP_ORACLE_DIR", Path(__file__).resolve().parents[4] / "shared" / "oracle"))
+ORACLE = Path(os.environ.get("OMP_ORACLE_DIR", Path(__file__).resolve().parents[3] / "tests" / "reference"))
 
 # One sample per built-in detector (made up, in each provider's shape).
 BUILTIN = {
@@ -423,7 +423,7 @@ def test_redacted_files_open_in_omp_with_the_same_tree(planted: tuple[Path, Path
                                             outdir / f"c-{f.name}")))
     listing = tmp_path / "list.txt"
     listing.write_text("".join(f"{a}\n{b}\n" for a, b in pairs))
-    proc = subprocess.run([str(ORACLE / "omp-oracle"), "load", "--jobs", "4", "--list", str(listing)],
+    proc = subprocess.run([str(ORACLE / "omp-reference"), "load", "--jobs", "4", "--list", str(listing)],
                           capture_output=True, text=True, timeout=300, check=True)
     records = [json.loads(line) for line in proc.stdout.splitlines()]
     assert len(records) == 2 * len(pairs)

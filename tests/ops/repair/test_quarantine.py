@@ -28,7 +28,7 @@ from omp_session.ops.validate.check import validate
 from omp_session.paths import project_dir_name, sessions_dir
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "repair"
-ORACLE = Path(os.environ.get("OMP_ORACLE_DIR", Path(__file__).resolve().parents[4] / "shared" / "oracle"))
+ORACLE = Path(os.environ.get("OMP_ORACLE_DIR", Path(__file__).resolve().parents[3] / "tests" / "reference"))
 SID = "019a2b3c-4d5e-7f60-8a1b-2c3d4e5f6071"
 NAME = f"2026-03-01T09-00-00-000Z_{SID}.jsonl"
 CWD = "/home/dev/proj"
@@ -99,7 +99,7 @@ def test_omp_lists_only_the_session(tmp_path: Path) -> None:
     shutil.copyfile(bucket / (NAME + ".quarantine"), bucket / (NAME + ".quarantine.jsonl"))
     script = tmp_path / "list.json"
     script.write_text(json.dumps({"ops": [{"op": "static", "method": "list", "args": [CWD, str(bucket)]}]}))
-    out = subprocess.run([str(ORACLE / "omp-oracle"), "run", str(script)], capture_output=True, text=True,
+    out = subprocess.run([str(ORACLE / "omp-reference"), "run", str(script)], capture_output=True, text=True,
                          check=True).stdout
     step = json.loads(out)["steps"][0]
     assert step["error"] is None

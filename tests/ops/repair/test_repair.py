@@ -45,7 +45,7 @@ from omp_session.ops.repair.plan import (
 )
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "repair"
-ORACLE = Path(os.environ.get("OMP_ORACLE_DIR", Path(__file__).resolve().parents[4] / "shared" / "oracle"))
+ORACLE = Path(os.environ.get("OMP_ORACLE_DIR", Path(__file__).resolve().parents[3] / "tests" / "reference"))
 ADAPTER = Path(__file__).resolve().parents[2] / "conformance" / "adapter.py"
 HEADERLESS = "2026-03-01T09-00-00-000Z_019a2b3c-4d5e-7f60-8a1b-2c3d4e5f6071.jsonl"
 _REFS = ("id", "parentId", "targetId", "firstKeptEntryId", "providerReplayThroughEntryId")
@@ -430,7 +430,7 @@ def _oracle_check(files: list[Path], blobs: Path | None = None) -> None:
     listing = files[0].parent / "inputs.txt"
     listing.write_text("\n".join(map(str, files)) + "\n")
     extra = ["--blobs", str(blobs)] if blobs else []
-    omp = subprocess.run([str(ORACLE / "omp-oracle"), "load", "--timeout", "10", *extra, "--list", str(listing)],
+    omp = subprocess.run([str(ORACLE / "omp-reference"), "load", "--timeout", "10", *extra, "--list", str(listing)],
                          check=True, capture_output=True, text=True).stdout
     ours = subprocess.run([sys.executable, str(ADAPTER), "load", *extra, *map(str, files)],
                           check=True, capture_output=True, text=True).stdout

@@ -21,7 +21,7 @@ from omp_session.cli import cli
 from omp_session.errors import EditError, FormatError
 from omp_session.ops.size.externalize import externalize
 
-ORACLE = Path(os.environ.get("OMP_ORACLE_DIR", Path(__file__).resolve().parents[4] / "shared" / "oracle"))
+ORACLE = Path(os.environ.get("OMP_ORACLE_DIR", Path(__file__).resolve().parents[3] / "tests" / "reference"))
 SLOT_TS = "2026-01-01T00:00:00.000Z"
 
 
@@ -166,12 +166,12 @@ def test_omp_loads_the_same_session(tmp_path: Path) -> None:
     store = tmp_path / "blobs"
     externalize(src, tmp_path / "out.jsonl", store=store)
     big = tmp_path / "big.jsonl"
-    subprocess.run(["python3", str(ORACLE.parent / "bench" / "gen_large.py"), "--size", "4M", "--seed", "5",
+    subprocess.run(["python3", str(ORACLE.parents[1] / "bench" / "gen_large.py"), "--size", "4M", "--seed", "5",
                     "-o", str(big), "--blob-dir", str(store), "--inline-image-share", "0.9",
                     "--large-inline-share", "0.6"], check=True, capture_output=True)
     big_res = externalize(big, tmp_path / "big_out.jsonl", store=store)
     assert big_res.images_moved > 0 and big_res.saved > 0
-    proc = subprocess.run([str(ORACLE / "omp-oracle"), "load", "--blobs", str(store), str(src),
+    proc = subprocess.run([str(ORACLE / "omp-reference"), "load", "--blobs", str(store), str(src),
                            str(tmp_path / "out.jsonl"), str(big), str(tmp_path / "big_out.jsonl")],
                           capture_output=True, text=True, timeout=300, check=True)
     recs = [json.loads(x) for x in proc.stdout.splitlines()]
@@ -204,7 +204,7 @@ def test_corpus_loads_the_same(tmp_path: Path, make_corpus: Any) -> None:
         moved += res.images_moved
         pairs.append((f, out))
     assert moved > 0 and len(pairs) >= 8
-    proc = subprocess.run([str(ORACLE / "omp-oracle"), "load", "--jobs", "2", "--blobs", str(store),
+    proc = subprocess.run([str(ORACLE / "omp-reference"), "load", "--jobs", "2", "--blobs", str(store),
                            *[str(p) for pair in pairs for p in pair]],
                           capture_output=True, text=True, timeout=600, check=True)
     recs = [json.loads(x) for x in proc.stdout.splitlines()]

@@ -21,8 +21,8 @@ from omp_session.ops.size.doctor import LONG_TOOL_OUTPUT_BYTES, analyze_size, bi
 from omp_session.ops.size.externalize import externalize
 from omp_session.ops.size.prune import prune
 
-ORACLE = Path(os.environ.get("OMP_ORACLE_DIR", Path(__file__).resolve().parents[4] / "shared" / "oracle"))
-GEN_LARGE = ORACLE.parent / "bench" / "gen_large.py"
+ORACLE = Path(os.environ.get("OMP_ORACLE_DIR", Path(__file__).resolve().parents[3] / "tests" / "reference"))
+GEN_LARGE = ORACLE.parents[1] / "bench" / "gen_large.py"
 
 
 @pytest.fixture(scope="module")
@@ -242,9 +242,9 @@ def test_prune_context_matches_omp(tmp_path: Path, make_corpus: Any) -> None:
         outs.append(str(tmp_path / f"out{n}.jsonl"))
     assert len(outs) >= 10
     blobs = ["--blobs", str(corpus / "blobs")] if (corpus / "blobs").is_dir() else []
-    run = subprocess.run([str(ORACLE / "omp-oracle"), "run", *scripts], capture_output=True, text=True,
+    run = subprocess.run([str(ORACLE / "omp-reference"), "run", *scripts], capture_output=True, text=True,
                          timeout=600, check=True)
-    load = subprocess.run([str(ORACLE / "omp-oracle"), "load", *blobs, *outs], capture_output=True, text=True,
+    load = subprocess.run([str(ORACLE / "omp-reference"), "load", *blobs, *outs], capture_output=True, text=True,
                           timeout=600, check=True)
     for r, o in zip(run.stdout.splitlines(), load.stdout.splitlines(), strict=True):
         before, after = json.loads(r), json.loads(o)
@@ -266,9 +266,9 @@ def test_omp_branched_session_cuts_the_path_where_prune_does_not(tmp_path: Path)
     script = tmp_path / "cb.json"
     script.write_text(json.dumps({"from_file": str(src), "ops": [{"op": "createBranchedSession", "leafId": "a2"}]}))
     prune(src, tmp_path / "o.jsonl", leaf="a2")
-    run = json.loads(subprocess.run([str(ORACLE / "omp-oracle"), "run", str(script)], capture_output=True,
+    run = json.loads(subprocess.run([str(ORACLE / "omp-reference"), "run", str(script)], capture_output=True,
                                     text=True, timeout=120, check=True).stdout)
-    load = json.loads(subprocess.run([str(ORACLE / "omp-oracle"), "load", str(tmp_path / "o.jsonl")],
+    load = json.loads(subprocess.run([str(ORACLE / "omp-reference"), "load", str(tmp_path / "o.jsonl")],
                                      capture_output=True, text=True, timeout=120, check=True).stdout)
     assert run["branch"][:2] == ["u2", "a2"]
     assert load["branch"][:5] == ["u1", "a1", "l1", "u2", "a2"]

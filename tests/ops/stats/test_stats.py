@@ -25,7 +25,7 @@ from omp_session.model.usage import usage_statistics
 from omp_session.ops.stats.group import parse_window, period_key, zone
 from omp_session.ops.stats.report import CACHE_NAME, StatsCache, read_file_usage, stats
 
-ORACLE = Path(os.environ.get("OMP_ORACLE_DIR", Path(__file__).resolve().parents[4] / "shared" / "oracle"))
+ORACLE = Path(os.environ.get("OMP_ORACLE_DIR", Path(__file__).resolve().parents[3] / "tests" / "reference"))
 TOKENS = ("input", "output", "cacheRead", "cacheWrite", "totalTokens")
 
 
@@ -455,7 +455,7 @@ def test_cli_without_sessions_reads_the_current_project(tmp_path: Path, monkeypa
 def _oracle_usage(files: list[Path]) -> dict[str, dict[str, Any]]:
     listing = files[0].parent / "inputs.txt"
     listing.write_text("\n".join(map(str, files)) + "\n")
-    out = subprocess.run([str(ORACLE / "omp-oracle"), "load", "--timeout", "10", "--jobs", "2", "--list",
+    out = subprocess.run([str(ORACLE / "omp-reference"), "load", "--timeout", "10", "--jobs", "2", "--list",
                           str(listing)], check=True, capture_output=True, text=True).stdout
     return {Path(rec["file"]).name: rec for rec in map(json.loads, out.splitlines())}
 
