@@ -208,8 +208,9 @@ class _Checker:
 
     def entry(self, i: int, e: Any) -> None:
         last = i == len(self.j) - 1
-        # the id on disk, not a migrated one: that is what the user finds in the file
-        self.current_id = e.id if isinstance(e, _Entry) else None
+        # the id on disk, not a migrated one: that is what the user finds in the file (a v1 file has
+        # none: ``ids`` is None and the ids migration made up are random, so they name nothing)
+        self.current_id = e.id if isinstance(e, _Entry) and self.ids is not None else None
         if not isinstance(e, _Entry):
             if last:
                 self.out.last_is_object = False
