@@ -62,3 +62,10 @@ def _private_dirs(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
     monkeypatch.setenv("XDG_CACHE_HOME", str(base / "cache"))
     if "PI_CODING_AGENT_DIR" not in os.environ:
         monkeypatch.setenv("PI_CODING_AGENT_DIR", str(base / "agent"))
+
+
+@pytest.fixture(autouse=True)
+def _imitate_omp_18_2_3(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The live reference is omp 18.2.3: tests compare with it unless they pass ``omp=`` (or set
+    OMP_SESSION_OMP) themselves; the library's default is the newest omp it implements (18.3.4)."""
+    monkeypatch.setenv("OMP_SESSION_OMP", "18.2.3")

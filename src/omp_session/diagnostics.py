@@ -127,6 +127,9 @@ _ALL = (
          "2 (info): migrated on next write", also=(_I,)),
     Code("version-invalid", _W, "V4, S5.1", "`version` not a number, or not an integer"),
     Code("version-future", _I, "V4", "version > 3"),
+    Code("newer-omp-features", _I, "issue 17",
+         "a header `version` > 3, entry types or fields on known entry types that no omp we know "
+         "(up to 18.3.4) writes: one finding per file naming the first few; the file loads losslessly"),
     Code("header-cwd-missing", _W, "S2.1", "header without `cwd`"),
     Code("omp-cannot-open", _E, "V1, V11, S1.4.6-7",
          "a `null` record; a `message` entry without a message object; a non-string header `cwd`"),

@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 """Print, for each input, what omp-session derives, in the oracle's JSON shapes.
 
-    python tests/conformance/adapter.py load [--blobs DIR] FILE...
-    python tests/conformance/adapter.py run SCRIPT.json...
+    python tests/conformance/adapter.py load [--omp VERSION] [--blobs DIR] FILE...
+    python tests/conformance/adapter.py run [--omp VERSION] SCRIPT.json...
 
-One JSON line per FILE, in exactly the shape ``../shared/oracle/omp-oracle load`` prints
+One JSON line per FILE, in exactly the shape ``tests/reference/omp-reference load`` prints
 (its README defines every field), computed by omp_session alone, with the same procedure:
 copy the file into a temp session dir, open it for writing, take the views, close, take the
-tree. Where omp throws, hangs or loses data and we deliberately do not, the record shows what
+tree. ``--omp`` names the omp release the library imitates (default 18.2.3, the release the
+live reference runs), so a matrix run compares like with like. Where omp throws, hangs or loses data and we deliberately do not, the record shows what
 we do (docs/compatibility.md lists those scenarios).
 """
 
@@ -33,6 +34,7 @@ from omp_session.format.blobs import BlobStore  # noqa: E402
 from omp_session.format.reader import scan_file  # noqa: E402
 from omp_session.js import codec  # noqa: E402
 from omp_session.js.codec import UNDEFINED  # noqa: E402
+from omp_session.model.omp_version import resolve as resolve_omp  # noqa: E402
 from omp_session.model.tree import js_key  # noqa: E402
 from omp_session.write.manager import SessionManager  # noqa: E402
 
@@ -197,7 +199,7 @@ def loader_view(path: Path) -> dict[str, Any]:
         j.close()
 
 
-def do_load(file: str, tmp_root: Path, blobs: Path | None) -> dict[str, Any]:
+def do_load(file: str, tmp_root: Path, blobs: Path | None, omp: str = "18.2.3") -> dict[str, Any]:
     rec = new_record(file)
     try:
         data = Path(file).resolve().read_bytes()
@@ -225,7 +227,7 @@ def do_load(file: str, tmp_root: Path, blobs: Path | None) -> dict[str, Any]:
     except Exception as e:  # the loader view is one view among others
         errors["loader"] = err_text(e)
     try:
-        sm = SessionManager.open(copy, initial_cwd=ORACLE_CWD, blob_store=store)
+        sm = SessionManager.open(copy, initial_cwd=ORACLE_CWD, blob_store=store, omp=omp)
     except (SessionError, OSError) as e:
         rec["error"] = err_text(e)
         rec["error_stage"] = "open"
@@ -269,14 +271,20 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="kind", required=True)
     load = sub.add_parser("load", help="one JSON line per session file")
+    load.add_argument("--omp", default="18.2.3", help="the omp release to imitate (default 18.2.3)")
     load.add_argument("--blobs", type=Path, help="blob files to make available (like the oracle's --blobs)")
     load.add_argument("--list", type=Path, help="read more input paths from this file, one per line")
     load.add_argument("files", nargs="*")
     run = sub.add_parser("run", help="one JSON line per run script")
+    run.add_argument("--omp", default="18.2.3", help="the omp release to imitate (default 18.2.3)")
     run.add_argument("--list", type=Path, help="read more script paths from this file, one per line")
     run.add_argument("--keep-files", type=Path, help="copy every session file a script wrote into this directory")
     run.add_argument("files", nargs="*")
     args = parser.parse_args(argv)
+    try:
+        omp = resolve_omp(args.omp)
+    except SessionError as e:
+        parser.error(str(e))
     files = list(args.files)
     if args.list:
         files += [line for line in args.list.read_text().splitlines() if line.strip()]
@@ -295,9 +303,9 @@ def main(argv: list[str]) -> int:
             if args.kind == "run":
                 from script_runner import do_run
 
-                rec = do_run(os.path.abspath(file), tmp_root, args.keep_files)
+                rec = do_run(file, tmp_root, args.keep_files, omp)
             else:
-                rec = do_load(os.path.abspath(file), tmp_root, args.blobs)
+                rec = do_load(file, tmp_root, args.blobs, omp)
             out.write((codec.stringify(rec) or "null") + "\n")
             out.flush()
     finally:

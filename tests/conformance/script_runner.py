@@ -1,6 +1,6 @@
 """``adapter.py run``: execute an oracle ``run`` script with our SessionManager.
 
-The script format and the record it prints are the oracle's (``../shared/oracle/README.md``,
+The script format and the record it prints are the oracle's (``tests/reference/omp-reference``,
 "run scripts"): the same ops with the same positional arguments (an absent key is JavaScript
 ``undefined``, so omp's defaults apply; ``null`` stays null), ``$name`` references, the same
 final views, files and directory listing.
@@ -32,6 +32,7 @@ from adapter import (
 from omp_session.format.blobs import BlobStore
 from omp_session.js import codec
 from omp_session.js.codec import UNDEFINED
+from omp_session.store.base import FileStorage
 from omp_session.write import ids
 from omp_session.write.manager import SessionManager
 
@@ -40,6 +41,15 @@ VIEW_NAMES = ("header", "session_name", "entries", "leaf_id", "branch", "context
 # Payload keys: never searched for $references (the oracle's list).
 PAYLOAD_KEYS = frozenset({"message", "content", "data", "details", "init", "serviceTier"})
 DEFAULT_CWD = "/home/dev/project"
+
+
+class _Run:
+    """What one ``do_run`` sets for every op: the omp release to imitate, and the directory a
+    relative path in a script resolves against (the oracle's worker runs in its tmp root)."""
+
+    omp = "18.2.3"
+    base = "."
+    clock: Any = iter(())
 
 
 class ScriptError(Exception):
@@ -176,9 +186,12 @@ def _call(sm: SessionManager, op: dict[str, Any]) -> Any:
     if name == "newSession":
         options = a("options", UNDEFINED)
         opts = options if isinstance(options, dict) else {}
+        session_dir = opts.get("sessionDir")
         return sm.new_session(parent_session=opts.get("parentSession"),
                               provider_prompt_cache_key=opts.get("providerPromptCacheKey"),
-                              additional_directories=opts.get("additionalDirectories") or ())
+                              additional_directories=opts.get("additionalDirectories") or (),
+                              session_dir=os.path.join(_Run.base, session_dir) if isinstance(session_dir, str)
+                              else None)
     if name == "flush":
         return sm.flush(rewrite=False)
     if name == "flushSync":
@@ -228,20 +241,21 @@ def _static(method: str, args: list[Any], blobs: BlobStore) -> Any:
     if method == "getDefaultSessionDir":
         return SessionManager.get_default_session_dir(*args)
     if method in ("list", "listAll"):
-        infos = SessionManager.list(*args) if method == "list" else SessionManager.list_all()
+        infos = (SessionManager.list(*args, omp=_Run.omp) if method == "list"
+                 else SessionManager.list_all(omp=_Run.omp))
         return [info.to_dict() for info in infos]
     if method == "create":
-        return SessionManager.create(*args, blob_store=blobs)
+        return SessionManager.create(*args, blob_store=blobs, omp=_Run.omp)
     if method == "inMemory":
-        return SessionManager.in_memory(*args, blob_store=blobs)
+        return SessionManager.in_memory(*args, blob_store=blobs, omp=_Run.omp)
     if method == "continueRecent":
-        return SessionManager.continue_recent(*args, blob_store=blobs)
+        return SessionManager.continue_recent(*args, blob_store=blobs, omp=_Run.omp)
     if method == "forkFrom":
         source, cwd, session_dir = ([*args, None, None, None])[:3]
-        return SessionManager.fork_from(source, cwd, session_dir, blob_store=blobs)
+        return SessionManager.fork_from(source, cwd, session_dir, blob_store=blobs, omp=_Run.omp)
     if method == "open":
         path, session_dir = ([*args, None, None])[:2]
-        return SessionManager.open(path, session_dir, blob_store=blobs)
+        return SessionManager.open(path, session_dir, blob_store=blobs, omp=_Run.omp)
     raise ScriptError(f"static: no SessionManager static {method}")
 
 
@@ -267,12 +281,32 @@ def install_clock() -> None:
     clock = iter(range(CLOCK_BASE_MS, CLOCK_BASE_MS + 10**9))
     ids.now_ms = lambda: next(clock)
     ids._last_session_ms = 0
+    _Run.clock = clock
+    # omp reads its clock a few more times around each write than we do (18.2.3 and 18.3.4
+    # alike: 3 readings after an appended line, 4 after writing a whole file). Timestamps are
+    # masked in run records, but a derived time (18.3's historyRewriteAt) shows them: so our
+    # clock skips the same readings.
+    if not getattr(FileStorage.append, "ticks", False):
+        FileStorage.append = _tick_after(FileStorage.append, 3)  # type: ignore[method-assign]
+        FileStorage.replace = _tick_after(FileStorage.replace, 4)  # type: ignore[method-assign]
 
 
-def do_run(file: str, tmp_root: Path, keep_files: Path | None = None) -> dict[str, Any]:
-    """Run one script; with ``keep_files``, copy every session file it wrote there as
-    ``<script name>.<k>.jsonl`` (for reading them back with omp)."""
+def _tick_after(method: Callable[..., Any], readings: int) -> Callable[..., Any]:
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
+        result = method(*args, **kwargs)
+        for _ in range(readings):
+            next(_Run.clock, None)
+        return result
+    wrapped.ticks = True  # type: ignore[attr-defined]
+    return wrapped
+
+
+def do_run(file: str, tmp_root: Path, keep_files: Path | None = None, omp: str = "18.2.3") -> dict[str, Any]:
+    """Run one script imitating omp ``omp``; with ``keep_files``, copy every session file it
+    wrote there as ``<script name>.<k>.jsonl`` (for reading them back with omp)."""
     install_clock()
+    _Run.omp = omp
+    _Run.base = str(tmp_root)
     rec = new_run_record(file)
     script_path = Path(file).resolve()
     try:
@@ -302,11 +336,11 @@ def do_run(file: str, tmp_root: Path, keep_files: Path | None = None) -> dict[st
             src = (script_path.parent / script["from_file"]).resolve()
             dest = session_dir / (src.name if src.name.endswith(".jsonl") else "session.jsonl")
             shutil.copyfile(src, dest)
-            sm = SessionManager.open(dest, session_dir, initial_cwd=cwd, blob_store=blobs)
+            sm = SessionManager.open(dest, session_dir, initial_cwd=cwd, blob_store=blobs, omp=omp)
         elif script.get("in_memory"):
-            sm = SessionManager.in_memory(cwd, blob_store=blobs)
+            sm = SessionManager.in_memory(cwd, blob_store=blobs, omp=omp)
         else:
-            sm = SessionManager.create(cwd, session_dir, blob_store=blobs)
+            sm = SessionManager.create(cwd, session_dir, blob_store=blobs, omp=omp)
     except Exception as e:
         rec["error"] = err_text(e)
         rec["error_stage"] = "create"
@@ -326,7 +360,7 @@ def do_run(file: str, tmp_root: Path, keep_files: Path | None = None) -> dict[st
                 if not current:
                     raise ScriptError("reopen: session has no file")
                 sm.close()
-                sm = SessionManager.open(current, session_dir, initial_cwd=cwd, blob_store=blobs)
+                sm = SessionManager.open(current, session_dir, initial_cwd=cwd, blob_store=blobs, omp=omp)
                 result: Any = current
             elif op["op"] == "static":
                 result = _static(str(args.get("method")), list(args.get("args") or []), blobs)

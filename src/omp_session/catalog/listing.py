@@ -45,6 +45,8 @@ from typing import Any, Final
 from omp_session.js.codec import UNDEFINED, loads, parse_jsonl, stringify
 from omp_session.js.date import js_string, new_date_ms, to_iso
 from omp_session.js.value import JS_SPACE, truthy
+from omp_session.model.omp_version import has_s20
+from omp_session.model.omp_version import resolve as resolve_omp
 from omp_session.paths import agent_dir, sessions_dir
 
 __all__ = [
@@ -83,6 +85,15 @@ class SessionInfo:
     first_message: str
     all_messages_text: str
     status: str | None  # None when scanned without the tail window (find_most_recent_session)
+    # omp 18.3 (S20.3.9) only; None in an 18.2 listing, which has no such keys
+    assistant_turns: int | None = None
+    is_empty_session: bool | None = None
+
+    @property
+    def skipped_by_resume(self) -> bool:
+        """omp 18.3's ``--continue``, picker and recent list pass over a session with no title
+        and no assistant turn (an 18.2 listing never does)."""
+        return bool(self.is_empty_session) and not self.title
 
     def to_dict(self) -> dict[str, Any]:
         """The object ``JSON.stringify`` sees: omp's key order, undefined keys left out."""
@@ -95,6 +106,9 @@ class SessionInfo:
         out["created"] = None if self.created is None else to_iso(self.created)
         out["modified"] = to_iso(self.modified)
         out["messageCount"] = self.message_count
+        if self.assistant_turns is not None:
+            out["assistantTurns"] = self.assistant_turns
+            out["isEmptySession"] = bool(self.is_empty_session)
         out["size"] = self.size
         out["firstMessage"] = self.first_message
         out["allMessagesText"] = self.all_messages_text
@@ -361,11 +375,12 @@ def _derive_status(suffix: str) -> str:
 # One file
 
 
-def scan_session_info(path: StrPath, *, with_status: bool = True) -> SessionInfo | None:
+def scan_session_info(path: StrPath, *, with_status: bool = True, omp: str | None = None) -> SessionInfo | None:
     """omp's ``scanSessionFile``: a :class:`SessionInfo` from the file's head and tail windows.
 
     Returns ``None`` for a file omp would not list. ``with_status=False`` skips the tail window and
-    leaves ``status`` unset, as omp's most-recent lookup does.
+    leaves ``status`` unset, as omp's most-recent lookup does. ``omp``: the release whose listing
+    to imitate (18.3 adds ``assistantTurns``/``isEmptySession``); default: the library's.
     """
     path = os.fspath(path)
     try:
@@ -375,9 +390,20 @@ def scan_session_info(path: StrPath, *, with_status: bool = True) -> SessionInfo
         header = parse_header(content, values)
         if header is None:
             return None
-        return summarise(path, st, header, content, values, suffix if with_status else None)
+        info = summarise(path, st, header, content, values, suffix if with_status else None)
+        if has_s20(resolve_omp(omp)):
+            turns = max(sum(1 for v in values[1:] if _is_assistant_message(v)),
+                        content.count('"role":"assistant"'))
+            info.assistant_turns = turns
+            info.is_empty_session = turns == 0
+        return info
     except (OSError, ValueError, RecursionError, Unlisted):
         return None
+
+
+def _is_assistant_message(value: Any) -> bool:
+    message = _get(value, "message")
+    return _get(value, "type") == "message" and isinstance(message, dict) and message.get("role") == "assistant"
 
 
 def summarise(path: str, st: os.stat_result, header: Header, content: str, values: list[Any],
@@ -529,8 +555,8 @@ def _jsonl_files(directory: str) -> list[str]:
             if n.endswith(".jsonl") and not n.endswith(_LEGACY_QUARANTINE_SUFFIX)]
 
 
-def _scan_all(files: Iterable[str], with_status: bool) -> list[SessionInfo]:
-    found = (scan_session_info(f, with_status=with_status) for f in files)
+def _scan_all(files: Iterable[str], with_status: bool, omp: str | None = None) -> list[SessionInfo]:
+    found = (scan_session_info(f, with_status=with_status, omp=omp) for f in files)
     return sort_sessions(info for info in found if info is not None)
 
 
@@ -572,7 +598,7 @@ def recover_orphaned_backups(directory: StrPath) -> list[tuple[str, str]]:
 
 
 def list_sessions(directory: StrPath, *, pins: Iterable[str] | None = None,
-                  recover_backups: bool = True) -> list[SessionInfo]:
+                  recover_backups: bool = True, omp: str | None = None) -> list[SessionInfo]:
     """``SessionManager.list(cwd, directory)``: the bucket's sessions, pinned first, then newest first.
 
     ``pins`` defaults to :func:`load_pinned_session_ids`; pass ``()`` for none. ``recover_backups``
@@ -581,20 +607,21 @@ def list_sessions(directory: StrPath, *, pins: Iterable[str] | None = None,
     directory = os.fspath(directory)
     if recover_backups:
         recover_orphaned_backups(directory)
-    return _pinned_first(_scan_all(_jsonl_files(directory), True), pins)
+    return _pinned_first(_scan_all(_jsonl_files(directory), True, omp), pins)
 
 
 def list_all_sessions(sessions_root: StrPath | None = None, *,
-                      pins: Iterable[str] | None = None) -> list[SessionInfo]:
+                      pins: Iterable[str] | None = None, omp: str | None = None) -> list[SessionInfo]:
     """``SessionManager.listAll()``: ``<root>/*/*.jsonl`` (one level only), pinned first, then newest first."""
     root = os.fspath(sessions_dir() if sessions_root is None else sessions_root)
     files = [f for bucket in glob_visible(root, True) for f in _jsonl_files(node_join(root, bucket))]
-    return _pinned_first(_scan_all(files, True), pins)
+    return _pinned_first(_scan_all(files, True, omp), pins)
 
 
-def find_most_recent_session(directory: StrPath) -> str | None:
-    """omp's ``findMostRecentSession``: the first path of the bucket's ordering (pins ignored)."""
+def find_most_recent_session(directory: StrPath, *, omp: str | None = None) -> str | None:
+    """omp's ``findMostRecentSession``: the first path of the bucket's ordering (pins ignored);
+    omp 18.3 passes over untitled sessions without an assistant turn (S20.3.9)."""
     directory = os.fspath(directory)
     recover_orphaned_backups(directory)
-    sessions = _scan_all(_jsonl_files(directory), False)
-    return sessions[0].path if sessions else None
+    sessions = _scan_all(_jsonl_files(directory), False, omp)
+    return next((s.path for s in sessions if not s.skipped_by_resume), None)

@@ -1,7 +1,8 @@
 """Find a session from what a user types: a path, a session id or its prefix, or ``latest``.
 
 Like omp's ``--resume`` (spec S10.3 ``resolveResumableSession``): an existing path wins; ``latest``
-is the most recently modified session of the current project's bucket; otherwise the argument is
+is the most recently modified session of the current project's bucket (omp 18.3: skipping untitled
+sessions without an assistant turn, S20.3.9); otherwise the argument is
 matched, case-insensitively, as a prefix of the session id in the file name
 (``<timestamp>_<id>.jsonl``) or of the file name itself, first in the current project's bucket,
 then in every bucket under the sessions root.
@@ -53,9 +54,11 @@ def _matches(directory: Path, prefix: str) -> list[str]:
     return [str(directory / n) for n in names if name_matches(n, prefix)]
 
 
-def resolve_session(arg: str, cwd: str | None = None, *, root: str | os.PathLike[str] | None = None) -> str:
+def resolve_session(arg: str, cwd: str | None = None, *, root: str | os.PathLike[str] | None = None,
+                    omp: str | None = None) -> str:
     """The session file ``arg`` names. Raises :class:`SessionNotFoundError` or
-    :class:`AmbiguousSessionError` (with the candidates) with a one-line message."""
+    :class:`AmbiguousSessionError` (with the candidates) with a one-line message. ``omp``: with
+    18.3 (the default), ``latest`` passes over untitled sessions without an assistant turn."""
     if os.path.exists(arg) or os.sep in arg or arg.endswith(_SUFFIXES):
         if not os.path.exists(arg):
             raise SessionNotFoundError(f"{arg}: no such file")
@@ -64,7 +67,8 @@ def resolve_session(arg: str, cwd: str | None = None, *, root: str | os.PathLike
     bucket = base / project_dir_name(cwd if cwd is not None else os.getcwd())
     if arg == "latest":
         # omp's ordering (newest modified first), without the backup recovery that renames files
-        sessions = list_sessions(bucket, pins=(), recover_backups=False)
+        listed = list_sessions(bucket, pins=(), recover_backups=False, omp=omp)
+        sessions = [s for s in listed if not s.skipped_by_resume]
         if not sessions:
             raise SessionNotFoundError(f"no session for this project in {bucket}")
         return sessions[0].path

@@ -71,9 +71,27 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+def _choose_omp(ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
+    if value is None:
+        return None
+    # imported here: --help and --version import nothing of the library
+    from omp_session.model import omp_version
+
+    if omp_version.find(value) is None:
+        raise click.BadParameter(f"{value!r} is not an omp version we imitate ({omp_version.choices()})")
+    omp_version.choose(value)
+    # the choice lasts for this command only (tests run many commands in one process)
+    ctx.call_on_close(omp_version.unchoose)
+    return value
+
+
 @click.group(cls=LazyGroup, table=COMMANDS, package=__package__ or "omp_session.cli",
              context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__)
+@click.option("--omp", "omp", metavar="VERSION", expose_value=False, is_eager=True, callback=_choose_omp,
+              help="The omp release to imitate where releases differ, e.g. 18.2.3, or 18.3 for the newest "
+                   "18.3 we know (a wrong one lists them). Default: $OMP_SESSION_OMP, else the newest "
+                   "(docs/compatibility.md, \"Support matrix\").")
 def cli() -> None:
     """Read and check the session files of the omp (oh-my-pi) coding agent.
 

@@ -58,6 +58,7 @@ from .context_messages import (
 )
 from .context_notes import CONTEXT_NOTES_TYPE, context_notes, render_context_notes
 from .jsstring import date_ms, describe, property_key, template_string
+from .omp_version import has_s20
 from .snapcompact import (
     SNAP_FRAME_BUDGET,
     FrameDataResolver,
@@ -213,6 +214,7 @@ def build_session_context(
     collapse_compacted_history: bool = False,
     keep_dangling_tool_calls: bool = False,
     resolve_frame_data: FrameDataResolver | None = None,
+    omp: str | None = None,
 ) -> dict[str, Any]:
     """omp's ``buildSessionContext(entries, leaf, byId, options)`` (spec S7).
 
@@ -221,7 +223,8 @@ def build_session_context(
     leaf it holds as ``undefined`` -- use :func:`leaf_after_load` to get the
     value omp holds after a load. ``by_id`` maps id -> entry (last wins); if
     ``None`` it is built from ``entries``. ``resolve_frame_data`` resolves
-    snapcompact frame payloads (see :data:`FrameDataResolver`).
+    snapcompact frame payloads (see :data:`FrameDataResolver`). ``omp``: the release to imitate
+    (S20; ``None`` derives as 18.2.3 does).
 
     Raises :class:`ContextError` where omp throws (e.g. an assistant message
     without ``content`` array, ``ttsr_injection`` without ``injectedRules``).
@@ -237,14 +240,15 @@ def build_session_context(
         return _empty_context()  # no entries, or a falsy last record (0, "", false, null)
     path = _walk(start, by_id, entries)
     builder = ContextBuilder(path, transcript, collapse_compacted_history, keep_dangling_tool_calls,
-                              resolve_frame_data or default_frame_data)
+                              resolve_frame_data or default_frame_data, s20=omp is not None and has_s20(omp))
     return builder.build()
 
 
 class ContextBuilder:
     def __init__(self, path: list[Any], transcript: bool, collapse: bool, keep_dangling: bool,
-                 resolve: FrameDataResolver) -> None:
+                 resolve: FrameDataResolver, *, s20: bool = False) -> None:
         self.path = path
+        self.s20 = s20  # derive as omp 18.3 does (S20.1)
         self.transcript = transcript
         self.collapse = collapse
         self.keep_dangling = keep_dangling
@@ -404,24 +408,38 @@ class ContextBuilder:
         first_kept_id = get(compaction, "firstKeptEntryId")
 
         summary_timestamp: Any = get(compaction, "timestamp")
+        history_rewrite_at: Any = UNDEFINED
+        through = -1
+        if self.s20 and not transcript and remote is None and first_kept_id == "":
+            replay_through = get(compaction, "providerReplayThroughEntryId")
+            if truthy(replay_through):
+                through = next((i for i, e in enumerate(path[:compaction_idx])
+                                if strict_eq(get(e, "id"), replay_through)), -1)
         if anthropic is not None:
-            # A natively replayed summary is dated just before the first retained entry.
+            # A natively replayed summary is dated just before the first retained entry
+            # (18.3: that time moves to historyRewriteAt, the summary keeps its own).
             kept = next((i for i, e in enumerate(path) if strict_eq(get(e, "id"), first_kept_id)), -1)
+            if through >= 0 and not 0 <= kept < compaction_idx:
+                kept = through + 1
             retained: Any = path[kept] if 0 <= kept < compaction_idx else UNDEFINED
             if is_undef(retained) and compaction_idx + 1 < len(path):
                 retained = path[compaction_idx + 1]
             retained_at = date_ms(get(retained, "timestamp")) if not is_undef(retained) else math.nan
             if math.isfinite(retained_at):
-                try:
-                    summary_timestamp = to_iso(retained_at - 1)
-                except ValueError:
-                    raise JSTypeError("Invalid time value (RangeError)") from None
+                if self.s20:
+                    history_rewrite_at = retained_at - 1
+                else:
+                    try:
+                        summary_timestamp = to_iso(retained_at - 1)
+                    except ValueError:
+                        raise JSTypeError("Invalid time value (RangeError)") from None
 
         summary = compaction_summary(
             get(compaction, "summary"), get(compaction, "tokensBefore"), summary_timestamp,
             short_summary=get(compaction, "shortSummary"), provider_payload=provider_payload,
             blocks=self._snapcompact_blocks(compaction), warning=get(compaction, "warning"),
-            method=get(compaction, "method"), tokens_after=get(compaction, "tokensAfter"))
+            method=get(compaction, "method"), tokens_after=get(compaction, "tokensAfter"),
+            history_rewrite_at=history_rewrite_at)
         if not transcript:
             emitter.push(summary, compaction)
 
@@ -441,6 +459,9 @@ class ContextBuilder:
         if remote is None or transcript:
             kept = next((i for i, e in enumerate(path[:compaction_idx])
                          if strict_eq(get(e, "id"), first_kept_id)), -1)
+            if kept < 0 and through >= 0:
+                for entry in path[through + 1:compaction_idx]:  # S20.1.2: the provider replay tail
+                    self._append(emitter, entry)
             if kept >= 0:
                 display_start = kept
                 if transcript:

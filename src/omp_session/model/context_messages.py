@@ -178,7 +178,7 @@ def anthropic_compaction_payload(preserve: Any) -> dict[str, Any] | None:
 def compaction_summary(summary: Any, tokens_before: Any, timestamp: Any, *, short_summary: Any = UNDEFINED,
                        provider_payload: Any = UNDEFINED, blocks: list[Any] | None = None,
                        warning: Any = UNDEFINED, method: Any = UNDEFINED,
-                       tokens_after: Any = UNDEFINED) -> dict[str, Any]:
+                       tokens_after: Any = UNDEFINED, history_rewrite_at: Any = UNDEFINED) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "compactionSummary"}
     put(message, "summary", summary)
     put(message, "shortSummary", short_summary)
@@ -192,6 +192,7 @@ def compaction_summary(summary: Any, tokens_before: Any, timestamp: Any, *, shor
         if images:
             message["images"] = images
     put(message, "warning", warning)
+    put(message, "historyRewriteAt", history_rewrite_at)
     message["timestamp"] = ms(timestamp)
     return message
 

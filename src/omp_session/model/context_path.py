@@ -24,6 +24,7 @@ from omp_session.format.reader import MessageHead
 from omp_session.js.codec import UNDEFINED
 
 from . import context as _context
+from .omp_version import has_s20
 
 __all__ = ["PathSource", "build_context"]
 
@@ -86,7 +87,7 @@ def _on_path(runs: Runs, k: int) -> bool:
     return any(a <= k <= b for a, b in runs)
 
 
-def _window(s: PathSource, runs: Runs, transcript: bool) -> tuple[int, set[int]] | None:
+def _window(s: PathSource, runs: Runs, transcript: bool, s20: bool = False) -> tuple[int, set[int]] | None:
     """Path entries the builder may read beyond the settings pass: those with index >= the first
     value, plus the second (single entries below it); None means all of them."""
     types, kinds = s.types, s.kinds
@@ -119,6 +120,11 @@ def _window(s: PathSource, runs: Runs, transcript: bool) -> tuple[int, set[int]]
     if _context.remote_compaction_payload(compaction) is None or transcript:
         if kept >= 0:
             start = kept
+        elif s20 and not transcript and first_kept == "":
+            through = before_ci(through_id)  # S20.1.2: the provider replay tail is kept
+            if through >= 0:
+                start = through + 1
+                extra.add(through)  # the builder finds the tail by this entry's id
     else:
         through = before_ci(through_id)
         if through >= 0:
@@ -183,7 +189,8 @@ def _compress(s: PathSource, runs: Runs, start: int, extra: set[int]) -> list[An
 
 
 def build_context(s: PathSource, *, transcript: bool, collapse_compacted_history: bool,
-                  keep_dangling_tool_calls: bool, resolve_frame_data: Any = None) -> dict[str, Any]:
+                  keep_dangling_tool_calls: bool, resolve_frame_data: Any = None,
+                  omp: str | None = None) -> dict[str, Any]:
     """``buildSessionContext`` for a loaded session, decoding only what the result needs."""
     leaf = s.raw_leaf
     full = (transcript and not collapse_compacted_history) or type(leaf) is not str or not leaf
@@ -192,13 +199,14 @@ def build_context(s: PathSource, *, transcript: bool, collapse_compacted_history
         return _context.build_session_context(
             s.entries, leaf, s.by_id, transcript=transcript,
             collapse_compacted_history=collapse_compacted_history,
-            keep_dangling_tool_calls=keep_dangling_tool_calls, resolve_frame_data=resolve_frame_data)
+            keep_dangling_tool_calls=keep_dangling_tool_calls, resolve_frame_data=resolve_frame_data, omp=omp)
     runs = s.path_runs(start) if s.unique_string_ids and not s.migrated else None
-    window = _window(s, runs, transcript) if runs is not None else None
+    s20 = omp is not None and has_s20(omp)
+    window = _window(s, runs, transcript, s20) if runs is not None else None
     if runs is None or window is None:
         entries = [s.entry_at(k) for k in s.path_indices(start)]
     else:
         entries = _compress(s, runs, *window)
     builder = _context.ContextBuilder(entries, transcript, collapse_compacted_history, keep_dangling_tool_calls,
-                                       resolve_frame_data or _context.default_frame_data)
+                                       resolve_frame_data or _context.default_frame_data, s20=s20)
     return builder.build()

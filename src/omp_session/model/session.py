@@ -30,6 +30,7 @@ from omp_session.js.codec import UNDEFINED
 from omp_session.js.number import to_number
 
 from . import context as _context
+from .omp_version import resolve as resolve_omp
 from .tree import (
     Tree,
     build_index,
@@ -175,8 +176,11 @@ class Session:
     cannot be resumed by omp. Reading never writes.
     """
 
-    def __init__(self, journal: Journal, path: str | None = None, blob_store: Any = None) -> None:
+    def __init__(self, journal: Journal, path: str | None = None, blob_store: Any = None, *,
+                 omp: str | None = None) -> None:
         self.path = path
+        # the omp release whose derivations we imitate (S20); a setter so a manager can switch it
+        self.omp = resolve_omp(omp)
         self.journal = journal
         self.blob_store = blob_store
         self.diagnostics: list[Diagnostic] = []
@@ -388,9 +392,10 @@ class Session:
     # ----- in-memory changes (the writer's side) ----------------------------------------------
 
     @classmethod
-    def new(cls, header: dict[str, Any], *, blob_store: Any = None, path: str | None = None) -> Session:
+    def new(cls, header: dict[str, Any], *, blob_store: Any = None, path: str | None = None,
+            omp: str | None = None) -> Session:
         """An empty session holding ``header`` (a new session that has no file yet)."""
-        session = cls(scan_bytes(codec.dumps_line(header)), path, blob_store)
+        session = cls(scan_bytes(codec.dumps_line(header)), path, blob_store, omp=omp)
         session.header = header
         session.raw_header = header
         return session
@@ -545,7 +550,7 @@ class Session:
 
         return build_context(self, transcript=transcript, collapse_compacted_history=collapse_compacted_history,
                              keep_dangling_tool_calls=keep_dangling_tool_calls,
-                             resolve_frame_data=self._frame_resolver())
+                             resolve_frame_data=self._frame_resolver(), omp=self.omp)
 
     def _frame_resolver(self) -> Any:
         get = getattr(self.blob_store, "get", None)
@@ -713,15 +718,15 @@ def _hashable(target: Any) -> Any:
     return codec.stringify(target) if isinstance(target, dict | list) else target
 
 
-def read_session(path: str | os.PathLike[str], *, blob_store: Any = None) -> Session:
+def read_session(path: str | os.PathLike[str], *, blob_store: Any = None, omp: str | None = None) -> Session:
     """Read a session file (never writes). Raises OSError subclasses for I/O problems only.
 
     A session archived by omp's ``gc --archive`` (``*.jsonl.gz``) reads as the plain file it was: it
     is decompressed, in pieces, into an unlinked temporary file (a damaged archive is a FormatError).
     """
     if os.fspath(path).endswith(".jsonl.gz"):
-        return Session(scan_archived(os.fspath(path)), os.fspath(path), blob_store)
-    return Session(scan_file(path), os.fspath(path), blob_store)
+        return Session(scan_archived(os.fspath(path)), os.fspath(path), blob_store, omp=omp)
+    return Session(scan_file(path), os.fspath(path), blob_store, omp=omp)
 
 
 def scan_archived(path: str) -> Journal:
@@ -749,11 +754,13 @@ def scan_archived(path: str) -> Journal:
         os.unlink(tmp.name)
 
 
-def open_session(path: str | os.PathLike[str], *, blob_store: object = None) -> Session:
+def open_session(path: str | os.PathLike[str], *, blob_store: object = None, omp: str | None = None) -> Session:
     """Read a session file, however damaged, into a :class:`Session`; never writes.
 
     Content problems become ``session.diagnostics``; only a file that cannot be read at all
     raises :class:`SessionFileError` (a one-line message naming the file). ``omp_session.open``.
+    ``omp`` picks the omp release whose derivations we imitate ("18.2.3", "18.3", ...; default
+    ``$OMP_SESSION_OMP`` or the newest we implement): see docs/compatibility.md.
     """
     import errno
 
@@ -766,7 +773,7 @@ def open_session(path: str | os.PathLike[str], *, blob_store: object = None) -> 
 
         blob_store = BlobStore(blobs_dir())
     try:
-        return read_session(path, blob_store=blob_store)
+        return read_session(path, blob_store=blob_store, omp=omp)
     except IsADirectoryError:
         raise SessionFileError(path, "is a directory, not a session file") from None
     except FileNotFoundError:

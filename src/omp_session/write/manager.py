@@ -1,6 +1,7 @@
 """SessionManager: omp's manager in Pythonic form — create, open, append, branch, fork, title.
 
-It writes what omp 18.2.3 writes, byte for byte (spec S3, S8, S10): the same entries in the same
+It writes what the omp it imitates writes (``omp=``: 18.3.4 by default, or 18.2.3 / 18.2.9; they
+differ only where S20 says), byte for byte (spec S3, S8, S10): the same entries in the same
 key order, the same lazy creation of a new session's file, the same choice between appending one
 line and rewriting the whole file, the same atomic replace, title slot and persistence transform.
 
@@ -29,6 +30,8 @@ from omp_session.format.reader import MalformedSpan, scan_bytes
 from omp_session.format.title import TITLE_SLOT_BYTES, build_title_slot
 from omp_session.js import codec
 from omp_session.js.codec import UNDEFINED
+from omp_session.model.omp_version import has_s20
+from omp_session.model.omp_version import resolve as resolve_omp
 from omp_session.model.session import Session
 from omp_session.model.tree import Tree
 from omp_session.paths import blobs_dir, default_session_dir, session_dir_override
@@ -66,13 +69,17 @@ class SessionManager:
     """
 
     def __init__(self, cwd: str, session_dir: str, *, persist: bool, storage: SessionStorage,
-                 blob_store: Any) -> None:
+                 blob_store: Any, omp: str | None = None) -> None:
+        # the omp release we imitate (docs/compatibility.md, "Support matrix"); resolved first so
+        # a bad value fails before anything is touched
+        self.omp = resolve_omp(omp)
+        self._s20 = has_s20(self.omp)
         self._cwd = cwd
         self._session_dir = session_dir
         self._persist = persist
         self._storage = storage
         self.blob_store = blob_store
-        self.session: Session = Session.new({"type": "session"})
+        self.session: Session = Session.new({"type": "session"}, omp=self.omp)
         self._session_file: str | None = None
         self._session_name: str | None = None
         self._title_source: str | None = None
@@ -93,29 +100,35 @@ class SessionManager:
 
     @classmethod
     def create(cls, cwd: str | os.PathLike[str], session_dir: str | os.PathLike[str] | None = None, *,
-               storage: SessionStorage | str | None = None, blob_store: Any = None) -> SessionManager:
-        """A new session for ``cwd``; its file is written once it has an assistant message (S8.1)."""
+               storage: SessionStorage | str | None = None, blob_store: Any = None,
+               omp: str | None = None) -> SessionManager:
+        """A new session for ``cwd``; its file is written once it has an assistant message (S8.1).
+        ``omp`` (here and in every constructor): the omp release to imitate, "18.2.3", "18.3", ...;
+        default ``$OMP_SESSION_OMP`` or the newest we implement."""
+        omp = resolve_omp(omp)
         cwd = _check_cwd(cwd)
         directory = _session_dir_for(cwd, session_dir)
         store = _storage_of(storage)
         if isinstance(store, FileStorage):
             _check_writable_dir(directory)
-        manager = cls(cwd, directory, persist=True, storage=store, blob_store=_blobs(blob_store))
+        manager = cls(cwd, directory, persist=True, storage=store, blob_store=_blobs(blob_store), omp=omp)
         manager._reset_to_new_session()
         return manager
 
     @classmethod
-    def in_memory(cls, cwd: str | os.PathLike[str] | None = None, *, blob_store: Any = None) -> SessionManager:
+    def in_memory(cls, cwd: str | os.PathLike[str] | None = None, *, blob_store: Any = None,
+                  omp: str | None = None) -> SessionManager:
         """A session that is never written anywhere."""
         manager = cls(os.fspath(cwd) if cwd is not None else os.getcwd(), "", persist=False,
-                      storage=MemoryStorage(), blob_store=_blobs(blob_store))
+                      storage=MemoryStorage(), blob_store=_blobs(blob_store), omp=omp)
         manager._reset_to_new_session()
         return manager
 
     @classmethod
     def open(cls, path: str | os.PathLike[str], session_dir: str | os.PathLike[str] | None = None, *,
              initial_cwd: str | None = None, parent_session: str | None = None, throw_if_missing: bool = False,
-             storage: SessionStorage | str | None = None, blob_store: Any = None) -> SessionManager:
+             storage: SessionStorage | str | None = None, blob_store: Any = None,
+             omp: str | None = None) -> SessionManager:
         """Open a session file to continue it.
 
         A missing or empty file starts a new session at that path and writes its title slot and
@@ -123,10 +136,11 @@ class SessionManager:
         left untouched. The header's cwd is adopted when it is a directory we can enter; else
         ``initial_cwd`` (default: the process cwd) is used.
         """
+        omp = resolve_omp(omp)
         path = os.path.abspath(os.fspath(path))
         store = _storage_of(storage)
         blobs = _blobs(blob_store)
-        session = _load(store, path, blobs)
+        session = _load(store, path, blobs, omp)
         header = session.header if session is not None else None
         recorded = header.get("cwd") if header is not None else None
         usable = isinstance(recorded, str) and bool(recorded) and _enterable(recorded)
@@ -137,13 +151,14 @@ class SessionManager:
             directory = default_session_dir(cwd)
         else:
             directory = os.path.dirname(path)
-        manager = cls(cwd, directory, persist=True, storage=store, blob_store=blobs)
+        manager = cls(cwd, directory, persist=True, storage=store, blob_store=blobs, omp=omp)
         manager._set_session_file(path, session, throw_if_missing=throw_if_missing, parent_session=parent_session)
         return manager
 
     @classmethod
     def continue_recent(cls, cwd: str | os.PathLike[str], session_dir: str | os.PathLike[str] | None = None, *,
-                        storage: SessionStorage | str | None = None, blob_store: Any = None) -> SessionManager:
+                        storage: SessionStorage | str | None = None, blob_store: Any = None,
+                        omp: str | None = None) -> SessionManager:
         """Continue the most recently modified session of ``cwd``'s bucket, else start a new one.
 
         omp first consults the terminal breadcrumb of the calling terminal; a library has no
@@ -151,35 +166,38 @@ class SessionManager:
         """
         from omp_session.catalog.listing import find_most_recent_session
 
+        omp = resolve_omp(omp)
         cwd = _check_cwd(cwd)
         directory = _session_dir_for(cwd, session_dir)
         store = _storage_of(storage)
         if isinstance(store, FileStorage):
-            recent = find_most_recent_session(directory)
+            recent = find_most_recent_session(directory, omp=omp)
         else:  # a database or Redis store: its newest session of the bucket
             stats = [store.stat(p) for p in store.list(directory, "*.jsonl")]
             newest = max((st for st in stats if st is not None), key=lambda st: st.mtime_ms, default=None)
             recent = newest.path if newest is not None else None
         if recent is not None:
-            manager = cls(cwd, directory, persist=True, storage=store, blob_store=_blobs(blob_store))
-            manager._set_session_file(os.path.abspath(recent), _load(store, os.path.abspath(recent), manager.blob_store))
+            manager = cls(cwd, directory, persist=True, storage=store, blob_store=_blobs(blob_store), omp=omp)
+            manager._set_session_file(os.path.abspath(recent),
+                                      _load(store, os.path.abspath(recent), manager.blob_store, omp))
             return manager
-        return cls.create(cwd, directory, storage=store, blob_store=blob_store)
+        return cls.create(cwd, directory, storage=store, blob_store=blob_store, omp=omp)
 
     @classmethod
     def fork_from(cls, source: str | os.PathLike[str], cwd: str | os.PathLike[str],
                   session_dir: str | os.PathLike[str] | None = None, *, session_file: str | None = None,
                   reset_inherited_cost: bool = False, storage: SessionStorage | str | None = None,
-                  blob_store: Any = None) -> SessionManager:
+                  blob_store: Any = None, omp: str | None = None) -> SessionManager:
         """A new session in ``cwd``'s bucket holding every entry of ``source`` (S2.3)."""
+        omp = resolve_omp(omp)
         cwd = _check_cwd(cwd)
         directory = _session_dir_for(cwd, session_dir)
         store = _storage_of(storage)
-        manager = cls(cwd, directory, persist=True, storage=store, blob_store=_blobs(blob_store))
+        manager = cls(cwd, directory, persist=True, storage=store, blob_store=_blobs(blob_store), omp=omp)
         src = os.path.abspath(os.fspath(source))
         if store.size(src) is None:
             raise SessionError(f"Fork source not found: {src}")
-        loaded = _load(store, src, manager.blob_store)
+        loaded = _load(store, src, manager.blob_store, omp)
         source_header = loaded.header if loaded is not None else None
         history = [e for e in (loaded.entries if loaded is not None else ())
                    if not (isinstance(e, dict) and e.get("type") == "session")]
@@ -216,20 +234,22 @@ class SessionManager:
         return default_session_dir(os.fspath(cwd), agent_dir=agent_dir)
 
     @staticmethod
-    def list(cwd: str | os.PathLike[str], session_dir: str | os.PathLike[str] | None = None) -> builtins.list[Any]:
+    def list(cwd: str | os.PathLike[str], session_dir: str | os.PathLike[str] | None = None, *,
+             omp: str | None = None) -> builtins.list[Any]:
         """``SessionInfo`` of every session in ``cwd``'s bucket, pinned first, newest first (S11)."""
         from omp_session.catalog.listing import list_sessions
 
+        omp = resolve_omp(omp)
         directory = os.fspath(session_dir) if session_dir is not None else default_session_dir(os.fspath(cwd))
-        return builtins.list(list_sessions(directory))
+        return builtins.list(list_sessions(directory, omp=omp))
 
     @staticmethod
-    def list_all() -> builtins.list[Any]:
+    def list_all(*, omp: str | None = None) -> builtins.list[Any]:
         """``SessionInfo`` of every session in every bucket (S11.4)."""
         from omp_session.catalog.listing import list_all_sessions
         from omp_session.paths import sessions_dir
 
-        return builtins.list(list_all_sessions(str(sessions_dir())))
+        return builtins.list(list_all_sessions(str(sessions_dir()), omp=resolve_omp(omp)))
 
     # ----- session state --------------------------------------------------------------------------
 
@@ -246,11 +266,12 @@ class SessionManager:
         self._failure = None
         self._reconcile_session_dir()
         self._expected_size = None
-        session_id = new_session_id()
+        # one clock reading for the time and the id, as omp takes them
+        timestamp = new_session_timestamp()
+        session_id = new_session_id(_iso_ms(timestamp))
         self._session_name = None
         self._title_source = None
         self._has_title_slot = True
-        timestamp = new_session_timestamp()
         header = {"type": "session", "version": _CURRENT_VERSION, "id": session_id, "timestamp": timestamp,
                   "cwd": self._cwd, "parentSession": parent_session, "providerPromptCacheKey": provider_prompt_cache_key}
         self._additional_dirs = _workspace_dirs(self._cwd, additional_directories)
@@ -271,7 +292,7 @@ class SessionManager:
     def _replace_entries(self, header: dict[str, Any], entries: Sequence[Any]) -> None:
         """A fresh in-memory session holding ``header`` and ``entries`` (no file behind it)."""
         self.session.close()
-        session = Session.new(header, blob_store=self.blob_store, path=self._session_file)
+        session = Session.new(header, blob_store=self.blob_store, path=self._session_file, omp=self.omp)
         for entry in entries:
             session.append_entry(entry)
         self.session = session
@@ -327,7 +348,7 @@ class SessionManager:
         return self._force_file_creation or self._file_is_current or self._has_assistant
 
     def _line(self, value: Any) -> bytes:
-        return codec.dumps_line(persist_transform(value, self.blob_store))
+        return codec.dumps_line(persist_transform(value, self.blob_store, s20=self._s20))
 
     def _title_slot(self) -> bytes:
         header = self.session.header or {}
@@ -648,8 +669,21 @@ class SessionManager:
         self._rewrite()
 
     def new_session(self, *, parent_session: str | None = None, provider_prompt_cache_key: str | None = None,
-                    additional_directories: Sequence[str] = ()) -> str | None:
-        """Start a new, empty session (new id and file) and write its header at once."""
+                    additional_directories: Sequence[str] = (),
+                    session_dir: str | os.PathLike[str] | None = None) -> str | None:
+        """Start a new, empty session (new id and file) and write its header at once.
+
+        ``session_dir`` (omp 18.3, S20.2.5): put the new file, and later ones, in that directory
+        (created if missing). omp 18.2 has no such option: there it is ignored, as omp ignores it.
+        """
+        if session_dir is not None and self._s20 and self._persist:
+            directory = os.path.abspath(os.fspath(session_dir))
+            try:
+                os.makedirs(directory, exist_ok=True)
+            except OSError as e:
+                raise PersistenceError(directory, "creating the session directory", e) from e
+            self._session_dir = directory
+            self._fallback_dir = False
         self._reset_to_new_session(
             parent_session=UNDEFINED if parent_session is None else parent_session,
             provider_prompt_cache_key=UNDEFINED if provider_prompt_cache_key is None else provider_prompt_cache_key,
@@ -836,6 +870,12 @@ class SessionManager:
 
 # ----- helpers ------------------------------------------------------------------------------------
 
+def _iso_ms(timestamp: str) -> int:
+    from datetime import datetime
+
+    return round(datetime.fromisoformat(timestamp.replace("Z", "+00:00")).timestamp() * 1000)
+
+
 def _blobs(blob_store: Any) -> Any:
     return blob_store if blob_store is not None else BlobStore(blobs_dir())
 
@@ -851,7 +891,7 @@ def _storage_of(storage: SessionStorage | str | None) -> SessionStorage:
     return storage
 
 
-def _load(storage: SessionStorage, path: str, blob_store: Any) -> Session | None:
+def _load(storage: SessionStorage, path: str, blob_store: Any, omp: str | None = None) -> Session | None:
     """The session stored at ``path``, or None when there is no such file."""
     if isinstance(storage, FileStorage):
         if not os.path.exists(path):
@@ -862,7 +902,7 @@ def _load(storage: SessionStorage, path: str, blob_store: Any) -> Session | None
         from omp_session.model.session import read_session
 
         try:
-            return read_session(path, blob_store=blob_store)
+            return read_session(path, blob_store=blob_store, omp=omp)
         except IsADirectoryError as e:
             raise FormatError("is a directory, not a session file", path=path) from e
         except OSError as e:
@@ -871,7 +911,7 @@ def _load(storage: SessionStorage, path: str, blob_store: Any) -> Session | None
         data = storage.read(path)
     except FileNotFoundError:
         return None
-    return Session(scan_bytes(data), path, blob_store)
+    return Session(scan_bytes(data), path, blob_store, omp=omp)
 
 
 def _session_dir_for(cwd: str, session_dir: str | os.PathLike[str] | None) -> str:

@@ -28,6 +28,7 @@ __all__ = [
     "BLOB_EXTERNALIZE_MIN",
     "MAX_PERSIST_CHARS",
     "TRUNCATION_NOTICE",
+    "drop_spilled_mcp_content",
     "persist_transform",
     "strip_replayed_reasoning_signatures",
     "truncate_for_persistence",
@@ -352,7 +353,28 @@ def truncate_for_persistence(value: Any, store: BlobSink | None) -> Any:
     return _walk(value, None, _HASH_ONLY if store is None else store)
 
 
-def persist_transform(value: Any, store: BlobSink | None) -> Any:
+def drop_spilled_mcp_content(value: Any) -> Any:
+    """omp 18.3 (S20.2.3): a ``toolResult`` whose MCP output spilled to an artifact (``details``
+    with ``serverName``, ``mcpToolName`` and ``meta.truncation.artifactId``) is written without
+    ``details.structuredContent``; the artifact holds it. A copy: the entry in memory keeps it."""
+    if value.__class__ is not dict or value.get("type") != "message":
+        return value
+    message = value.get("message")
+    if message.__class__ is not dict or message.get("role") != "toolResult":
+        return value
+    details = message.get("details")
+    if details.__class__ is not dict or "structuredContent" not in details:
+        return value
+    meta = details.get("meta")
+    truncation = meta.get("truncation") if meta.__class__ is dict else None
+    if not (details.get("serverName") and details.get("mcpToolName")
+            and truncation.__class__ is dict and truncation.get("artifactId")):
+        return value
+    slim = {k: v for k, v in details.items() if k != "structuredContent"}
+    return {**value, "message": {**message, "details": slim}}
+
+
+def persist_transform(value: Any, store: BlobSink | None, *, s20: bool = False) -> Any:
     """The S8.7 transform of one record (header or entry) as omp writes it.
 
     ``store`` receives the blobs of externalized images (``put(data, mime_type)``
@@ -369,4 +391,6 @@ def persist_transform(value: Any, store: BlobSink | None) -> Any:
     walk itself.
     """
     sink: BlobSink = _HASH_ONLY if store is None else store
+    if s20:
+        value = drop_spilled_mcp_content(value)
     return _walk(strip_replayed_reasoning_signatures(value), None, sink)

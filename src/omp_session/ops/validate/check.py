@@ -27,6 +27,7 @@ from omp_session.format.title import TITLE_SLOT_BYTES
 from omp_session.model.session import Session, scan_archived
 
 from .entries import scan_entries
+from .newer import newer_features
 from .report import Report, show
 from .tree import check_tree
 
@@ -139,6 +140,7 @@ def _validate(s: Session, path: str | None, blobs_dir: str | os.PathLike[str] | 
     if s.header is not None:
         check_tree(s, report, got)
     _blobs(s, report, blobs_dir)
+    newer_features(j, s.raw_header, report)
     return report.result()
 
 
