@@ -159,6 +159,7 @@ export class ScriptRun {
 			case "reopen": {
 				await sm.close();
 				const file = sm.getSessionFile();
+				if (typeof file !== "string") throw new Error("reopen: session has no file");
 				this.sm = await this.omp.SessionManager.open(file, this.sessions, undefined, this.openOptions());
 				const reopened = this.sm.getSessionFile();
 				this.noteFile(reopened);
@@ -227,7 +228,8 @@ export class ScriptRun {
 			} catch (err) {
 				error = errorText(err);
 			}
-			if (error === null && typeof op.as === "string") this.refs.set(op.as, result);
+			// a ref holds what the step recorded: an undefined result is null, as in `result`
+			if (error === null && typeof op.as === "string") this.refs.set(op.as, result === undefined ? null : result);
 			this.noteFile(this.sm?.getSessionFile());
 			// An object without `op` gets no "op" key; anything else gets null.
 			const step: [string, string][] = [["index", jsonText(index)]];

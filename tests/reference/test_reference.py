@@ -180,3 +180,19 @@ def test_install_is_quiet_when_installed() -> None:
     reference("version")  # installs when missing
     proc = subprocess.run([str(INSTALL), "--version", VERSION], capture_output=True, text=True)
     assert (proc.returncode, proc.stdout, proc.stderr) == (0, "", "")
+
+
+def test_run_steps_as_the_oracle_records_them(tmp_path: Path) -> None:
+    """Reopening a session that has no file is the oracle's error, and a ref to a step whose result
+    was undefined holds null (what the step recorded), as omp-oracle did on the same scripts."""
+    script = tmp_path / "s.json"
+    script.write_text(json.dumps({"in_memory": True, "cwd": "/p", "ops": [
+        {"op": "appendMessage", "message": {"role": "user", "content": "hi", "timestamp": 1}},
+        {"op": "reopen"},
+        {"op": "resetLeaf", "as": "nothing"},
+        {"op": "appendLabelChange", "targetId": "$nothing", "label": "x"},
+    ]}))
+    rec = records(reference("run", script).stdout)[0]
+    steps = {s["op"]: s for s in rec["steps"]}
+    assert steps["reopen"]["error"] == "Error: reopen: session has no file"
+    assert steps["appendLabelChange"]["error"] == "Error: Entry null not found"
