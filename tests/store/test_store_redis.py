@@ -87,7 +87,7 @@ def deterministic(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(manager_module, "iso_timestamp", iso)
     monkeypatch.setattr(manager_module, "new_session_timestamp", iso)
-    monkeypatch.setattr(manager_module, "new_session_id", lambda: f"01900000-0000-7000-8000-{next(ids):012x}")
+    monkeypatch.setattr(manager_module, "new_session_id", lambda ms=None: f"01900000-0000-7000-8000-{next(ids):012x}")
     monkeypatch.setattr(manager_module, "generate_id", lambda taken: f"{next(ids):08x}")
 
 

@@ -104,3 +104,18 @@ def test_omp_lists_only_the_session(tmp_path: Path) -> None:
     step = json.loads(out)["steps"][0]
     assert step["error"] is None
     assert [s["path"] for s in step["result"]] == [str(bucket / NAME)]
+
+
+def test_an_error_turn_with_string_content_is_quarantined(tmp_path: Path) -> None:
+    """omp checks an error turn's content with content.some(): a string throws in
+    buildSessionContext, so repair quarantines the record (found by the project's own corpus)."""
+    from builders import assistant, entry, header, user, write_session
+    from omp_session.ops.repair.plan import plan_repair
+
+    bad = assistant("x", stop_reason="error")
+    bad["content"] = "boom"
+    path = write_session(tmp_path / "s.jsonl", [entry("u1", None, message=user("hi")),
+                                                 entry("a1", "u1", message=bad)], head=header("s"))
+    plan = plan_repair(path)
+    assert [f.code for f in plan.fixes] == ["quarantined-record"]
+    assert b'"boom"' not in plan.output

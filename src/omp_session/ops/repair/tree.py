@@ -51,8 +51,12 @@ def omp_crash_reason(value: Any) -> str | None:
         if role == "assistant":
             if _usage_throws(message.get("usage")):
                 return "an assistant message whose usage has no cost: omp's open() throws (usage.cost.total)"
-            if not isinstance(message.get("content"), list | str):
+            content = message.get("content")
+            if not isinstance(content, list | str):
                 return "an assistant message without content: omp's buildSessionContext() throws"
+            if isinstance(content, str) and message.get("stopReason") == "error":
+                # an error turn's content is checked with content.some(): a string has no .some
+                return "an error turn whose content is a string: omp's buildSessionContext() throws"
         elif role == "toolResult" and message.get("toolName") == "task":
             details = message.get("details")
             usage = details.get("usage") if isinstance(details, dict) else None
