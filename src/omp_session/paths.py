@@ -8,7 +8,7 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-__all__ = ["agent_dir", "blobs_dir", "default_session_dir", "project_dir_name", "session_dir_override",
+__all__ = ["agent_dir", "blobs_dir", "cache_dir", "default_session_dir", "project_dir_name", "session_dir_override",
            "sessions_dir"]
 
 _PROFILE = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}\Z")
@@ -114,3 +114,10 @@ def default_session_dir(cwd: str, env: Mapping[str, str] | None = None, *, agent
     directory = root / project_dir_name(cwd, env)
     directory.mkdir(parents=True, exist_ok=True)
     return str(directory)
+
+
+def cache_dir() -> Path:
+    """``$XDG_CACHE_HOME/omp-session``, else ``~/.cache/omp-session`` (a relative XDG path is ignored, per XDG)."""
+    xdg = os.environ.get("XDG_CACHE_HOME", "")
+    base = Path(xdg) if xdg and os.path.isabs(xdg) else Path(os.path.expanduser("~")) / ".cache"
+    return base / "omp-session"

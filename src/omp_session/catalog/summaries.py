@@ -39,6 +39,7 @@ from omp_session.format.reader import Journal, scan_bytes, shared_heads
 from omp_session.js.codec import parse_jsonl
 from omp_session.model.session import KIND_MESSAGE, KIND_OTHER, KIND_TYPED, Session, entry_kinds
 from omp_session.model.usage import usage_statistics
+from omp_session.paths import cache_dir
 
 from . import listing as _listing
 from .cache import load_cache, replace_quietly
@@ -58,13 +59,6 @@ _NUMERIC: Final = (int, float)
 
 def is_archived(path: str) -> bool:
     return path.endswith(_SUFFIX)
-
-
-def cache_dir() -> Path:
-    """``$XDG_CACHE_HOME/omp-session``, else ``~/.cache/omp-session`` (a relative XDG path is ignored, per XDG)."""
-    xdg = os.environ.get("XDG_CACHE_HOME", "")
-    base = Path(xdg) if xdg and os.path.isabs(xdg) else Path(os.path.expanduser("~")) / ".cache"
-    return base / "omp-session"
 
 
 # ---------------------------------------------------------------------------------------------------

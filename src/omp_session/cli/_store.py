@@ -18,11 +18,10 @@ import click
 
 from omp_session.catalog.resolve import name_matches, pick_one, resolve_session
 from omp_session.errors import SessionError, SessionFileError, SessionNotFoundError
-from omp_session.model.session import Session
-from omp_session.model.session import open_session as open_file_session
 from omp_session.paths import project_dir_name
 
-if TYPE_CHECKING:  # the store modules load only when --store is given
+if TYPE_CHECKING:  # the store modules load only when --store is given; the model when a session is read
+    from omp_session.model.session import Session
     from omp_session.store import StoreURL
     from omp_session.store.base import SessionStorage
 
@@ -155,7 +154,9 @@ def open_stored(path: str | os.PathLike[str]) -> Session:
     """The session ``path`` names: from the ``--store`` store when one is active, else the file."""
     active = active_store()
     if active is None:
-        return open_file_session(path)
+        from omp_session.model.session import open_session
+
+        return open_session(path)
     parsed, storage = active
     try:
         from omp_session.catalog.stored import read_stored_session

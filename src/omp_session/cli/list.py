@@ -8,23 +8,24 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from omp_session.catalog import listing as _listing
 from omp_session.catalog.list_output import OutputCache, file_key
 from omp_session.catalog.listing import SessionInfo
-from omp_session.catalog.store_listing import StoreListing, list_store_sessions
-from omp_session.catalog.summaries import ListCache, SessionStats, cache_dir, is_archived
-from omp_session.js.date import to_iso
-from omp_session.paths import project_dir_name, sessions_dir
+from omp_session.paths import cache_dir, project_dir_name, sessions_dir
 
 from ._columns import table
 from ._errors import command
 from ._options import json_option, since_option, until_option
 from ._store import active_store, store_option
 from ._style import Styler, harmless, terminal_width
+
+if TYPE_CHECKING:  # the summaries (and the reader behind them) load only past the warm-cache check
+    from omp_session.catalog.store_listing import StoreListing
+    from omp_session.catalog.summaries import ListCache, SessionStats
 
 __all__ = ["list_command"]
 
@@ -100,11 +101,15 @@ def _iso(ms: int | None) -> str | None:
         t = time.gmtime(ms // 1000)
         return (f"{t.tm_year:04d}-{t.tm_mon:02d}-{t.tm_mday:02d}T{t.tm_hour:02d}:{t.tm_min:02d}:"
                 f"{t.tm_sec:02d}.{ms % 1000:03d}Z")
+    from omp_session.js.date import to_iso
+
     return to_iso(ms)
 
 
 def _row(info: SessionInfo, parent: str | None) -> dict[str, Any]:
     """The stable fields of docs/cli.md."""
+    from omp_session.catalog.summaries import is_archived
+
     row = {"path": info.path, "id": info.id, "title": info.title, "cwd": info.cwd, "created": _iso(info.created),
            "modified": _iso(info.modified), "messages": info.message_count, "size": info.size,
            "status": info.status, "first_message": info.first_message, "parent_session": info.parent_session_path,
@@ -202,6 +207,8 @@ def list_command(all_projects: bool, cwd: str | None, root: str | None, since: i
         if with_stats:
             raise click.UsageError("--stats reads local files: not available with --store")
         prefix = stored[0].root + ("" if all_projects else project_dir_name(cwd or os.getcwd()) + "/")
+        from omp_session.catalog.store_listing import list_store_sessions
+
         listed = list_store_sessions(stored[1], prefix, all_buckets=all_projects)
         base, files = Path(prefix), []
     elif all_projects:
@@ -225,6 +232,8 @@ def list_command(all_projects: bool, cwd: str | None, root: str | None, since: i
                 sys.stdout.write(previous)  # as it was written, without click's escape-code pass
                 sys.stdout.flush()
                 return
+    from omp_session.catalog.summaries import ListCache
+
     cache = ListCache(enabled=not no_cache)
     infos = _scan(files, cache) if listed is None else listed.sessions
     if listed is not None and listed.skipped:
