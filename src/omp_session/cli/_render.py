@@ -53,7 +53,7 @@ def _text_of(content: Any) -> str:
             if kind == "text":
                 parts.append(_shown(block.get("text", "")))
             elif kind == "toolCall":
-                parts.append(f"→ {block.get('name')}({_clip(_dumps(block.get('arguments')), 40)})")
+                parts.append(f"→ {_shown(block.get('name'))}({_clip(_dumps(block.get('arguments')), 40)})")
             elif kind == "image":
                 parts.append("[image]")
         return " ".join(parts)
@@ -250,7 +250,7 @@ def tree(s: Session, as_json: bool, *, depth: int | None = None, only_messages: 
         return
     st = Styler()
     cells = terminal_width()
-    title = str(s.get_session_name() or (s.header or {}).get("id", s.path))
+    title = _shown(s.get_session_name() or (s.header or {}).get("id", s.path))
     lines = [st(clip(title, cells) if cells else title, "bold")]
 
     def fork_note(kids: list[int]) -> str:
@@ -309,7 +309,7 @@ def context(s: Session, as_json: bool, *, transcript: bool) -> None:
     st = Styler()
     models = ", ".join(f"{k}={_shown(v)}" for k, v in ctx.get("models", {}).items()) or "-"
     out = [f"{st('context', 'bold')}: {len(ctx['messages'])} messages · thinking "
-           f"{ctx.get('thinkingLevel')} · models {models}"]
+           f"{_shown(ctx.get('thinkingLevel'))} · models {models}"]
     for msg in ctx["messages"]:
         role = msg.get("role", "?") if isinstance(msg, dict) else "?"
         if role == "compactionSummary" or role == "branchSummary":
