@@ -127,8 +127,21 @@ def mask_errors(record: dict[str, Any], mode: str) -> None:
     if isinstance(record.get("view_errors"), dict):
         record["view_errors"] = {k: one(v) for k, v in record["view_errors"].items()}
     if isinstance(record.get("steps"), list):  # copied: the caller's record stays as it was
-        record["steps"] = [dict(s, error=one(s["error"])) if isinstance(s, dict) and "error" in s else s
-                           for s in record["steps"]]
+        record["steps"] = [_masked_step(s, one) for s in record["steps"]]
+
+
+def _masked_step(step: Any, one: Any) -> Any:
+    """A step with its error masked, and the view errors of a ``snapshot`` result too (a snapshot
+    is a record's views: its errors are errors like the record's own)."""
+    if not isinstance(step, dict):
+        return step
+    out = dict(step)
+    if "error" in out:
+        out["error"] = one(out["error"])
+    result = out.get("result")
+    if isinstance(result, dict) and isinstance(result.get("view_errors"), dict):
+        out["result"] = dict(result, view_errors={k: one(v) for k, v in result["view_errors"].items()})
+    return out
 
 
 def mask_timestamps(value: Any, key: str | None = None) -> Any:

@@ -330,3 +330,21 @@ def test_groups_mix_with_kinds_in_a_comma_list() -> None:
     kinds = gen.select_kinds("valid,dmg_bom")
     assert "dmg_bom" in kinds and all(k in kinds for k in gen.select_kinds("valid"))
     assert gen.select_kinds("damaged,v1") == [k for k in gen.KINDS if k.startswith("dmg_") or k == "v1"]
+
+
+def test_a_snapshots_view_errors_compare_like_the_records(tmp_path: Path) -> None:
+    """A ``snapshot`` step's view errors are masked by --errors like the record's own: omp's
+    TypeError text and ours differ, both say the view failed."""
+    base = {"oracle": 1, "kind": "run", "file": "/x/s.json", "error": None, "view_errors": {}}
+    a = dict(base, steps=[{"index": 0, "op": "snapshot", "error": None,
+                           "result": {"view_errors": {"context": "TypeError: message.content.some is not a function"}}}])
+    b = dict(base, steps=[{"index": 0, "op": "snapshot", "error": None,
+                           "result": {"view_errors": {"context": "Error: entry 'x': content.some fails"}}}])
+    (tmp_path / "a.jsonl").write_text(json.dumps(a) + "\n")
+    (tmp_path / "b.jsonl").write_text(json.dumps(b) + "\n")
+    run = subprocess.run([sys.executable, str(CMP), str(tmp_path / "a.jsonl"), str(tmp_path / "b.jsonl")],
+                         text=True, capture_output=True)
+    assert run.returncode == 0, run.stdout
+    exact = subprocess.run([sys.executable, str(CMP), str(tmp_path / "a.jsonl"), str(tmp_path / "b.jsonl"),
+                            "--errors", "exact"], text=True, capture_output=True)
+    assert exact.returncode == 1
