@@ -9,39 +9,13 @@ deeper; we always answer, with the text omp gives where it gives one (docs/compa
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 from omp_session.js.codec import UNDEFINED, stringify
-from omp_session.js.date import js_string as _scalar_string
-from omp_session.js.date import new_date_ms
+from omp_session.js.date import js_string, new_date_ms
 from omp_session.js.value import is_undef
 
 __all__ = ["date_ms", "describe", "js_string", "property_key", "template_string"]
-
-
-def js_string(value: Any) -> str:
-    """``String(value)``: objects ``[object Object]``; arrays joined with ``,``, their ``null`` and
-    undefined elements as empty strings, nested arrays flattened into the join."""
-    if not isinstance(value, list | tuple):
-        return _scalar_string(value)
-    out: list[str] = []
-    # one iterator per open array, and whether that array already wrote an element
-    stack: list[tuple[Iterator[Any], list[bool]]] = [(iter(value), [False])]
-    while stack:
-        items, wrote = stack[-1]
-        for item in items:
-            if wrote[0]:
-                out.append(",")
-            wrote[0] = True
-            if isinstance(item, list | tuple):
-                stack.append((iter(item), [False]))
-                break
-            if item is not None and not is_undef(item):
-                out.append(_scalar_string(item))
-        else:
-            stack.pop()
-    return "".join(out)
 
 
 def template_string(value: Any) -> str:
