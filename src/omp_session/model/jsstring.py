@@ -1,9 +1,8 @@
 """JavaScript ``String(value)`` for parsed-JSON values at any nesting depth.
 
 ``String([[...[1]...]])`` joins nested arrays, so a value nested 100,000 levels deep (a fuzzed
-``usage.input``, an assistant ``model``, a ``timestamp``) must be joined without recursing:
-``omp_session.js.date.js_string`` recurses once per level and raised ``RecursionError`` in the
-views (issue 16). omp 18.2.3 answers at a few thousand levels and throws ``RangeError`` far
+``usage.input``, an assistant ``model``, a ``timestamp``) must be joined without recursing, as
+``omp_session.js.date.js_string`` now does (issue 16); these are the views' helpers on top of it. omp 18.2.3 answers at a few thousand levels and throws ``RangeError`` far
 deeper; we always answer, with the text omp gives where it gives one (docs/compatibility.md).
 """
 
