@@ -31,12 +31,27 @@ def write_atomically(path: Path, data: bytes, *, force: bool, source: str | None
     write_new_file(path, [data], force=force, error=SessionError, source=source, stdout=True)
 
 
+_SUFFIXES = {".md": "md", ".markdown": "md", ".json": "json", ".html": "html", ".htm": "html"}
+
+
+def _format_of(output: Path | None) -> str:
+    """The format -o's suffix names, as ``pack`` infers its compression: a usage error when none does."""
+    if output is None:
+        raise click.UsageError("missing --format (md, json or html): stdout has no suffix to infer it from")
+    fmt = _SUFFIXES.get(output.suffix.lower())
+    if fmt is None:
+        raise click.UsageError(f"cannot tell the format from {click.format_filename(output.name)!r}: "
+                               "give --format md, json or html, or an -o ending in .md, .json or .html")
+    return fmt
+
+
 @command()
 @session_argument()
 @store_option
-@click.option("--format", "-f", "fmt", required=True, type=click.Choice(["md", "json", "html"]),
+@click.option("--format", "-f", "fmt", type=click.Choice(["md", "json", "html"]),
               help="md: readable Markdown; json: every record, tree intact (or --lossy); html: a self-contained "
-              "offline viewer of the whole tree (docs/export-html.md).")
+              "offline viewer of the whole tree (docs/export-html.md). Default: what -o's suffix names "
+              "(.md, .markdown, .json, .html, .htm); required on stdout.")
 @output_option("Write to this file (atomically) instead of stdout.", name="output", dir_okay=False)
 @click.option("--leaf", "leaf_id", help="Export the branch ending at this entry instead of the session's leaf.")
 @click.option("--all-branches", is_flag=True, help="Markdown: add every other branch, saying where it forks.")
@@ -44,7 +59,7 @@ def write_atomically(path: Path, data: bytes, *, force: bool, source: str | None
 @click.option("--no-subagents", is_flag=True, help="html: leave out the subagent transcripts found next to the "
               "session (embedded and linked by default; a missing one is a warning, never a failure).")
 @force_option("Replace OUTPUT if it exists.")
-def export(session: str, fmt: str, output: Path | None, leaf_id: str | None, all_branches: bool, lossy: bool,
+def export(session: str, fmt: str | None, output: Path | None, leaf_id: str | None, all_branches: bool, lossy: bool,
            no_subagents: bool, force: bool) -> None:
     """Export a session as Markdown, JSON or a self-contained HTML viewer (docs/export.md).
 
@@ -58,6 +73,8 @@ def export(session: str, fmt: str, output: Path | None, leaf_id: str | None, all
       omp-session export 0197 --format json --lossy | jq '.messages[].role'
       omp-session export latest --format html -o session.html
     """
+    if fmt is None:
+        fmt = _format_of(output)
     if fmt == "html" and all_branches:
         raise click.UsageError("--all-branches applies to md: the html viewer holds every branch")
     if no_subagents and fmt != "html":

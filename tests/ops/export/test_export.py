@@ -381,7 +381,8 @@ def test_cli_write_failure_is_one_line_and_leaves_no_temp(tmp_path: Path, monkey
     (("/", "--format", "md"), 1, "directory"),
     ((str(SAMPLE), "--format", "html", "--all-branches"), 2, "--all-branches"),
     ((str(SAMPLE), "--format", "pdf"), 2, "Invalid value"),
-    ((str(SAMPLE),), 2, "Missing option"),
+    ((str(SAMPLE),), 2, "missing --format"),
+    ((str(SAMPLE), "-o", "x.txt"), 2, "cannot tell the format from 'x.txt'"),
     ((str(SAMPLE), "--format", "md", "--lossy"), 2, "--lossy"),
     ((str(SAMPLE), "--format", "json", "--lossy", "--all-branches"), 2, "--all-branches"),
 ])
@@ -390,6 +391,15 @@ def test_cli_errors(args: tuple[str, ...], code: int, message: str) -> None:
     assert got == code and message in err and "Traceback" not in err
     if code == 1:
         assert err.startswith("omp-session: ") and err.count("\n") == 1
+
+
+@pytest.mark.parametrize(("name", "start"), [("out.html", b"<!DOCTYPE html"), ("OUT.HTM", b"<!DOCTYPE html"),
+                                             ("out.md", b"# "), ("out.json", b"{")])
+def test_cli_infers_the_format_from_the_output_suffix(tmp_path: Path, name: str, start: bytes) -> None:
+    out = tmp_path / name
+    code, _, err = run(str(SAMPLE), "-o", str(out))
+    assert code == 0, err
+    assert out.read_bytes().lstrip().startswith(start)
 
 
 def test_cli_resolves_session_ids(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
