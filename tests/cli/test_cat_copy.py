@@ -65,7 +65,7 @@ def _cat(*args: str) -> tuple[int, bytes, str]:
 def test_cat_all_is_byte_identical(tmp_path: Path, name: str) -> None:
     path = tmp_path / "2026-01-01T00-00-00-000Z_s.jsonl"
     path.write_bytes(CASES[name])
-    code, out, err = _cat(str(path), "--all")
+    code, out, err = _cat(str(path), "--whole-file")
     assert code == 0, err
     assert _sha(out) == _sha(CASES[name])
 
@@ -74,7 +74,7 @@ def test_cat_all_is_byte_identical(tmp_path: Path, name: str) -> None:
 def test_cat_all_of_an_archive_is_its_decompressed_bytes(tmp_path: Path, name: str) -> None:
     path = tmp_path / "2026-01-01T00-00-00-000Z_s.jsonl.gz"
     path.write_bytes(gzip.compress(CASES[name]))
-    code, out, err = _cat(str(path), "--all")
+    code, out, err = _cat(str(path), "--whole-file")
     assert code == 0, err
     assert _sha(out) == _sha(CASES[name])
 
@@ -89,7 +89,7 @@ def test_cat_all_from_a_store_is_byte_identical(tmp_path: Path) -> None:
         storage.replace(key, CASES["everything"], None)
     finally:
         storage.close()
-    code, out, err = _cat(key, "--store", url, "--all")
+    code, out, err = _cat(key, "--store", url, "--whole-file")
     assert code == 0, err
     assert _sha(out) == _sha(CASES["everything"])
 
@@ -101,7 +101,7 @@ def test_cat_all_of_a_large_file_is_byte_identical(tmp_path: Path) -> None:
     data = SLOT + b"\r\n".join(_lines([header(), *big]))
     path = tmp_path / "2026-01-01T00-00-00-000Z_big.jsonl"
     path.write_bytes(data)
-    code, out, err = _cat(str(path), "--all")
+    code, out, err = _cat(str(path), "--whole-file")
     assert code == 0, err
     assert len(out) == len(data) and _sha(out) == _sha(data)
 
@@ -118,6 +118,6 @@ def test_cat_without_all_prints_the_branch_as_records(tmp_path: Path) -> None:
 def test_cat_type_keeps_only_those_entries_even_with_all(tmp_path: Path) -> None:
     path = tmp_path / "2026-01-01T00-00-00-000Z_s.jsonl"
     path.write_bytes(CASES["everything"])
-    code, out, err = _cat(str(path), "--all", "--type", "message")
+    code, out, err = _cat(str(path), "--whole-file", "--type", "message")
     assert code == 0, err
     assert [json.loads(x)["id"] for x in out.decode().splitlines()] == ["u1", "a1", "u2"]

@@ -99,7 +99,7 @@ def test_list_shows_this_projects_sessions_with_stable_fields(project: Path, tmp
 def test_cat_prints_records_as_stored(project: Path) -> None:
     sm = make(project, "hello")
     path = sm.get_session_file() or ""
-    code, out, _ = run("cat", path, "--all")
+    code, out, _ = run("cat", path, "--whole-file")
     assert code == 0 and out == Path(path).read_text()  # every byte, the title slot included (issue 15)
     code, out, _ = run("cat", sm.get_session_id(), "--type", "message")
     assert [json.loads(x)["type"] for x in out.splitlines()] == ["message", "message"]
@@ -223,3 +223,37 @@ def test_an_unreadable_subagent_folder_is_not_a_traceback(project: Path, monkeyp
     monkeypatch.setattr(os, "listdir", listdir)
     code, out, _ = run("list", "--jsonl")
     assert code == 0 and [json.loads(x)["path"] for x in out.splitlines()] == [a.get_session_file()]
+
+
+def test_validate_and_repair_take_ids_prefixes_and_latest(project: Path) -> None:
+    sm = make(project, "check me")
+    path, sid = sm.get_session_file() or "", sm.get_session_id()
+    for arg in (sid, sid[:8], "latest"):
+        code, out, err = run("validate", arg)
+        assert code == 0 and path in out and "1 file(s) checked" in out, err
+        code, out, err = run("repair", arg)
+        assert code == 0 and out == f"{path}: nothing to repair\n", err
+    code, _, err = run("validate", "zzzz-none")
+    assert code == 1 and err.startswith("omp-session: no session matches 'zzzz-none'")
+    code, _, err = run("repair", "nothere.jsonl")
+    assert code == 1 and err == "omp-session: nothere.jsonl: no such file\n"
+
+
+def test_list_sort_cost_turns_on_stats(project: Path) -> None:
+    make(project, "cheap")
+    code, out, err = run("list", "--sort", "cost", "--json")
+    assert code == 0, err
+    (row,) = json.loads(out)
+    assert "cost" in row and "entries" in row  # the --stats fields
+
+
+def test_list_and_search_take_project_and_the_old_cwd_spelling(project: Path, tmp_path: Path) -> None:
+    other = tmp_path / "other"
+    other.mkdir()
+    make(other, "elsewhere")
+    for flag in ("--project", "--cwd"):
+        code, out, err = run("list", flag, str(other), "--json")
+        assert code == 0 and [r["first_message"] for r in json.loads(out)] == ["elsewhere"], err
+        code, out, err = run("search", "elsewhere", flag, str(other), "--json",
+                             "--index", str(tmp_path / f"i{flag}.sqlite"))
+        assert code == 0 and len(json.loads(out)) >= 1, err

@@ -32,7 +32,26 @@ def test_a_session_error_is_one_line_and_exit_1() -> None:
 def test_a_stats_option_error_is_a_usage_error() -> None:
     result = CliRunner().invoke(_raising(StatsOptionError("unknown time zone 'X'")))
     assert result.exit_code == 2
-    assert "Usage: probe" in result.stderr and "Error: unknown time zone 'X'" in result.stderr
+    assert result.stderr == "probe: unknown time zone 'X' (see 'probe --help')\n"
+
+
+@pytest.mark.parametrize(("args", "line"), [
+    (["show"], "omp-session show: Missing argument 'SESSION' (see 'omp-session show --help')"),
+    (["lst"], "omp-session: No such command 'lst'. Did you mean 'list'? (see 'omp-session --help')"),
+    (["export", "x", "--format", "pdf"], "omp-session export: Invalid value for '--format': 'pdf' is not one of "
+                                         "'md', 'json', 'html' (see 'omp-session export --help')"),
+    (["tail", "-n", "x", "latest"], "omp-session tail: Invalid value for '-n' / '--lines': 'x' is not a valid "
+                                    "integer range (see 'omp-session tail --help')"),
+    (["cat", "latest", "--all"], "omp-session cat: cat's --all is now --whole-file (--all means every project in "
+                                 "every command) (see 'omp-session cat --help')"),
+    (["blobs", "gc", "--bogus"],
+     "omp-session blobs gc: No such option '--bogus'. Did you mean '--blobs'? (see 'omp-session blobs gc --help')"),
+])
+def test_usage_errors_are_one_line_naming_the_command(args: list[str], line: str) -> None:
+    from omp_session.cli import cli
+
+    result = CliRunner().invoke(cli, args, prog_name="omp-session")
+    assert (result.exit_code, result.stderr, result.stdout) == (2, line + "\n", "")
 
 
 def test_other_exceptions_are_not_swallowed() -> None:

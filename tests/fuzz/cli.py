@@ -23,7 +23,7 @@ COMMANDS: dict[str, list[str]] = {
     "context": ["context", "{path}"],
     "context --transcript": ["context", "{path}", "--transcript"],
     "cat": ["cat", "{path}"],
-    "cat --all": ["cat", "{path}", "--all"],
+    "cat --all": ["cat", "{path}", "--whole-file"],  # label kept: saved signatures name it
     "tail": ["tail", "{path}"],
     "export md": ["export", "{path}", "--format", "md", "-o", "{out}/export.md", "--force"],
     "export json": ["export", "{path}", "--format", "json", "-o", "{out}/export.json", "--force"],

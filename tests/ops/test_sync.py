@@ -253,13 +253,13 @@ def test_read_commands_take_a_store(kind: str, new_url: Any, tmp_path: Path,
     [row] = json.loads(listed.output)
     assert row["path"] == path and row["id"] == session_id and row["messages"] == 3
     for args, expect in ((["show", "latest", "--json"], session_id), (["tree", session_id[:12]], "the last question"),
-                         (["context", path], "the last question"), (["cat", "latest", "--all"], "the last question"),
-                         (["export", "latest", "-f", "md"], "the last question"),
+                         (["context", path], "the last question"), (["cat", "latest", "--whole-file"], "the last question"),
+                         (["export", "latest", "--format", "md"], "the last question"),
                          (["validate"], "1 file(s) checked, no errors")):
         result = runner.invoke(cli, [*args, "--store", url])
         assert result.exit_code == 0, (args, result.output)
         assert expect in result.output, args
-    cat = runner.invoke(cli, ["cat", "latest", "--all", "--store", url])
+    cat = runner.invoke(cli, ["cat", "latest", "--whole-file", "--store", url])
     store = open_store(url, create=False)
     # every byte as stored, the title slot included (issue 15)
     assert cat.stdout_bytes == store.read(path)
@@ -268,7 +268,7 @@ def test_read_commands_take_a_store(kind: str, new_url: Any, tmp_path: Path,
     assert missing.exit_code == 1 and "no session matches" in missing.output
 
 
-@pytest.mark.parametrize("command", [["show"], ["tail"], ["export", "-f", "html"]])
+@pytest.mark.parametrize("command", [["show"], ["tail"], ["export", "--format", "html"]])
 def test_a_key_naming_a_folder_of_a_file_store_is_one_line(command: list[str], new_url: Any) -> None:
     url = new_url("file")
     (Path(url[len("file:"):]) / "proj" / "x.jsonl").mkdir(parents=True)
@@ -296,8 +296,8 @@ def test_an_id_prefix_in_a_store_names_sessions_not_subagent_transcripts() -> No
             resolve_in_store(arg, parsed, store, cwd="/w")
 
 
-@pytest.mark.parametrize("args", [["show", "ffffffff"], ["tail", "ffffffff"], ["export", "x", "-f", "nope"],
-                                  ["export", "ffffffff", "-f", "md"]])
+@pytest.mark.parametrize("args", [["show", "ffffffff"], ["tail", "ffffffff"], ["export", "x", "--format", "nope"],
+                                  ["export", "ffffffff", "--format", "md"]])
 def test_the_store_is_closed_when_the_command_fails(args: list[str], new_url: Any,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     from omp_session.store.sqlite import SqliteStorage

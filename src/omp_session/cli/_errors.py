@@ -6,6 +6,8 @@ Every command is a :class:`Command` (or a :class:`Group`), made with :func:`comm
 
     StatsOptionError          a bad option value: a usage error, as click reports its own (exit 2)
     any other SessionError    ``omp-session: <message>`` on stderr, exit 1
+    click's UsageError        one line too, ``omp-session CMD: <message> (see 'omp-session CMD --help')``,
+                              exit 2 (click's own report is three lines: usage, hint, error)
 
 Parsing is covered as well as running: ``--store URL`` opens the store and SESSION is resolved
 while the command line is parsed. Commands that refuse on their own (an output that exists
@@ -23,7 +25,24 @@ import click
 
 from omp_session.errors import SessionError, StatsOptionError
 
-__all__ = ["Command", "Group", "command", "group", "os_errors", "reported"]
+__all__ = ["Command", "Group", "OneLineUsageError", "command", "group", "one_line", "os_errors", "reported"]
+
+
+class OneLineUsageError(click.UsageError):
+    """A usage error told in one line that names the command and where its help is."""
+
+    def show(self, file: Any = None) -> None:
+        where = self.ctx.command_path if self.ctx is not None else "omp-session"
+        hint = f" (see '{where} --help')" if self.ctx is not None else ""
+        click.echo(f"{where}: {self.format_message().rstrip('.')}{hint}", file=file, err=file is None)
+
+
+def one_line(error: click.UsageError) -> OneLineUsageError:
+    if isinstance(error, OneLineUsageError):
+        return error
+    out = OneLineUsageError(error.format_message(), error.ctx)
+    out.exit_code = error.exit_code
+    return out
 
 
 @contextmanager
@@ -32,7 +51,9 @@ def reported(ctx: click.Context) -> Iterator[None]:
     try:
         yield
     except StatsOptionError as e:  # a value the library refused, not a file problem
-        raise click.UsageError(str(e), ctx) from None
+        raise OneLineUsageError(str(e), ctx) from None
+    except click.UsageError as e:
+        raise one_line(e) from None
     except SessionError as e:
         click.echo(f"omp-session: {e}", err=True)
         sys.exit(1)

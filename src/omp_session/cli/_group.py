@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from omp_session._version import __version__
@@ -85,7 +87,27 @@ def _choose_omp(ctx: click.Context, _param: click.Parameter, value: str | None) 
     return value
 
 
-@click.group(cls=LazyGroup, table=COMMANDS, package=__package__ or "omp_session.cli",
+class _Top(LazyGroup):
+    """The top group: its own usage errors (an unknown command, a bad --omp) are one line too."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        try:
+            return super().parse_args(ctx, args)
+        except click.UsageError as e:
+            from ._errors import one_line
+
+            raise one_line(e) from None
+
+    def resolve_command(self, ctx: click.Context, args: list[str]) -> Any:
+        try:
+            return super().resolve_command(ctx, args)
+        except click.UsageError as e:
+            from ._errors import one_line
+
+            raise one_line(e) from None
+
+
+@click.group(cls=_Top, table=COMMANDS, package=__package__ or "omp_session.cli",
              context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__)
 @click.option("--omp", "omp", metavar="VERSION", expose_value=False, is_eager=True, callback=_choose_omp,

@@ -123,11 +123,15 @@ def resolve_any(arg: str) -> str:
 
 class KeyOrPath(click.Path):
     """A PATH argument that, under ``--store``, is a key or key prefix in the store (not checked
-    on the local disk)."""
+    on the local disk); among the files, what is no existing path may be a session id, a unique
+    prefix of one or ``latest`` (resolved as SESSION is everywhere else)."""
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         if active_store() is not None:
             return Path(value) if isinstance(value, str) else value
+        if isinstance(value, str) and not os.path.lexists(value) and os.sep not in value \
+                and not value.endswith((".jsonl", ".jsonl.gz")):
+            return Path(resolve_session(value))
         return super().convert(value, param, ctx)
 
 

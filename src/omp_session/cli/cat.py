@@ -2,7 +2,7 @@
 
 ``--all`` without ``--type`` is a copy: every byte as stored (title slot, BOM, line endings,
 malformed and blank lines, a missing final newline), not the records joined again, so that
-``cat ID --all > copy.jsonl`` gives a file omp reads exactly as the original.
+``cat ID --whole-file > copy.jsonl`` gives a file omp reads exactly as the original.
 """
 
 from __future__ import annotations
@@ -25,14 +25,17 @@ _CHUNK = 1 << 20
 @store_option
 @click.option("--branch", "scope", flag_value="branch", default=True, help="The current branch, root to leaf "
               "(default).")
-@click.option("--all", "scope", flag_value="all", help="The whole file, byte for byte as stored (title slot, "
-              "header and damaged lines included; an archive decompressed); with --type, every entry of "
-              "those types in file order.")
+@click.option("--whole-file", "scope", flag_value="all", help="The whole file, byte for byte as stored (title "
+              "slot, header and damaged lines included; an archive decompressed); with --type, every entry "
+              "of those types in file order.")
+# --all means "every project" everywhere else: the old spelling of --whole-file is refused, not
+# silently turned into a branch-only copy
+@click.option("--all", "old_all", is_flag=True, hidden=True)
 @click.option("--type", "types", multiple=True, help="Only entries of this type (repeatable), e.g. message.")
-def cat(session: str, scope: str, types: tuple[str, ...]) -> None:
+def cat(session: str, scope: str, old_all: bool, types: tuple[str, ...]) -> None:
     """Print raw records as JSON lines, byte for byte as stored: safe to pipe into jq.
 
-    The current branch by default; --all prints the whole file as it is stored (title slot and
+    The current branch by default; --whole-file prints the whole file as it is stored (title slot and
     damaged lines included), a copy omp reads exactly as the original.
 
     SESSION is a path, a session id or a unique prefix of one, or ``latest``.
@@ -40,8 +43,10 @@ def cat(session: str, scope: str, types: tuple[str, ...]) -> None:
     \b
     Examples:
       omp-session cat latest --type message | jq .message.role
-      omp-session cat 0197 --all > copy.jsonl
+      omp-session cat 0197 --whole-file > copy.jsonl
     """
+    if old_all:
+        raise click.UsageError("cat's --all is now --whole-file (--all means every project in every command)")
     s = open_stored(resolve_any(session))
     out = sys.stdout.buffer
     with s:

@@ -48,7 +48,7 @@ def _format_of(output: Path | None) -> str:
 @command()
 @session_argument()
 @store_option
-@click.option("--format", "-f", "fmt", type=click.Choice(["md", "json", "html"]),
+@click.option("--format", "fmt", type=click.Choice(["md", "json", "html"]),
               help="md: readable Markdown; json: every record, tree intact (or --lossy); html: a self-contained "
               "offline viewer of the whole tree (docs/export-html.md). Default: what -o's suffix names "
               "(.md, .markdown, .json, .html, .htm); required on stdout.")

@@ -162,7 +162,9 @@ def _fill_stats(rows: list[dict[str, Any]], cache: ListCache) -> None:
 
 @command("list")
 @click.option("--all", "all_projects", is_flag=True, help="Every project, not only the current one.")
-@click.option("--cwd", type=click.Path(file_okay=False), help="List the sessions of this project directory.")
+@click.option("--project", "cwd", type=click.Path(file_okay=False), help="List the sessions of this project "
+              "directory (default: the current directory's).")
+@click.option("--cwd", "cwd_alias", type=click.Path(file_okay=False), hidden=True)  # the old name of --project
 @click.option("--root", type=click.Path(file_okay=False), help="Sessions root (default: omp's, from "
               "PI_CODING_AGENT_DIR, profiles and XDG).")
 @since_option("Only sessions modified at or after this time (a date, or 7d / 12h / 30m ago).")
@@ -172,7 +174,7 @@ def _fill_stats(rows: list[dict[str, Any]], cache: ListCache) -> None:
 @click.option("--limit", type=click.IntRange(min=1), help="At most this many sessions.")
 @click.option("--sort", type=click.Choice(["modified", "created", "size", "messages", "title", "entries", "cost"]),
               default="modified",
-              show_default=True, help="Order (newest / largest first).")
+              show_default=True, help="Order (newest / largest first); entries and cost turn on --stats.")
 @click.option("--reverse", is_flag=True, help="Reverse the order.")
 @click.option("--no-subagents", is_flag=True, help="Hide subagent sessions (shown under their parent).")
 @click.option("--stats", "with_stats", is_flag=True, help="Add entries, branches, models, cost and tokens, "
@@ -182,7 +184,7 @@ def _fill_stats(rows: list[dict[str, Any]], cache: ListCache) -> None:
 @json_option("One JSON array.")
 @click.option("--jsonl", "as_jsonl", is_flag=True, help="One JSON object per line.")
 @store_option
-def list_command(all_projects: bool, cwd: str | None, root: str | None, since: int | None, until: int | None,
+def list_command(all_projects: bool, cwd: str | None, cwd_alias: str | None, root: str | None, since: int | None, until: int | None,
                  pattern: str | None, limit: int | None, sort: str, reverse: bool, no_subagents: bool,
                  with_stats: bool, no_cache: bool, as_json: bool, as_jsonl: bool) -> None:
     """List sessions, newest first: when, title, cwd, messages, size, status.
@@ -197,15 +199,19 @@ def list_command(all_projects: bool, cwd: str | None, root: str | None, since: i
       omp-session list                      # this project
       omp-session list --all --since 7d --grep 'fix*'
       omp-session list --all --jsonl | jq -r .path
-      omp-session list --all --stats --sort cost
+      omp-session list --all --sort cost        # --stats: cost, tokens, models
     """
+    cwd = cwd or cwd_alias
+    if sort in ("entries", "cost"):  # only --stats knows them
+        with_stats = True
     base = Path(root) if root else sessions_dir()
     folders: set[str] = set()
     stored = active_store()
     listed: StoreListing | None = None
     if stored is not None:  # --store: the store's sessions, read through the storage
         if with_stats:
-            raise click.UsageError("--stats reads local files: not available with --store")
+            raise click.UsageError(f"--{'stats' if sort not in ('entries', 'cost') else 'sort ' + sort} reads "
+                                   "whole local files: not available with --store")
         prefix = stored[0].root + ("" if all_projects else project_dir_name(cwd or os.getcwd()) + "/")
         from omp_session.catalog.store_listing import list_store_sessions
 
@@ -254,8 +260,6 @@ def list_command(all_projects: bool, cwd: str | None, root: str | None, since: i
     if with_stats:
         _fill_stats(rows, cache)
     cache.save()
-    if sort in ("entries", "cost") and not with_stats:
-        raise click.UsageError(f"--sort {sort} needs --stats")
     key = sort
     if sort != "modified" or reverse:
         # subagents stay under their parent: sort the parents, then re-attach

@@ -115,13 +115,14 @@ def _print_unpack(result: UnpackResult, as_json: bool) -> None:
 @click.option("--root", type=click.Path(file_okay=False), help="Sessions root (default: omp's).")
 @click.option("--blobs", "blobs", type=click.Path(file_okay=False), metavar="DIR",
               help="Blob store to add blobs to (default: omp's, or 'blobs' beside --root).")
-@click.option("--cwd", "cwd", metavar="NEW_CWD", help="Give every session this working directory.")
+@click.option("--new-cwd", "cwd", metavar="DIR", help="Give every session this working directory.")
+@click.option("--cwd", "cwd_alias", hidden=True)  # the old name of --new-cwd
 @click.option("--map", "maps", multiple=True, metavar="OLD=NEW",
               help="Rewrite working directories under OLD to NEW (repeatable; the longest OLD wins).")
 @force_option("Replace sessions that are in the way, keeping a backup of each.")
 @click.option("--dry-run", is_flag=True, help="Verify the archive and show where each session would go.")
 @json_option("Print the summary as one JSON object.")
-def unpack(archive: Path, root: str | None, blobs: str | None, cwd: str | None, maps: tuple[str, ...],
+def unpack(archive: Path, root: str | None, blobs: str | None, cwd: str | None, cwd_alias: str | None, maps: tuple[str, ...],
            force: bool, dry_run: bool, as_json: bool) -> None:
     """Unpack an archive made by ``pack``: every hash is verified before anything is placed; each
     session goes to the project folder of its (new) working directory, its header's cwd rewritten;
@@ -129,11 +130,12 @@ def unpack(archive: Path, root: str | None, blobs: str | None, cwd: str | None, 
 
     \b
     Examples:
-      omp-session unpack app.tar.zst --cwd ~/work/app
+      omp-session unpack app.tar.zst --new-cwd ~/work/app
       omp-session unpack all.tar.gz --map /home/old=/home/new --dry-run
     """
+    cwd = cwd or cwd_alias
     if cwd is not None and maps:
-        raise click.UsageError("--cwd and --map are exclusive")
+        raise click.UsageError("--new-cwd and --map are exclusive")
     rules = [parse_map(m) for m in maps]
     result = unpack_archive(archive, root=root, blobs_dir=blobs, cwd=cwd, maps=rules, force=force,
                             dry_run=dry_run)

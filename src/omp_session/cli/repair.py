@@ -1,4 +1,4 @@
-"""``omp-session repair PATH [-o OUT] [--in-place] [--json]``: print the plan, or write it.
+"""``omp-session repair SESSION [-o OUT] [--in-place] [--json]``: print the plan, or write it.
 
 Without ``-o``/``--in-place`` nothing is written anywhere (not even a quarantine file).
 Exit 0 on success, 1 when the file cannot be repaired (not a session, unreadable, changed
@@ -15,7 +15,7 @@ import click
 from omp_session.ops.repair.plan import RepairPlan, RepairResult, apply_repair, plan_repair
 
 from ._errors import command, os_errors
-from ._options import force_option, json_option, output_option
+from ._options import force_option, json_option, output_option, session_argument
 
 __all__ = ["repair"]
 
@@ -47,16 +47,18 @@ def _json(plan: RepairPlan, result: RepairResult | None) -> None:
 
 
 @command("repair")
-@click.argument("path", type=click.Path(path_type=Path))
+@session_argument("path", resolve=True, as_given=True)
 @output_option("Write the repaired session to OUT (quarantine: OUT.quarantine).")
-@click.option("--in-place", is_flag=True, help="Replace PATH atomically; the original is kept as PATH.bak.")
+@click.option("--in-place", is_flag=True, help="Replace SESSION's file atomically; the original is kept as "
+              "FILE.bak.")
 @force_option("With -o: replace OUT if it exists.")
 @json_option("Print the plan as one JSON object.")
 def repair(path: Path, out: Path | None, in_place: bool, force: bool, as_json: bool) -> None:
     """Repair a damaged session file so omp can open it, losing nothing readable.
 
-    Without -o or --in-place, prints what would be fixed (what, where, why) and writes nothing.
-    Unusable records go to a quarantine file next to the output, never silently dropped.
+    SESSION is a path, a session id or a unique prefix of one, or ``latest``. Without -o or
+    --in-place, prints what would be fixed (what, where, why) and writes nothing. Unusable
+    records go to a quarantine file next to the output, never silently dropped.
 
     \b
     Examples:

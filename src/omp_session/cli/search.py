@@ -98,7 +98,9 @@ def _print_hits(hits: list[SearchHit]) -> None:
 @click.argument("query", nargs=-1, required=True)
 @click.option("--role", type=click.Choice(["user", "assistant", "tool"]), help="Only messages of this role "
               "(tool: tool results and ! / $ executions).")
-@click.option("--cwd", type=click.Path(file_okay=False), help="Only sessions of this project directory (or below).")
+@click.option("--project", "cwd", type=click.Path(file_okay=False), help="Only sessions of this project directory "
+              "(or below).")
+@click.option("--cwd", "cwd_alias", type=click.Path(file_okay=False), hidden=True)  # the old name of --project
 @since_option("Only entries at or after this time (a date, or 7d / 12h / 30m ago).")
 @until_option("Only entries before this time.")
 @click.option("--session", "session_arg", metavar="SESSION", help="Only this session (path, id, id prefix, latest).")
@@ -111,7 +113,7 @@ def _print_hits(hits: list[SearchHit]) -> None:
               "$XDG_CACHE_HOME/omp-session/search.sqlite).")
 @click.option("--no-update", is_flag=True, help="Search the index as it is, without reading changed sessions.")
 @json_option("One JSON array of hits (snippet hits in [brackets]).")
-def search_command(query: tuple[str, ...], role: str | None, cwd: str | None, since: int | None, until: int | None,
+def search_command(query: tuple[str, ...], role: str | None, cwd: str | None, cwd_alias: str | None, since: int | None, until: int | None,
                    session_arg: str | None, one_per_session: bool, current_branch: bool, thinking: bool, limit: int,
                    root: str | None, index_path: str | None, no_update: bool, as_json: bool) -> None:
     """Search the text of every session: messages, tool calls and results, summaries, titles and
@@ -129,6 +131,7 @@ def search_command(query: tuple[str, ...], role: str | None, cwd: str | None, si
       omp-session search 'fix* AND NOT test' --session latest --current-branch
       omp-session search 'NEAR(cursor pagination, 5)' --sessions
     """
+    cwd = cwd or cwd_alias
     base = Path(root) if root else sessions_dir()
     session = resolve_session(session_arg, root=base) if session_arg is not None else None
     with _progress() as progress:

@@ -81,8 +81,8 @@ def _line_text(path: str, offset: int | None) -> str | None:
 def validate(paths: tuple[Path, ...], recursive: bool, strict: bool, as_json: bool) -> None:
     """Check session files and report every problem: what it is, where, and what omp does with it.
 
-    PATH is a session file or a directory of them (*.jsonl, and *.jsonl.gz archives); without PATH, omp's session root
-    (all projects). Exit status 0 when no errors were found, 1 otherwise. Never writes.
+    PATH is a session file or a directory of them (*.jsonl, and *.jsonl.gz archives), a session
+    id or a unique prefix of one, or ``latest``; without PATH, omp's session root (all projects). Exit status 0 when no errors were found, 1 otherwise. Never writes.
 
     \b
     Examples:

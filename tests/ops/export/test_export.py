@@ -333,7 +333,7 @@ def test_cli_prints_to_stdout() -> None:
     assert code == 0 and out == (GOLDEN_DIR / "sample.md").read_text(encoding="utf-8")
     code, out, _ = run(str(SAMPLE), "--format", "json", "--lossy")
     assert code == 0 and out == (GOLDEN_DIR / "sample-lossy.json").read_text(encoding="utf-8")
-    code, out, _ = run(str(SAMPLE), "-f", "md", "--all-branches", "--leaf", "a1b45091")
+    code, out, _ = run(str(SAMPLE), "--format", "md", "--all-branches", "--leaf", "a1b45091")
     assert code == 0 and "## Branch: 10 entries up to `a1b45091`" in out and "Branch 2: ends at `fac25287`" in out
 
 

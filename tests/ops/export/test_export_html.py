@@ -453,10 +453,10 @@ def test_cli_html_subagents(tmp_path: Path) -> None:
     assert result.stderr.count("omp-session: warning:") == 2 and "Bob.jsonl" in result.stderr
     assert [s["id"] for s in _data(out.read_text(encoding="utf-8"))["subagents"]] == [
         "Anna", "Bob", "../evil", "Extra", "__advisor"]
-    result = CliRunner().invoke(export_command, [str(parent), "-f", "html", "--no-subagents", "-o", str(out), "--force"])
+    result = CliRunner().invoke(export_command, [str(parent), "--format", "html", "--no-subagents", "-o", str(out), "--force"])
     assert result.exit_code == 0 and result.stderr == ""
     assert _data(out.read_text(encoding="utf-8"))["subagents"] == [] and len(_parse(out.read_text(encoding="utf-8")).scripts) == 2
-    result = CliRunner().invoke(export_command, [str(parent), "-f", "md", "--no-subagents"])
+    result = CliRunner().invoke(export_command, [str(parent), "--format", "md", "--no-subagents"])
     assert result.exit_code == 2 and "--no-subagents applies to --format html" in result.output
 
 

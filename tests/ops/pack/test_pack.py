@@ -689,8 +689,8 @@ def test_jsonl_gz_reads_like_the_plain_file(agents: tuple[Agent, Agent, Path], t
     assert archived.build_session_context() == plain.build_session_context()
     assert archived.diagnostics == plain.diagnostics == []
     runner = CliRunner()
-    cat_plain = runner.invoke(cli, ["cat", path, "--all"])
-    cat_gz = runner.invoke(cli, ["cat", str(gz), "--all"])
+    cat_plain = runner.invoke(cli, ["cat", path, "--whole-file"])
+    cat_gz = runner.invoke(cli, ["cat", str(gz), "--whole-file"])
     assert cat_gz.exit_code == 0 and cat_gz.stdout_bytes == cat_plain.stdout_bytes != b""
     os.unlink(path)
     # SESSION resolution finds it by id prefix; the commands read it
@@ -730,16 +730,16 @@ def test_cli_pack_project_unpack_and_list(agents: tuple[Agent, Agent, Path], tmp
     monkeypatch.setenv("PI_CODING_AGENT_DIR", str(b.base))
     new = tmp_path / "new"
     new.mkdir()
-    r = runner.invoke(cli, ["unpack", str(tmp_path / "p.tar.zst"), "--cwd", str(new)])
+    r = runner.invoke(cli, ["unpack", str(tmp_path / "p.tar.zst"), "--new-cwd", str(new)])
     assert r.exit_code == 0, r.output
     assert "unpacked 2 session(s)" in r.output
-    r = runner.invoke(cli, ["list", "--cwd", str(new), "--json"])
+    r = runner.invoke(cli, ["list", "--project", str(new), "--json"])
     assert r.exit_code == 0, r.output
     listed = [s for s in json.loads(r.stdout) if s["subagent_of"] is None]
     assert sorted(s["id"] for s in listed) == sorted(s["id"] for s in doc["sessions"])
     assert all(s["cwd"] == str(new) for s in listed)
     # again: refused, one line, exit 1
-    r = runner.invoke(cli, ["unpack", str(tmp_path / "p.tar.zst"), "--cwd", str(new)])
+    r = runner.invoke(cli, ["unpack", str(tmp_path / "p.tar.zst"), "--new-cwd", str(new)])
     assert r.exit_code == 1 and r.output.count("\n") == 1 and "already there" in r.output
 
 
@@ -747,7 +747,7 @@ def test_cli_usage_errors(tmp_path: Path) -> None:
     runner = CliRunner()
     r = runner.invoke(cli, ["pack", "-o", str(tmp_path / "x.tar")])
     assert r.exit_code == 2
-    r = runner.invoke(cli, ["unpack", str(tmp_path / "x.tar"), "--cwd", "/a", "--map", "/b=/c"])
+    r = runner.invoke(cli, ["unpack", str(tmp_path / "x.tar"), "--new-cwd", "/a", "--map", "/b=/c"])
     assert r.exit_code == 2
     r = runner.invoke(cli, ["unpack", str(tmp_path / "x.tar")])
     assert r.exit_code == 1 and "omp-session: " in r.output
@@ -808,7 +808,7 @@ def test_omp_opens_unpacked_sessions_as_before(tmp_path: Path, monkeypatch: pyte
     images = [blk["data"] for rec in after[-2:] for e in rec["entries"] if e["type"] == "message"
               for blk in e["message"]["content"] if isinstance(blk, dict) and blk.get("type") == "image"]
     assert len(images) == 2 and not any(d.startswith("blob:") for d in images)
-    r = CliRunner().invoke(cli, ["list", "--cwd", str(new), "--json"])
+    r = CliRunner().invoke(cli, ["list", "--project", str(new), "--json"])
     assert r.exit_code == 0, r.output
     assert sorted(s["path"] for s in json.loads(r.stdout) if s["subagent_of"] is None) == sorted(moved.values())
 

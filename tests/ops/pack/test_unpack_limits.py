@@ -148,7 +148,7 @@ def test_stale_staging_folders_of_a_killed_unpack_are_removed_and_reported(good:
     live.mkdir()
     young = root / ".omp-session-unpack-youngone"
     young.mkdir()
-    result = invoke(cli, "unpack", str(good), "--root", str(root), "--blobs", str(blobs), "--cwd", "/new")
+    result = invoke(cli, "unpack", str(good), "--root", str(root), "--blobs", str(blobs), "--new-cwd", "/new")
     assert result.exit_code == 0, result.output
     assert not any(d.exists() for d in stale)
     assert live.is_dir() and young.is_dir()
