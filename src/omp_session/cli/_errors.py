@@ -40,9 +40,7 @@ class OneLineUsageError(click.UsageError):
 def one_line(error: click.UsageError) -> OneLineUsageError:
     if isinstance(error, OneLineUsageError):
         return error
-    out = OneLineUsageError(error.format_message(), error.ctx)
-    out.exit_code = error.exit_code
-    return out
+    return OneLineUsageError(error.format_message(), error.ctx)  # exit status 2, as every UsageError
 
 
 @contextmanager
