@@ -257,3 +257,34 @@ def test_list_and_search_take_project_and_the_old_cwd_spelling(project: Path, tm
         code, out, err = run("search", "elsewhere", flag, str(other), "--json",
                              "--index", str(tmp_path / f"i{flag}.sqlite"))
         assert code == 0 and len(json.loads(out)) >= 1, err
+
+
+def test_latest_with_all_is_the_newest_session_of_every_project(project: Path, tmp_path: Path) -> None:
+    here = make(project, "here")
+    other = tmp_path / "other"
+    other.mkdir()
+    there = make(other, "there")
+    os.utime(here.get_session_file() or "", (10, 10))
+    os.utime(there.get_session_file() or "", (20, 20))
+    assert resolve_session("latest") == here.get_session_file()
+    assert resolve_session("latest", every_project=True) == there.get_session_file()
+    for args in (["show", "latest", "--all", "--json"], ["show", "--all", "latest", "--json"]):
+        code, out, err = run(*args)
+        assert code == 0 and json.loads(out)["path"] == there.get_session_file(), err
+    code, out, _ = run("show", "latest", "--json")
+    assert json.loads(out)["path"] == here.get_session_file()
+    for command in (["tail"], ["context"], ["tree"], ["export", "--format", "md"], ["repair"], ["validate"]):
+        code, out, err = run(*command[:1], "latest", "--all", *command[1:])
+        if command[0] in ("repair", "validate"):
+            assert code == 0 and (there.get_session_file() or "") in out, (command, err)
+        else:
+            assert code == 0 and "there" in out and "here" not in out.replace("there", ""), (command, out, err)
+    # a prefix with --all is looked for in every project at once: both ids start alike here
+    code, _, err = run("show", "--all", "latest-none")
+    assert code == 1 and "in any project under" in err
+
+
+def test_cat_refuses_its_old_all_rather_than_copy_one_branch(project: Path) -> None:
+    make(project, "x")
+    code, out, err = run("cat", "latest", "--all")
+    assert code == 2 and out == "" and "--whole-file" in err and err.count("\n") == 1

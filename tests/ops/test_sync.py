@@ -557,3 +557,21 @@ def test_one_summary_line_by_default_every_session_with_v_nothing_with_q(new_url
     assert sum(line.startswith("copied ") for line in result.output.splitlines()) == 3
     result = CliRunner().invoke(cli, ["sync", "--from", a, "--to", b, "-q"])
     assert result.exit_code == 0 and result.output == ""
+
+
+def test_latest_and_prefixes_in_every_project_of_a_store() -> None:
+    from omp_session.cli._store import resolve_in_store
+    from omp_session.store.base import MemoryStorage
+
+    parsed = parse_store_url("sqlite:/x.db?root=/r")
+    here = "/r/" + project_dir_name("/w") + "/"
+    store = MemoryStorage()
+    mine, theirs = f"{here}2026-01-01T00-00-00-000Z_0197aa.jsonl", "/r/-other/2026-01-02T00-00-00-000Z_0198aa.jsonl"
+    for key in (mine, theirs, "/r/-other/2026-01-02T00-00-00-000Z_0198aa/sub.jsonl"):
+        store.files[key] = bytearray(b'{"type":"session"}\n')
+    store.mtimes.update({mine: 1000.0, theirs: 2000.0, "/r/-other/2026-01-02T00-00-00-000Z_0198aa/sub.jsonl": 3000.0})
+    assert resolve_in_store("latest", parsed, store, cwd="/w") == mine
+    # the newest session of any bucket; a subagent transcript in an artifacts folder is none
+    assert resolve_in_store("latest", parsed, store, cwd="/w", every_project=True) == theirs
+    assert resolve_in_store("0198", parsed, store, cwd="/w", every_project=True) == theirs
+    assert resolve_in_store("0197", parsed, store, cwd="/w", every_project=True) == mine

@@ -18,7 +18,7 @@ from omp_session.paths import project_dir_name, sessions_dir
 
 from .listing import is_quarantine_name, list_sessions
 
-__all__ = [ "resolve_session"]
+__all__ = ["name_matches", "pick_one", "resolve_session"]
 
 
 _SUFFIXES = (".jsonl", ".jsonl.gz")  # .jsonl.gz: a session archived by omp's gc --archive
@@ -55,16 +55,20 @@ def _matches(directory: Path, prefix: str) -> list[str]:
 
 
 def resolve_session(arg: str, cwd: str | None = None, *, root: str | os.PathLike[str] | None = None,
-                    omp: str | None = None) -> str:
+                    omp: str | None = None, every_project: bool = False) -> str:
     """The session file ``arg`` names. Raises :class:`SessionNotFoundError` or
     :class:`AmbiguousSessionError` (with the candidates) with a one-line message. ``omp``: with
-    18.3 (the default), ``latest`` passes over untitled sessions without an assistant turn."""
+    18.3 (the default), ``latest`` passes over untitled sessions without an assistant turn.
+    ``every_project``: ``latest`` is the newest of every project, and a prefix is matched in
+    every project at once (not the current one first)."""
     if os.path.exists(arg) or os.sep in arg or arg.endswith(_SUFFIXES):
         if not os.path.exists(arg):
             raise SessionNotFoundError(f"{arg}: no such file")
         return arg
     base = Path(root) if root is not None else sessions_dir()
     bucket = base / project_dir_name(cwd if cwd is not None else os.getcwd())
+    if every_project:
+        return _everywhere(arg, base, omp)
     if arg == "latest":
         # omp's ordering (newest modified first), without the backup recovery that renames files
         listed = list_sessions(bucket, pins=(), recover_backups=False, omp=omp)
@@ -83,3 +87,20 @@ def resolve_session(arg: str, cwd: str | None = None, *, root: str | os.PathLike
             buckets = []
         candidates = [m for d in buckets for m in _matches(d, arg)]
     return pick_one(candidates, arg, f"no session matches {arg!r} (looked in {bucket} and every project under {base})")
+
+
+def _everywhere(arg: str, base: Path, omp: str | None) -> str:
+    try:
+        buckets = sorted(d for d in base.iterdir() if d.is_dir())
+    except OSError:
+        buckets = []
+    if arg == "latest":
+        firsts = (next((s for s in list_sessions(d, pins=(), recover_backups=False, omp=omp)
+                        if not s.skipped_by_resume), None) for d in buckets)
+        newest = [s for s in firsts if s is not None]
+        if not newest:
+            raise SessionNotFoundError(f"no session in any project under {base}")
+        # omp's order within a bucket, applied across them: modified, then created, then path
+        return max(newest, key=lambda s: (s.modified, s.created, s.path)).path
+    candidates = [m for d in buckets for m in _matches(d, arg)]
+    return pick_one(candidates, arg, f"no session matches {arg!r} in any project under {base}")

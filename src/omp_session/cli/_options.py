@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 else:  # older click (pyproject allows 8.1) has no type parameters to subscript
     _ParamType = click.ParamType
 
-__all__ = ["WHEN", "When", "force_option", "json_option", "output_option", "session_argument", "since_option",
+__all__ = ["WHEN", "When", "every_project_option", "force_option", "json_option", "output_option", "session_argument", "since_option",
            "until_option"]
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -83,7 +83,7 @@ def until_option(help: str) -> Callable[[F], F]:
 
 
 def session_argument(name: str = "session", *, resolve: bool = False, as_given: bool = False,
-                     required: bool = True, many: bool = False) -> Callable[[F], F]:
+                     required: bool = True, many: bool = False, every_project: bool = True) -> Callable[[F], F]:
     """SESSION: a path, a session id or a unique prefix of one, or ``latest``; under ``--store``,
     a key of that store (docs/cli.md).
 
@@ -91,11 +91,35 @@ def session_argument(name: str = "session", *, resolve: bool = False, as_given: 
     its own checks have passed; with ``resolve`` it is resolved while the command line is parsed
     and the value is a ``Path``; ``as_given`` takes what looks like a path as it is, even when no
     such file exists yet (``tail -f`` waits for it). ``many``: ``[SESSION]...``, a tuple.
+    ``every_project`` (one SESSION only): the command takes ``--all``, which looks for ``latest``
+    and prefixes in every project (a command whose own ``--all`` says the same passes False).
     """
     if many:
         return click.argument(name, nargs=-1, metavar="[SESSION]...")
     callback = _resolver(as_given) if resolve else None
-    return click.argument(name, metavar="SESSION", required=required, callback=callback)
+    argument = click.argument(name, metavar="SESSION", required=required, callback=callback)
+    if not every_project:
+        return argument
+
+    def decorate(f: F) -> F:
+        return every_project_option(argument(f))
+
+    return decorate
+
+
+def every_project_option(f: F) -> F:
+    """``--all`` for a command naming sessions: ``latest`` and prefixes in every project."""
+    # eager: known before SESSION is resolved, wherever it stands on the command line
+    return click.option("--all", is_flag=True, expose_value=False, is_eager=True, callback=_remember_all,
+                        help="Look for SESSION (latest, an id prefix) in every project, not only the current "
+                             "one's.")(f)
+
+
+def _remember_all(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    from ._store import EVERY_PROJECT
+
+    if value:
+        ctx.meta[EVERY_PROJECT] = True
 
 
 def _resolver(as_given: bool) -> Callable[[click.Context, click.Parameter, str], Path]:

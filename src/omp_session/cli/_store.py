@@ -87,8 +87,10 @@ def active_store() -> tuple[StoreURL, SessionStorage] | None:
     return found if isinstance(found, tuple) else None
 
 
-def resolve_in_store(arg: str, parsed: StoreURL, storage: SessionStorage, cwd: str | None = None) -> str:
-    """The key ``arg`` names in the store (see the module docstring)."""
+def resolve_in_store(arg: str, parsed: StoreURL, storage: SessionStorage, cwd: str | None = None, *,
+                     every_project: bool = False) -> str:
+    """The key ``arg`` names in the store (see the module docstring); ``every_project`` as for
+    the files (catalog/resolve.py)."""
     root = parsed.root
     if arg.endswith(".jsonl") or "/" in arg:
         key = arg if arg.startswith("/") else root + arg
@@ -97,9 +99,14 @@ def resolve_in_store(arg: str, parsed: StoreURL, storage: SessionStorage, cwd: s
         return key
     bucket = root + project_dir_name(cwd if cwd is not None else os.getcwd()) + "/"
     if arg == "latest":
-        found = [f for f in storage.scan(bucket) if "/" not in f.path[len(bucket):]]
+        if every_project:  # a session directly in a bucket under the root
+            found = [f for f in storage.scan(root) if f.path[len(root):].count("/") == 1
+                     and f.path.endswith(".jsonl")]
+        else:
+            found = [f for f in storage.scan(bucket) if "/" not in f.path[len(bucket):]]
         if not found:
-            raise SessionNotFoundError(f"{parsed.name}: no session for this project under {bucket}")
+            where = "in any project under " + root if every_project else "for this project under " + bucket
+            raise SessionNotFoundError(f"{parsed.name}: no session {where}")
         # omp's order: newest modified first, then (the name starts with the creation time) the
         # last name, which also decides between sessions restored with the same mtime
         return max(found, key=lambda f: (f.mtime_ms, f.path)).path
@@ -109,16 +116,26 @@ def resolve_in_store(arg: str, parsed: StoreURL, storage: SessionStorage, cwd: s
                  and not f.path.rsplit("/", 1)[-1].startswith(".")]
         return [f.path for f in files if name_matches(f.path.rsplit("/", 1)[-1], arg)]
 
-    candidates = matches(bucket, 0) or matches(root, 1)  # root: a store whose root is one bucket too
+    # root: a store whose root is one bucket too
+    candidates = matches(root, 1) if every_project else matches(bucket, 0) or matches(root, 1)
     return pick_one(candidates, arg, f"{parsed.name}: no session matches {arg!r} under {root}")
 
 
+EVERY_PROJECT = "omp_session.every_project"  # ctx.meta: SESSION's command was given --all
+
+
+def _every_project() -> bool:
+    ctx = click.get_current_context(silent=True)
+    return ctx is not None and bool(ctx.meta.get(EVERY_PROJECT))
+
+
 def resolve_any(arg: str) -> str:
-    """SESSION resolved in the ``--store`` store when one is active, else among the files."""
+    """SESSION resolved in the ``--store`` store when one is active, else among the files;
+    with the command's ``--all``, in every project."""
     active = active_store()
     if active is None:
-        return resolve_session(arg)
-    return resolve_in_store(arg, *active)
+        return resolve_session(arg, every_project=_every_project())
+    return resolve_in_store(arg, *active, every_project=_every_project())
 
 
 class KeyOrPath(click.Path):
@@ -131,7 +148,7 @@ class KeyOrPath(click.Path):
             return Path(value) if isinstance(value, str) else value
         if isinstance(value, str) and not os.path.lexists(value) and os.sep not in value \
                 and not value.endswith((".jsonl", ".jsonl.gz")):
-            return Path(resolve_session(value))
+            return Path(resolve_session(value, every_project=_every_project()))
         return super().convert(value, param, ctx)
 
 

@@ -21,7 +21,7 @@ _CHUNK = 1 << 20
 
 
 @command()
-@session_argument()
+@session_argument(every_project=False)  # its old --all (now --whole-file) is refused, not reused
 @store_option
 @click.option("--branch", "scope", flag_value="branch", default=True, help="The current branch, root to leaf "
               "(default).")

@@ -82,7 +82,7 @@ def _print_report(r: SizeReport) -> None:
 
 
 @command("size")
-@session_argument(required=False)
+@session_argument(required=False, every_project=False)
 @click.option("--all", "all_sessions", is_flag=True, help="The biggest sessions under the root, as a table.")
 @click.option("--root", "roots", multiple=True, type=click.Path(path_type=Path), metavar="DIR",
               help="With --all: the sessions root (repeatable; default omp's).")

@@ -21,7 +21,7 @@ from omp_session.ops.validate.check import validate as validate_file
 from omp_session.paths import sessions_dir
 
 from ._errors import command
-from ._options import json_option
+from ._options import every_project_option, json_option
 from ._store import KeyOrPath, active_store, open_stored, store_option, stored_keys
 
 __all__ = ["validate"]
@@ -74,6 +74,7 @@ def _line_text(path: str, offset: int | None) -> str | None:
 
 @command("validate")
 @click.argument("paths", nargs=-1, type=KeyOrPath(exists=True, path_type=Path))
+@every_project_option
 @store_option
 @click.option("-r", "--recursive", is_flag=True, help="Descend into subdirectories of directory PATHs.")
 @click.option("--strict", is_flag=True, help="Count warnings as errors for the exit status.")
