@@ -18,7 +18,7 @@ from omp_session.paths import project_dir_name, sessions_dir
 
 from .listing import is_quarantine_name, list_sessions
 
-__all__ = ["name_matches", "pick_one", "resolve_session"]
+__all__ = ["name_matches", "pick_one", "resolve_session", "session_ids"]
 
 
 _SUFFIXES = (".jsonl", ".jsonl.gz")  # .jsonl.gz: a session archived by omp's gc --archive
@@ -27,6 +27,19 @@ _SUFFIXES = (".jsonl", ".jsonl.gz")  # .jsonl.gz: a session archived by omp's gc
 def _session_id(name: str) -> str:
     stem = name.removesuffix(".gz").removesuffix(".jsonl")
     return stem.split("_", 1)[1] if "_" in stem else stem
+
+
+def session_ids(bucket: str | os.PathLike[str]) -> list[tuple[str, str]]:
+    """(id, creation time as the file name gives it) of the sessions in ``bucket``, newest name
+    first, from the file names alone (shell completion). Raises OSError for a missing bucket."""
+    names = sorted((n for n in os.listdir(bucket) if n.endswith(_SUFFIXES) and not n.startswith(".")
+                    and not is_quarantine_name(n)), reverse=True)
+    out = []
+    for n in names:
+        stem = n.removesuffix(".gz").removesuffix(".jsonl")
+        stamp, _, _ = stem.partition("_")
+        out.append((_session_id(n), stamp if "_" in stem else ""))
+    return out
 
 
 def name_matches(name: str, prefix: str) -> bool:

@@ -68,6 +68,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
                "Unpack an archive made by ``pack``: every hash is verified before anything is placed; each "
                "session goes to the project folder of its (new) working directory, its header's cwd "
                "rewritten; ids are kept; existing sessions are never overwritten (--force keeps a backup)."),
+    "completion": (".completion:completion",
+                   "Print the shell completion script for SHELL: commands, options and session ids."),
     "resume": (".resume:resume",
                "Print the command that resumes SESSION in omp, in the session's working directory."),
     "sync": (".sync:sync",

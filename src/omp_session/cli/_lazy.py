@@ -69,6 +69,17 @@ class LazyGroup(click.Group):
         self.table = _Commands(table, package)
         super().__init__(name, commands=self.table, **kwargs)
 
+    def shell_complete(self, ctx: click.Context, incomplete: str) -> list[Any]:
+        # click's own version loads every command for its short help: the table has it
+        from click.shell_completion import CompletionItem
+
+        items = []
+        for name in self.list_commands(ctx):
+            text, hidden = self.table.listed(name)
+            if name.startswith(incomplete) and not hidden:
+                items.append(CompletionItem(name, help=click.Command(name, help=text).get_short_help_str()))
+        return items + click.Command.shell_complete(self, ctx, incomplete)
+
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         # click's own version calls get_command for every row, which would import every module
         rows = [(name, *self.table.listed(name)) for name in self.list_commands(ctx)]

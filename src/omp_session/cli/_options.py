@@ -95,9 +95,10 @@ def session_argument(name: str = "session", *, resolve: bool = False, as_given: 
     and prefixes in every project (a command whose own ``--all`` says the same passes False).
     """
     if many:
-        return click.argument(name, nargs=-1, metavar="[SESSION]...")
+        return click.argument(name, nargs=-1, metavar="[SESSION]...", shell_complete=complete_sessions)
     callback = _resolver(as_given) if resolve else None
-    argument = click.argument(name, metavar="SESSION", required=required, callback=callback)
+    argument = click.argument(name, metavar="SESSION", required=required, callback=callback,
+                              shell_complete=complete_sessions)
     if not every_project:
         return argument
 
@@ -105,6 +106,33 @@ def session_argument(name: str = "session", *, resolve: bool = False, as_given: 
         return every_project_option(argument(f))
 
     return decorate
+
+
+def complete_sessions(ctx: click.Context, _param: click.Parameter, incomplete: str) -> list[Any]:
+    """Shell completion of SESSION: ``latest``, then the current project's session ids (8
+    characters, as ``list`` shows them; newest first), from the file names alone: instant."""
+    from click.shell_completion import CompletionItem
+
+    from omp_session.catalog.resolve import session_ids
+    from omp_session.paths import project_dir_name, sessions_dir
+
+    if os.sep in incomplete or incomplete.startswith("."):
+        return [CompletionItem(incomplete, type="file")]  # a path: the shell completes it
+    items = [CompletionItem("latest", help="the most recently modified session")] \
+        if "latest".startswith(incomplete) else []
+    try:
+        bucket = sessions_dir() / project_dir_name(os.getcwd())
+        found = session_ids(bucket)
+    except OSError:
+        found = []
+    low = incomplete.lower()
+    seen: set[str] = set()
+    for sid, stamp in found:
+        short = sid[:8] if len(sid) > 8 else sid
+        if sid.lower().startswith(low) and short not in seen:
+            seen.add(short)
+            items.append(CompletionItem(short if short.lower().startswith(low) else sid, help=stamp))
+    return items
 
 
 def every_project_option(f: F) -> F:
