@@ -19,6 +19,8 @@ EXTRAS: dict[str, tuple[str, str]] = {
     "pymysql": ("mysql", "a MySQL/MariaDB store"),
     "redis": ("redis", "a Redis store"),
     "zstandard": ("zstd", "a .tar.zst archive"),
+    "mcp": ("mcp", "omp-session mcp"),
+    "jq": ("jq", "--jq"),
 }
 
 

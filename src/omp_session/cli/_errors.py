@@ -25,7 +25,8 @@ import click
 
 from omp_session.errors import SessionError, StatsOptionError
 
-__all__ = ["Command", "Group", "OneLineUsageError", "command", "group", "one_line", "os_errors", "reported"]
+__all__ = ["Command", "Group", "OneLineUsageError", "command", "group", "json_fields_args", "one_line", "os_errors",
+           "reported"]
 
 
 class OneLineUsageError(click.UsageError):
@@ -69,10 +70,44 @@ def os_errors(path: object) -> Iterator[None]:
         raise SessionError(f"{e.filename or path}: {e.strerror or e}") from None
 
 
+def json_fields_args(command: click.Command, args: list[str]) -> list[str]:
+    """``--json FIELDS`` / ``--json=FIELDS`` as gh takes them, made ``--json --json-fields FIELDS``.
+
+    ``--json`` alone stays a flag, so ``show --json latest`` keeps meaning what it always did: the
+    word after it is taken as FIELDS only when it holds a comma, or when the command takes no
+    arguments (where it could be nothing else). Option values and what follows ``--`` are left."""
+    from ._options import JSON_FIELDS
+
+    if not any(isinstance(p, click.Option) and JSON_FIELDS in p.opts for p in command.params):
+        return args
+    takes_value = {o for p in command.params if isinstance(p, click.Option) and not p.is_flag and not p.count
+                   for o in p.opts}
+    no_arguments = not any(isinstance(p, click.Argument) for p in command.params)
+    out: list[str] = []
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg == "--":
+            return out + args[i:]
+        if arg.startswith("--json="):
+            out += ["--json", JSON_FIELDS, arg.split("=", 1)[1]]
+        elif arg == "--json" and i + 1 < len(args) and not args[i + 1].startswith("-") \
+                and ("," in args[i + 1] or no_arguments):
+            out += ["--json", JSON_FIELDS, args[i + 1]]
+            i += 1
+        else:
+            out.append(arg)
+            if arg in takes_value and i + 1 < len(args):  # its value, whatever it looks like
+                out.append(args[i + 1])
+                i += 1
+        i += 1
+    return out
+
+
 class Command(click.Command):
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         with reported(ctx):
-            return super().parse_args(ctx, args)
+            return super().parse_args(ctx, json_fields_args(self, args))
 
     def invoke(self, ctx: click.Context) -> Any:
         with reported(ctx):

@@ -9,6 +9,7 @@ not load the store layer.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -22,15 +23,40 @@ if TYPE_CHECKING:
 else:  # older click (pyproject allows 8.1) has no type parameters to subscript
     _ParamType = click.ParamType
 
-__all__ = ["WHEN", "When", "every_project_option", "force_option", "json_option", "output_option", "session_argument", "since_option",
+__all__ = ["JSON_FIELDS", "WHEN", "When", "every_project_option", "force_option", "json_option", "output_option", "session_argument", "since_option",
            "until_option"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
 def json_option(help: str = "Print one JSON object.") -> Callable[[F], F]:
-    """``--json`` (parameter ``as_json``): machine output with stable field names."""
-    return click.option("--json", "as_json", is_flag=True, help=help)
+    """``--json`` (parameter ``as_json``): machine output with stable field names; with it come
+    ``--jq EXPR`` and ``--json FIELDS`` (cli/_jsonout.py), which filter that output."""
+
+    def decorate(f: F) -> F:
+        @functools.wraps(f)
+        def run(*args: Any, jq_expr: str | None, json_fields: str | None, **kwargs: Any) -> Any:
+            if jq_expr is None and json_fields is None:
+                return f(*args, **kwargs)
+            from ._jsonout import filtered_stdout, parse_fields
+
+            fields = parse_fields(json_fields) if json_fields is not None else None
+            if not kwargs.get("as_jsonl"):  # list --jsonl is JSON already
+                kwargs["as_json"] = True
+            with filtered_stdout(jq_expr, fields):
+                return f(*args, **kwargs)
+
+        wrapped = click.option("--json", "as_json", is_flag=True, help=help + " --json FIELDS (a,b,c; or "
+                               "--json=a): only those fields.")(run)
+        wrapped = click.option("--jq", "jq_expr", metavar="EXPR", help="Filter the JSON output through this "
+                               "jq program (implies --json; strings print raw).")(wrapped)
+        # --json FIELDS arrives here: Command.parse_args rewrites it (cli/_errors.py)
+        return click.option(JSON_FIELDS, "json_fields", hidden=True)(wrapped)  # type: ignore[return-value]
+
+    return decorate
+
+
+JSON_FIELDS = "--json-fields"
 
 
 def force_option(help: str = "Replace OUT if it exists.") -> Callable[[F], F]:
