@@ -34,6 +34,7 @@ line and exits 1 (usage errors exit 2); nothing here is meant to reach a user as
     │   ├── IndexBusyError               another process held it too long
     │   └── QueryError(ValueError)       a query that cannot be searched for
     ├── StatsOptionError(ValueError)     a bad --tz/--since/--until/--by (a usage error: exit 2)
+    ├── ToolArgumentError(ValueError)    an MCP tool call's argument that is missing, mistyped or out of range
     └── MissingExtraError(ImportError)   a store or .tar.zst without its optional package (.extra)
 
     Internal signals (caught inside the library, never raised to a caller):
@@ -77,6 +78,7 @@ __all__ = [
     "SessionFileError",
     "SessionNotFoundError",
     "StatsOptionError",
+    "ToolArgumentError",
     "StoreError",
     "StoreMissingError",
     "UnknownFormatError",
@@ -239,6 +241,11 @@ class QueryError(SearchIndexError, ValueError):
 
 class StatsOptionError(SessionError, ValueError):
     """A bad ``--tz``, ``--since``, ``--until`` or ``--by`` value (a usage error, not a file problem)."""
+
+
+class ToolArgumentError(SessionError, ValueError):
+    """An MCP tool argument that is missing, of the wrong type or out of range (the server returns
+    it as the tool's error result)."""
 
 
 class JSONSyntaxError(ValueError):

@@ -68,6 +68,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
                "Unpack an archive made by ``pack``: every hash is verified before anything is placed; each "
                "session goes to the project folder of its (new) working directory, its header's cwd "
                "rewritten; ids are kept; existing sessions are never overwritten (--force keeps a backup)."),
+    "mcp": (".mcp:mcp_command",
+            "Serve earlier sessions to coding agents over MCP (stdio): read-only tools to list, search and "
+            "read sessions, their trees and token stats, and recent sessions as resources."),
     "completion": (".completion:completion",
                    "Print the shell completion script for SHELL: commands, options and session ids."),
     "resume": (".resume:resume",

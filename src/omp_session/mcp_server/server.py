@@ -1,0 +1,196 @@
+"""The MCP server: the tools of :mod:`.tools` and recent sessions as resources, over stdio.
+
+Built on the low-level ``Server`` of the official ``mcp`` SDK, so each tool's JSON schema is
+written out here (stable, not derived from type hints) and ``resources/list`` can name the
+sessions that exist now. A tool call runs in a worker thread, one at a time (the listing cache
+is not shared between threads), so the connection keeps answering pings during a long search.
+
+A tool that cannot answer returns an error result (``isError``) with one line saying why: an
+unknown session, a bad date, a limit out of range, a query that cannot be searched for. Only a
+bug in this package ends as a JSON-RPC error, and the SDK keeps the server running then too.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from typing import Any, Final
+from urllib.parse import quote, unquote
+
+import anyio
+import anyio.to_thread
+import mcp_types as types
+from mcp.server.lowlevel import Server
+from mcp.server.stdio import stdio_server
+from mcp.shared.exceptions import MCPError
+
+from omp_session._version import __version__
+from omp_session.errors import SessionError
+
+from .tools import DEFAULT_ITEM_CHARS, MAX_CHARS, MAX_LIMIT, VIEWS, Library
+
+__all__ = ["RESOURCE_PREFIX", "TOOLS", "build_server", "run_stdio"]
+
+RESOURCE_PREFIX: Final = "omp-session://session/"
+RECENT_RESOURCES: Final = 50
+
+_SESSION: Final = {"type": "string", "description": "A session: its id (or a unique prefix), 'latest' (the newest "
+                   "session of the server's working directory), or a path under the sessions root as the "
+                   "other tools return it."}
+_PROJECT: Final = {"type": "string", "description": "A project directory: only sessions whose working directory "
+                   "is it or below it."}
+_SINCE: Final = {"type": "string", "description": "Only from this time on: a date or time (2026-05-14, "
+                 "2026-05-14T10:00Z) or an age (7d, 12h, 30m)."}
+
+
+def _limit(default: int, what: str) -> dict[str, Any]:
+    return {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": default,
+            "description": f"At most this many {what}."}
+
+
+def _schema(properties: dict[str, Any], required: tuple[str, ...] = ()) -> dict[str, Any]:
+    return {"type": "object", "properties": properties, "required": list(required), "additionalProperties": False}
+
+
+# name -> (description, input schema, the Library method)
+TOOLS: Final[dict[str, tuple[str, dict[str, Any], Callable[[Library, Mapping[str, Any]], dict[str, Any]]]]] = {
+    "list_sessions": (
+        "List earlier omp coding-agent sessions, newest first: session id, title, working directory, times, "
+        "message count, status and first message. Filter by project, time or words in the title and first "
+        "messages (for full-text search use search_sessions).",
+        _schema({"project": _PROJECT, "since": {**_SINCE, "description": "Only sessions modified since then: a date "
+                                                 "or time, or an age (7d, 12h, 30m)."},
+                 "query": {"type": "string", "description": "Words that must all appear (any case) in the title or "
+                           "the first messages."},
+                 "limit": _limit(20, "sessions"),
+                 "offset": {"type": "integer", "minimum": 0, "default": 0, "description": "Skip this many (paging: "
+                            "the answer's next_offset)."}}),
+        Library.list_sessions),
+    "search_sessions": (
+        "Full-text search over every session (messages, tool calls and results, summaries, titles, labels): the "
+        "best hit of each session, best first, with a snippet ([brackets] mark the matches) and the entry id to "
+        "read it with read_session or read_entry. Query: words (all must match), \"a phrase\", prefix*, AND / OR / "
+        "NOT, NEAR(a b, 5).",
+        _schema({"query": {"type": "string", "description": "What to search for."}, "project": _PROJECT,
+                 "since": {**_SINCE, "description": "Only entries from this time on: a date or time, or an age "
+                           "(7d, 12h, 30m)."},
+                 "limit": _limit(10, "sessions")}, ("query",)),
+        Library.search_sessions),
+    "read_session": (
+        "Read a session's messages, a page at a time. view 'context' (default): what the model saw when the "
+        "session would resume (after compactions); 'transcript': the whole conversation on the current branch; "
+        "'branch': every entry from the root to the leaf (model changes, labels... too). Long texts are cut to "
+        "max_chars, saying how much was omitted and how to read it (read_entry). Page with from/next.",
+        _schema({"session": _SESSION, "view": {"type": "string", "enum": list(VIEWS), "default": "context"},
+                 "leaf": {"type": "string", "description": "An entry id: read the branch ending there instead of "
+                          "the session's current one (see session_tree)."},
+                 "from": {"type": "integer", "minimum": 0, "default": 0, "description": "First item (the previous "
+                          "answer's next)."},
+                 "limit": _limit(50, "items"),
+                 "max_chars": {"type": "integer", "minimum": 100, "maximum": MAX_CHARS, "default": DEFAULT_ITEM_CHARS,
+                               "description": "Longest text shown whole, per item."}}, ("session",)),
+        Library.read_session),
+    "read_entry": (
+        "Read one entry of a session in full (a long tool output read_session cut short), a page of max_chars "
+        "characters at a time from offset.",
+        _schema({"session": _SESSION, "entry": {"type": "string", "description": "The entry id."},
+                 "offset": {"type": "integer", "minimum": 0, "default": 0, "description": "First character (the "
+                            "previous answer's next_offset)."},
+                 "max_chars": {"type": "integer", "minimum": 100, "maximum": MAX_CHARS, "default": 20_000}},
+                ("session", "entry")),
+        Library.read_entry),
+    "session_tree": (
+        "The shape of a session: its leaf and current branch length, the tips of its branches, forks, labels, "
+        "compactions and branch summaries (with their summaries), and its subagent sessions.",
+        _schema({"session": _SESSION}, ("session",)),
+        Library.session_tree),
+    "session_stats": (
+        "Tokens and cost, billed (every branch, subagents included) and on the current branch, per model: of one "
+        "session, of a project's sessions, or of every session (neither given).",
+        _schema({"session": _SESSION, "project": _PROJECT,
+                 "since": {**_SINCE, "description": "Only usage from this time on: a date or time, or an age "
+                           "(7d, 12h, 30m)."}}),
+        Library.session_stats),
+}
+
+
+def _text(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+def _error(message: str) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(type="text", text=message)], is_error=True)
+
+
+def build_server(library: Library) -> Server[Any]:
+    """The low-level server answering from ``library``."""
+    one_at_a_time = anyio.CapacityLimiter(1)
+
+    async def run(fn: Callable[[], Any]) -> Any:
+        return await anyio.to_thread.run_sync(fn, limiter=one_at_a_time)
+
+    async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=[
+            types.Tool(name=name, description=description, input_schema=schema,
+                       annotations=types.ToolAnnotations(read_only_hint=True, destructive_hint=False,
+                                                         open_world_hint=False))
+            for name, (description, schema, _fn) in TOOLS.items()])
+
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        found = TOOLS.get(params.name)
+        if found is None:
+            return _error(f"unknown tool {params.name!r} (tools: {', '.join(TOOLS)})")
+        fn = found[2]
+        arguments = params.arguments or {}
+        try:
+            result = await run(lambda: fn(library, arguments))
+        except SessionError as e:  # what a caller can fix: one line
+            return _error(str(e))
+        except (OSError, RecursionError) as e:
+            return _error(f"{params.name}: {e}")
+        return types.CallToolResult(content=[types.TextContent(type="text", text=_text(result))],
+                                    structured_content=result)
+
+    async def list_resources(ctx: Any, params: Any) -> types.ListResourcesResult:
+        rows = await run(lambda: library.recent(RECENT_RESOURCES))
+        return types.ListResourcesResult(resources=[
+            types.Resource(uri=RESOURCE_PREFIX + quote(r["session"], safe=""), name=r["session"], title=r["title"] or r["first_message"][:80],
+                           description=f"{r['cwd']} · modified {r['modified']} · {r['messages']} messages",
+                           mime_type="text/markdown")
+            for r in rows])
+
+    async def list_templates(ctx: Any, params: Any) -> types.ListResourceTemplatesResult:
+        return types.ListResourceTemplatesResult(resource_templates=[
+            types.ResourceTemplate(uri_template=RESOURCE_PREFIX + "{session}", name="session",
+                                   description="A session's model context as text (session: an id, unique prefix "
+                                   "or 'latest').", mime_type="text/markdown")])
+
+    async def read_resource(ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
+        uri = str(params.uri)
+        if not uri.startswith(RESOURCE_PREFIX):
+            raise MCPError(code=types.INVALID_PARAMS, message=f"unknown resource {uri} (expected {RESOURCE_PREFIX}<id>)")
+        session = unquote(uri[len(RESOURCE_PREFIX):])
+        try:
+            text = await run(lambda: library.session_markdown(session))
+        except SessionError as e:
+            raise MCPError(code=types.INVALID_PARAMS, message=str(e)) from None
+        return types.ReadResourceResult(contents=[types.TextResourceContents(uri=uri, text=text,
+                                                                             mime_type="text/markdown")])
+
+    return Server("omp-session", version=__version__,
+                  instructions="Read-only access to earlier omp coding-agent sessions: list_sessions or "
+                  "search_sessions to find one, read_session to read it, session_tree for its shape, "
+                  "session_stats for tokens and cost.",
+                  on_list_tools=list_tools, on_call_tool=call_tool, on_list_resources=list_resources,
+                  on_list_resource_templates=list_templates, on_read_resource=read_resource)
+
+
+def run_stdio(library: Library) -> None:
+    """Serve on stdin/stdout until the client closes them."""
+    server = build_server(library)
+
+    async def main() -> None:
+        async with stdio_server() as (read, write):
+            await server.run(read, write, server.create_initialization_options())
+
+    anyio.run(main)
