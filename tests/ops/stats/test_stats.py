@@ -349,7 +349,7 @@ def test_bad_options(dst_session: Path, kwargs: dict[str, Any]) -> None:
 
 
 def test_cli_table_and_chart(family: dict[str, Path]) -> None:
-    r = _cli(str(family["parent"]), "--tz", "UTC")
+    r = _cli(str(family["parent"]), "--tz", "UTC", "--by", "session")
     assert r.exit_code == 0, r.output
     assert "aaaa1111" in r.output and "$2.72" in r.output and "total" in r.output
     r = _cli(str(family["parent"]), "--tz", "UTC", "--by", "model", "--chart")
@@ -358,7 +358,7 @@ def test_cli_table_and_chart(family: dict[str, Path]) -> None:
 
 
 def test_cli_json_fields(family: dict[str, Path]) -> None:
-    r = _cli(str(family["parent"]), "--tz", "UTC", "--json")
+    r = _cli(str(family["parent"]), "--tz", "UTC", "--json", "--by", "session")
     assert r.exit_code == 0
     doc = json.loads(r.output)
     assert list(doc) == ["by", "tz", "since", "until", "sessions", "files", "groups", "total", "problems"]
@@ -395,7 +395,7 @@ class _Page(HTMLParser):
 
 def test_cli_html_page(family: dict[str, Path], tmp_path: Path) -> None:
     out = tmp_path / "report.html"
-    r = _cli("--all", "--root", str(family["root"]), "--tz", "UTC", "--html", str(out))
+    r = _cli("--all", "--root", str(family["root"]), "--tz", "UTC", "--by", "session", "--html", str(out))
     assert r.exit_code == 0, r.output
     text = out.read_text()
     page = _Page()
@@ -418,7 +418,7 @@ def test_cli_escapes_titles_in_html(tmp_path: Path) -> None:
     b.assistant("2026-01-01T00:00:01.000Z", usage(1, 1, 1.0))
     path = b.write(tmp_path / "t.jsonl")
     out = tmp_path / "t.html"
-    assert _cli(str(path), "--html", str(out)).exit_code == 0
+    assert _cli(str(path), "--by", "session", "--html", str(out)).exit_code == 0
     page = _Page()
     page.feed(out.read_text())
     assert "img" not in page.tags and "script" not in page.tags and not page.links
@@ -573,7 +573,7 @@ def test_missing_usage_fields_give_valid_json_with_or_without_the_cache(tmp_path
     path = b.write(tmp_path / "partial.jsonl")
     docs = []
     for _ in range(2):  # the first run reads the file, the second the cache
-        r = _cli(str(path), "--tz", "UTC", "--json")
+        r = _cli(str(path), "--tz", "UTC", "--json", "--by", "session")
         assert r.exit_code == 0
         docs.append(json.loads(r.output, parse_constant=lambda c: pytest.fail(f"{c} is not JSON")))
     assert docs[0] == docs[1]

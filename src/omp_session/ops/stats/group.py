@@ -20,8 +20,8 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from omp_session.errors import StatsOptionError
 
-__all__ = ["GROUPINGS", "Group", "Totals", "Window", "group_rows", "local_zone", "order_groups",
-           "parse_window", "period_key", "zone", "zone_name"]
+__all__ = ["GROUPINGS", "TIME_GROUPINGS", "Group", "Totals", "Window", "group_rows", "local_zone", "model_key",
+           "order_groups", "parse_window", "period_key", "zone", "zone_name"]
 
 GROUPINGS: Final = ("session", "day", "week", "month", "model", "provider", "project")
 TIME_GROUPINGS: Final = frozenset({"day", "week", "month"})
@@ -189,9 +189,19 @@ class Group:
     billed: Totals = field(default_factory=Totals)
     current: Totals = field(default_factory=Totals)
     extra: dict[str, Any] = field(default_factory=dict)  # by session: id, title, cwd, created, omp usage
+    models: list[Group] | None = None  # by day, week or month: one row per model, costliest first
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"key": self.key, **self.extra, "billed": self.billed.to_dict(), "current": self.current.to_dict()}
+    def to_dict(self, *, models: bool = True) -> dict[str, Any]:
+        d = {"key": self.key, **self.extra, "billed": self.billed.to_dict(), "current": self.current.to_dict()}
+        if models and self.models is not None:
+            d["models"] = [m.to_dict() for m in self.models]
+        return d
+
+
+def model_key(record: Any) -> str:
+    """``provider/model`` of a usage record; the model alone when no provider is recorded."""
+    r = record
+    return f"{r.provider}/{r.model}" if r.provider and r.model else (r.model or UNKNOWN)
 
 
 def group_rows(items: Iterable[Any], key: Callable[[Any], str]) -> dict[str, Group]:

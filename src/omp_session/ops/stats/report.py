@@ -53,18 +53,21 @@ from omp_session.catalog.stored import read_stored_session
 from omp_session.catalog.summaries import cache_dir, usage_candidates
 from omp_session.errors import ContextError, StatsOptionError
 from omp_session.format.blobs import MemoryBlobStore
-from omp_session.js.date import date_parse, to_iso
+from omp_session.js.date import date_parse, now_ms, to_iso
 from omp_session.model.session import read_session
 from omp_session.model.usage import usage_statistics
 from omp_session.paths import project_dir_name, sessions_dir
 from omp_session.store.base import SessionStorage
 
+from .blocks import Block, billing_blocks, shown_time
 from .group import (
     GROUPINGS,
+    TIME_GROUPINGS,
     UNKNOWN,
     Group,
     Window,
     group_rows,
+    model_key,
     order_groups,
     parse_window,
     period_key,
@@ -497,13 +500,31 @@ class StatsReport:
             cell[c] = cell.get(c, 0) + getattr(item.record, value)
         return out
 
-    def to_dict(self) -> dict[str, Any]:
+    def blocks(self, now: float | None = None) -> list[Block]:
+        """The billed records in 5-hour billing blocks, with the gaps between them (``--blocks``);
+        ``now`` (ms since the epoch, default the clock) decides which block is active."""
+        return billing_blocks(self.items, now_ms() if now is None else now)
+
+    def blocks_dict(self, now: float | None = None) -> dict[str, Any]:
+        """What ``--blocks --json`` prints."""
+        at = now_ms() if now is None else now
+        return {
+            "tz": zone_name(self.tz), "now": shown_time(at, self.tz),
+            "since": None if self.window.since is None else to_iso(self.window.since),
+            "until": None if self.window.until is None else to_iso(self.window.until),
+            "sessions": len(self.sessions), "files": self.files,
+            "blocks": [b.to_dict(self.tz) for b in self.blocks(at)],
+            "total": {"key": "total", "billed": self.total.billed.to_dict()}, "problems": self.problems,
+        }
+
+    def to_dict(self, *, models: bool = True) -> dict[str, Any]:
+        """What ``--json`` prints; ``models=False`` leaves out the per-model rows of each period."""
         return {
             "by": self.by, "tz": zone_name(self.tz),
             "since": None if self.window.since is None else to_iso(self.window.since),
             "until": None if self.window.until is None else to_iso(self.window.until),
             "sessions": len(self.sessions), "files": self.files,
-            "groups": [g.to_dict() for g in self.groups], "total": self.total.to_dict(),
+            "groups": [g.to_dict(models=models) for g in self.groups], "total": self.total.to_dict(),
             "problems": self.problems,
         }
 
@@ -517,7 +538,7 @@ def _key_of(item: StatsItem, by: str, tz: tzinfo) -> str:
     if by == "provider":
         return r.provider or UNKNOWN
     if by == "model":
-        return f"{r.provider}/{r.model}" if r.provider and r.model else (r.model or UNKNOWN)
+        return model_key(r)
     return period_key(r.timestamp, by, tz)
 
 
@@ -535,8 +556,10 @@ def stats(sessions: Iterable[str | os.PathLike[str]] | None = None, *, all_sessi
     or of the sessions of project ``cwd`` (default: the current directory), grouped ``by`` one of
     session, day, week, month, model, provider, project. ``since``/``until`` (dates or ISO times) and
     the calendar periods are taken in ``tz`` (an IANA name; default local). ``progress(done, total)``
-    is called after each file. See the module docstring for the billed/current views and the
-    deduplication rules. Raises :class:`StatsOptionError` for a bad ``by``/``tz``/window.
+    is called after each file. By day, week or month each row's ``models`` holds one row per model
+    (costliest first); :meth:`StatsReport.blocks` cuts the billed records into 5-hour blocks. See
+    the module docstring for the billed/current views and the deduplication rules. Raises
+    :class:`StatsOptionError` for a bad ``by``/``tz``/window.
 
     ``storage``: read the sessions from a database or Redis store (``omp_session.store``) instead
     of the files; ``root`` is then the store's key prefix of the sessions root and ``sessions``
@@ -649,7 +672,8 @@ def _current_nodes(top: _Node, usages: dict[str, FileUsage], by_agent: dict[str,
 
 
 def _groups(items: list[StatsItem], sessions: list[FileUsage], by: str, tz: tzinfo, window: Window) -> list[Group]:
-    groups = group_rows(items, lambda item: _key_of(item, by, tz))
+    keys = {id(item): _key_of(item, by, tz) for item in items}  # a period's key is a date conversion: once
+    groups = group_rows(items, lambda item: keys[id(item)])
     if by == "session":
         for fu in sessions:
             g = groups.get(fu.path)
@@ -657,4 +681,10 @@ def _groups(items: list[StatsItem], sessions: list[FileUsage], by: str, tz: tzin
                 g = groups[fu.path] = Group(fu.path)  # a session that spent nothing is still a row
             if g is not None:
                 g.extra = _session_extra(fu)
+    if by in TIME_GROUPINGS:  # each period's models, as ccusage's daily report breaks a day down
+        per: dict[str, list[StatsItem]] = {}
+        for item in items:
+            per.setdefault(keys[id(item)], []).append(item)
+        for k, g in groups.items():
+            g.models = order_groups(group_rows(per[k], lambda item: model_key(item.record)).values(), "model")
     return order_groups(groups.values(), by)
