@@ -11,7 +11,7 @@ from typing import Any
 
 from omp_session.diagnostics import Diagnostic, summarize
 from omp_session.js import codec
-from omp_session.model.session import Session
+from omp_session.model.session import Session, usage_or_model_candidates
 from omp_session.model.text import shown as _shown
 from omp_session.model.usage import usage_statistics
 
@@ -109,7 +109,8 @@ def show_info(s: Session, findings: list[Diagnostic] | None = None) -> dict[str,
     types = Counter(t if isinstance(t, str) else "(no type)" for t in s.types)
     tips = _tips(s)
     leaf = s.get_leaf_id()
-    branch = s.get_branch()
+    branch = s.branch_indices()
+    counted = usage_or_model_candidates(s)  # usage needs no other entry decoded, and none is kept
     found = s.diagnostics if findings is None else findings
     counts, worst = summarize(found)
     return {
@@ -132,7 +133,8 @@ def show_info(s: Session, findings: list[Diagnostic] | None = None) -> dict[str,
         "branch_tips": [s.ids[k] for k in tips[:50]],
         "labels": {str(k): v for k, v in s.labels().items()},
         "models": _models_used(s),
-        "usage": {"branch": usage_statistics(branch), "all": s.get_usage_statistics()},
+        "usage": {"branch": usage_statistics(s.peek_entry(k) for k in branch if counted[k]),
+                  "all": usage_statistics(s.peek_entry(k) for k in range(len(s)) if counted[k])},
         "diagnostics_summary": {k.value: v for k, v in counts.items()},
         "diagnostics_worst": worst,
         "diagnostics": [d.to_json() for d in found],
@@ -208,7 +210,7 @@ class _Rows:
         for node, d in s.get_tree().walk():
             del shown_at[d:]
             above = shown_at[-1] if shown_at else -1
-            if only_messages and not _is_message(s.entry_at(node)):
+            if only_messages and not _is_message(s.peek_entry(node)):
                 shown_at.append(above)
                 continue
             shown_at.append(len(self.nodes))
@@ -232,12 +234,13 @@ def tree(s: Session, as_json: bool, *, depth: int | None = None, only_messages: 
     r = _Rows(s, only_messages)
     keep = [depth is None or level <= depth for level in r.level]
     on_branch = set(s.branch_indices())
-    if as_json:
-        out = []
+    started = False  # with --json: a batch of rows has been written
+    if as_json:  # the array written a row at a time, as stringify writes it: no entry is kept
+        batch: list[str] = []
         for i, node in enumerate(r.nodes):
             if not keep[i]:
                 continue
-            entry = s.entry_at(node)
+            entry = s.peek_entry(node)
             label = s.get_label(s.ids[node])
             row: dict[str, Any] = {"id": s.ids[node], "depth": r.depth[i], "fork_depth": r.level[i],
                                    "line": s.line_of_entry(node),
@@ -245,8 +248,12 @@ def tree(s: Session, as_json: bool, *, depth: int | None = None, only_messages: 
                                    "on_branch": node in on_branch, "summary": summary(entry)}
             if label is not None:
                 row["label"] = label
-            out.append(row)
-        _emit_json(out)
+            batch.append(("," if batch or started else "[") + (codec.stringify(row) or "null"))
+            if len(batch) >= 256:
+                sys.stdout.write("".join(batch))
+                batch.clear()
+                started = True
+        sys.stdout.write("".join(batch) + ("]\n" if batch or started else "[]\n"))
         return
     st = Styler()
     cells = terminal_width()

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 
 import click
 
 from omp_session.errors import SessionError
-from omp_session.ops.export.formats import export as export_session
+from omp_session.ops.export.formats import export_chunks
 from omp_session.ops.export.html import render_html_bytes
 from omp_session.store.atomic import check_output, write_new_file
 
@@ -87,17 +88,19 @@ def export(session: str, fmt: str | None, output: Path | None, leaf_id: str | No
         check_output(output, force=force, error=SessionError, stdout=True)
     path = resolve_any(session)
     with open_stored(path) as s:
+        pieces: Iterable[bytes]
         if fmt == "html":  # bytes: a big session's entries are copied, never decoded
             # subagent transcripts live in a file session's artifacts folder; a store has none
             subagents = not no_subagents and active_store() is None
-            data = render_html_bytes(s, leaf=leaf_id, subagents=subagents, on_problem=_warn)
-        else:
-            data = export_session(s, fmt, leaf=leaf_id, all_branches=all_branches,
-                                  lossy=lossy).encode("utf-8")
-    if output is None:
-        sys.stdout.buffer.write(data)
-        sys.stdout.flush()
-        return
-    # --force replaces an old export, never the session it was read from
-    source = os.path.expanduser(path)
-    write_atomically(output, data, force=force, source=source if os.path.exists(source) else None)
+            pieces = [render_html_bytes(s, leaf=leaf_id, subagents=subagents, on_problem=_warn)]
+        else:  # written as it is made: memory stays bounded whatever the session's size
+            pieces = export_chunks(s, fmt, leaf=leaf_id, all_branches=all_branches, lossy=lossy)
+        if output is None:
+            for piece in pieces:
+                sys.stdout.buffer.write(piece)
+            sys.stdout.flush()
+            return
+        # --force replaces an old export, never the session it was read from
+        source = os.path.expanduser(path)
+        write_new_file(output, pieces, force=force, error=SessionError,
+                       source=source if os.path.exists(source) else None, stdout=True)

@@ -12,9 +12,10 @@ from __future__ import annotations
 import os
 import sys
 import time
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 import click
 from rich.console import Console
@@ -22,7 +23,7 @@ from rich.markup import escape
 
 from omp_session.errors import SessionFileError
 from omp_session.js import codec
-from omp_session.model.session import read_session
+from omp_session.model.session import Session, read_session
 from omp_session.model.text import shown
 from omp_session.ops.follow import (
     Appended,
@@ -126,7 +127,7 @@ class _Printer:
         self.count = count
         self.console = Console(highlight=False, soft_wrap=True)
 
-    def entries(self, entries: list[Any], limit: int) -> None:
+    def entries(self, entries: Sequence[Any], limit: int) -> None:
         shown = entries[-limit:] if limit else []
         if len(entries) > len(shown) and not self.as_json:
             self.console.print(f"[dim]… {len(entries) - len(shown)} earlier entries not shown[/dim]")
@@ -218,9 +219,30 @@ def _sleep(seconds: float) -> None:
     time.sleep(seconds)  # a module attribute, so tests can drive the follow loop without waiting
 
 
-def _branch_now(path: Path) -> list[Any]:
+class _Branch(Sequence[Any]):
+    """The entries at ``indices``, decoded when looked at and not kept: tail shows the end of a
+    branch, and the rest of a big session's branch must cost no memory."""
+
+    def __init__(self, s: Session, indices: Sequence[int]) -> None:
+        self._s = s
+        self._k = indices
+
+    def __len__(self) -> int:
+        return len(self._k)
+
+    @overload
+    def __getitem__(self, i: int) -> Any: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[Any]: ...
+    def __getitem__(self, i: int | slice) -> Any:
+        if isinstance(i, slice):
+            return [self._s.peek_entry(k) for k in self._k[i]]
+        return self._s.peek_entry(self._k[i])
+
+
+def _session_now(path: Path) -> Session:
     try:
-        s = read_session(os.path.expanduser(path))
+        return read_session(os.path.expanduser(path))
     except IsADirectoryError:
         raise SessionFileError(str(path), "is a directory, not a session file") from None
     except FileNotFoundError:
@@ -229,8 +251,6 @@ def _branch_now(path: Path) -> list[Any]:
         raise SessionFileError(str(path), "permission denied") from None
     except OSError as e:
         raise SessionFileError(str(path), os.strerror(e.errno or 5)) from None
-    with s:
-        return s.get_branch()
 
 
 @command("tail")
@@ -264,7 +284,8 @@ def tail(path: Path, follow: bool, count: int, as_json: bool, interval: float, m
                 _follow_store(path, branch, printer, interval, max_polls)
             return
         if not follow:
-            printer.entries(_branch_now(path), count)
+            with _session_now(path) as s:
+                printer.entries(_Branch(s, s.branch_indices()), count)
             return
         follower = Follower(path)
         printer.entries(follower.initial(), count)

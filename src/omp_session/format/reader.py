@@ -272,6 +272,17 @@ class Journal:
     def is_decoded(self, i: int) -> bool:
         return i in self.values
 
+    def peek(self, i: int) -> Any:
+        """Record ``i`` as :meth:`value` gives it, without keeping it decoded (one pass over a big
+        file in bounded memory); a record decoded before, or changed in memory, is the kept one."""
+        value = self.values.get(i, _NOT_DECODED)
+        if value is _NOT_DECODED:
+            raw = self.raw(i)
+            value = decode_record(raw)
+            if self.decode_hook is not None:
+                value = self.decode_hook(i, raw, value)
+        return value
+
     def record_at(self, offset: int) -> int | None:
         """Index of the record whose bytes hold ``offset``."""
         i = bisect_right(self.starts, offset) - 1

@@ -59,6 +59,7 @@ __all__ = [
     "entry_kinds",
     "open_session",
     "read_session",
+    "usage_or_model_candidates",
 ]
 
 KIND_MESSAGE = 0    # a user or toolResult message
@@ -116,6 +117,27 @@ def _kind_of(t: Any, head: Any) -> int:
     if type(role) is not str:
         return KIND_OTHER
     return KIND_MESSAGE if role in ("user", "toolResult") else KIND_ASSISTANT if role == "assistant" else KIND_OTHER
+
+
+def usage_or_model_candidates(s: Session) -> bytearray:
+    """Per entry, 1 when it may hold usage or name a model (an assistant message, a possible
+    ``task`` result, model_change/model_usage, odd shapes), 0 when it cannot: the others can be
+    skipped without being decoded. A user or tool result message counts only as a ``task`` result,
+    and one whose bytes cannot spell ``task`` (neither literally nor with a \\u escape of its
+    letters) is none."""
+    if s.migrated:  # the envelope columns describe the file, not the migrated entries
+        return bytearray(b"\x01" * len(s))
+    kinds, types, j = s.kinds, s.types, s.journal
+    out = bytearray(len(kinds))
+    for k, kind in enumerate(kinds):
+        if kind == KIND_TYPED:
+            out[k] = types[k] in ("model_usage", "model_change")
+        elif kind == KIND_MESSAGE:
+            raw = j.raw(k + 1)
+            out[k] = b"task" in raw or b"\\u007" in raw or b"\\u006" in raw
+        else:
+            out[k] = 1
+    return out
 
 
 class EntryList(Sequence[Any]):
@@ -374,6 +396,11 @@ class Session:
     def entry_at(self, k: int) -> Any:
         """Entry ``k`` (0-based, header excluded), decoded on first access."""
         return self.journal.value(k + 1)
+
+    def peek_entry(self, k: int) -> Any:
+        """Entry ``k`` as :meth:`entry_at` gives it, not kept decoded: for one pass over a big session
+        (an export, a rewrite) whose memory must not grow with it. Never modify what it returns."""
+        return self.journal.peek(k + 1)
 
     def __len__(self) -> int:
         return self._count

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Final
 
 from omp_session.errors import (
@@ -30,7 +30,9 @@ from omp_session.model.tree import branch_tips, js_date_ms, leaf_of
 __all__ = [
     "FORMATS",
     "export",
+    "export_chunks",
     "faithful_json",
+    "faithful_json_chunks",
     "lossy_transcript",
 ]
 
@@ -40,6 +42,7 @@ _ALIASES: Final = {"markdown": "md"}
 FAITHFUL_FORMAT: Final = "omp-session-export"
 LOSSY_FORMAT: Final = "omp-session-transcript"
 FORMAT_VERSION: Final = 1
+_CHUNK: Final = 1 << 20  # bytes gathered before a piece is handed on
 
 
 def export(session: Session | str | os.PathLike[str], fmt: str, *, leaf: str | None = None,
@@ -52,6 +55,39 @@ def export(session: Session | str | os.PathLike[str], fmt: str, *, leaf: str | N
     ``lossy`` (JSON): a plain transcript of one branch instead of the faithful export.
     A path may be given instead of a session: it is opened read-only and closed again.
     """
+    name = _checked_format(fmt, all_branches, lossy)
+    if not isinstance(session, Session):
+        from omp_session.model.session import open_session
+
+        with open_session(session) as opened:
+            return export(opened, name, leaf=leaf, all_branches=all_branches, lossy=lossy)
+    if name == "html":
+        _check_leaf(session, leaf)
+        from .html import render_html
+
+        return render_html(session, leaf=leaf)
+    # every piece is valid UTF-8 on its own (text is split between lines or records only)
+    return b"".join(export_chunks(session, name, leaf=leaf, all_branches=all_branches, lossy=lossy)).decode()
+
+
+def export_chunks(session: Session, fmt: str, *, leaf: str | None = None, all_branches: bool = False,
+                  lossy: bool = False) -> Iterator[bytes]:
+    """:func:`export` of ``"md"`` or ``"json"`` as UTF-8 pieces, to be written as they come: the
+    session is read one entry at a time and nothing keeps the whole export, so memory stays
+    bounded on a session of any size. The options are checked (and a missing ``leaf`` raises)
+    before this returns, so a refusal comes before the first piece."""
+    name = _checked_format(fmt, all_branches, lossy)
+    if name == "html":
+        raise ExportError("export_chunks makes md and json; the html page is render_html_bytes")
+    _check_leaf(session, leaf)
+    if name == "md":
+        from .markdown import markdown_chunks
+
+        return markdown_chunks(session, leaf=leaf, all_branches=all_branches)
+    return _lossy_chunks(session, leaf) if lossy else faithful_json_chunks(session, leaf=leaf)
+
+
+def _checked_format(fmt: str, all_branches: bool, lossy: bool) -> str:
     name = _ALIASES.get(fmt, fmt) if isinstance(fmt, str) else fmt
     if name not in FORMATS:
         raise UnknownFormatError(f"unknown export format {fmt!r} (choose from md, json, html)")
@@ -61,23 +97,26 @@ def export(session: Session | str | os.PathLike[str], fmt: str, *, leaf: str | N
         raise ExportError("lossy applies to the json format only")
     if lossy and all_branches:
         raise ExportError("a lossy transcript holds one branch: use the faithful json for every branch")
-    if not isinstance(session, Session):
-        from omp_session.model.session import open_session
+    return str(name)
 
-        with open_session(session) as opened:
-            return export(opened, name, leaf=leaf, all_branches=all_branches, lossy=lossy)
+
+def _check_leaf(session: Session, leaf: str | None) -> None:
     if leaf is not None and session.index_of(leaf) is None:
         raise EntryNotFoundError(f"{session.path or 'session'}: no entry {leaf}")
-    if name == "html":
-        from .html import render_html
 
-        return render_html(session, leaf=leaf)
-    if name == "md":
-        from .markdown import markdown
 
-        return markdown(session, leaf=leaf, all_branches=all_branches)
-    value = lossy_transcript(session, leaf=leaf) if lossy else None
-    return _dump_lossy(value) if value is not None else faithful_json(session, leaf=leaf)
+def gathered(pieces: Iterable[bytes], size: int = _CHUNK) -> Iterator[bytes]:
+    """``pieces`` joined into pieces of about ``size`` bytes: fewer, larger writes."""
+    batch: list[bytes] = []
+    held = 0
+    for piece in pieces:
+        batch.append(piece)
+        held += len(piece)
+        if held >= size:
+            yield b"".join(batch)
+            batch, held = [], 0
+    if batch:
+        yield b"".join(batch)
 
 
 # ----- shared helpers ---------------------------------------------------------------------------
@@ -95,6 +134,11 @@ def _json(value: Any) -> str:
     return "null" if out is None else out
 
 
+def _json_bytes(value: Any) -> bytes:
+    """``_json(value)`` in UTF-8 (JSON.stringify escapes lone surrogates, so it always encodes)."""
+    return b"null" if value is UNDEFINED else codec.dumps_line(value)[:-1]
+
+
 # ----- faithful JSON ----------------------------------------------------------------------------
 
 
@@ -107,15 +151,15 @@ def _stored_records(session: Session) -> Callable[[int], Any]:
     """
     j = session.journal
     if session.migrated:
-        return session.entry_at
+        return session.entry_at  # migration decoded and keeps every entry already
 
     def stored(k: int) -> Any:
         if session.header is None:
-            return session.entry_at(k)  # no header: nothing was transformed on load
+            return session.peek_entry(k)  # no header: nothing was transformed on load
         try:
             return codec.loads(j.raw(k + 1))
         except ValueError:
-            return session.entry_at(k)  # the reader took it; keep what it took
+            return session.peek_entry(k)  # the reader took it; keep what it took
 
     return stored
 
@@ -135,32 +179,43 @@ def _stored_header(session: Session) -> Any:
 def faithful_json(session: Session, *, leaf: str | None = None) -> str:
     """Every record of the file (header, entries in file order, unknown fields kept, malformed
     lines as text), plus the leaf and the branch tips. Shape: docs/export.md."""
+    return b"".join(faithful_json_chunks(session, leaf=leaf)).decode()
+
+
+def faithful_json_chunks(session: Session, *, leaf: str | None = None) -> Iterator[bytes]:
+    """:func:`faithful_json` as UTF-8 pieces, one entry decoded at a time."""
     j = session.journal
     slot = j.slot
     tips = branch_tips(session)
     ids = session.ids
     stored = _stored_records(session)
-    fields: list[tuple[str, str]] = [
+    head = [
         ("format", _json(FAITHFUL_FORMAT)),
         ("format_version", _json(FORMAT_VERSION)),
         ("title_slot", _json(slot.to_json() if slot is not None else None)),
         ("header", _json(_stored_header(session))),
         ("migrated", _json(session.migrated)),
-        ("entries", _array(stored(k) for k in range(len(session)))),
-        ("malformed", _array({"line": j.line_of(span.start), "offset": span.start,
-                              "text": j.read(span.start, span.end).decode("utf-8", "replace")}
-                             for span in j.malformed)),
+    ]
+    yield ("{\n" + "".join(f"{_json(key)}: {value},\n" for key, value in head) + '"entries": ').encode()
+    yield from gathered(_array_chunks(_json_bytes(stored(k)) for k in range(len(session))))
+    yield b',\n"malformed": '
+    yield from _array_chunks(_json_bytes({"line": j.line_of(span.start), "offset": span.start,
+                                          "text": j.read(span.start, span.end).decode("utf-8", "replace")})
+                             for span in j.malformed)
+    tail = [
         ("leaf_id", _json(leaf_of(session, leaf))),
         ("branches", _json([ids[k] if ids[k] is not UNDEFINED else None for k in tips])),
     ]
-    body = ",\n".join(f"{_json(key)}: {value}" for key, value in fields)
-    return "{\n" + body + "\n}\n"
+    yield "".join(f",\n{_json(key)}: {value}" for key, value in tail).encode() + b"\n}\n"
 
 
-def _array(values: Any) -> str:
+def _array_chunks(items: Iterable[bytes]) -> Iterator[bytes]:
     """A JSON array with one element per line, so a large export stays diffable and greppable."""
-    items = [_json(v) for v in values]
-    return "[\n" + ",\n".join(items) + "\n]" if items else "[]"
+    first = True
+    for item in items:
+        yield (b"[\n" if first else b",\n") + item
+        first = False
+    yield b"[]" if first else b"\n]"
 
 
 # ----- lossy transcript -----------------------------------------------------------------------
@@ -174,12 +229,16 @@ def lossy_transcript(session: Session, *, leaf: str | None = None) -> dict[str, 
     shows for them (roles ``custom``, ``branchSummary``, ``compactionSummary``). Every other entry
     (settings, labels, titles, custom state, unknown types) and the other branches are dropped.
     """
-    header = session.header or {}
     messages: list[dict[str, Any]] = []
     for k in session.branch_indices(leaf if leaf is not None else UNDEFINED):
         message = transcript_message(session.entry_at(k))
         if message is not None:
             messages.append(message)
+    return {**_lossy_head(session, leaf), "messages": messages}
+
+
+def _lossy_head(session: Session, leaf: str | None) -> dict[str, Any]:
+    header = session.header or {}
     return {
         "format": LOSSY_FORMAT,
         "format_version": FORMAT_VERSION,
@@ -187,7 +246,6 @@ def lossy_transcript(session: Session, *, leaf: str | None = None) -> dict[str, 
         "title": session.get_session_name(),
         "cwd": header.get("cwd") if isinstance(header.get("cwd"), str) else None,
         "leaf_id": leaf_of(session, leaf),
-        "messages": messages,
     }
 
 
@@ -222,9 +280,11 @@ def transcript_message(entry: Any) -> dict[str, Any] | None:
     return None
 
 
-def _dump_lossy(value: dict[str, Any]) -> str:
-    messages: Sequence[Any] = value["messages"]
-    head = {k: v for k, v in value.items() if k != "messages"}
-    fields = [f"{_json(k)}: {_json(v)}" for k, v in head.items()]
-    fields.append(f'"messages": {_array(messages)}')
-    return "{\n" + ",\n".join(fields) + "\n}\n"
+def _lossy_chunks(session: Session, leaf: str | None) -> Iterator[bytes]:
+    """:func:`lossy_transcript` as the export's UTF-8 pieces, one entry decoded at a time."""
+    fields = [f"{_json(k)}: {_json(v)},\n" for k, v in _lossy_head(session, leaf).items()]
+    yield ("{\n" + "".join(fields) + '"messages": ').encode()
+    branch = session.branch_indices(leaf if leaf is not None else UNDEFINED)
+    messages = (transcript_message(session.peek_entry(k)) for k in branch)
+    yield from gathered(_array_chunks(_json_bytes(m) for m in messages if m is not None))
+    yield b"\n}\n"

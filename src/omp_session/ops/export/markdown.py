@@ -6,11 +6,12 @@ content cannot break the document's structure.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
+from omp_session.errors import ContextError
 from omp_session.js.codec import UNDEFINED
-from omp_session.model.session import Session
+from omp_session.model.session import Session, usage_or_model_candidates
 from omp_session.model.text import (
     clean_text,
     compact_json,
@@ -26,11 +27,11 @@ from omp_session.model.text import (
     shown,
     tokens,
     usage_line,
-    usage_totals,
 )
 from omp_session.model.tree import branch_tips, leaf_of, path_to
+from omp_session.model.usage import usage_statistics
 
-__all__ = ["markdown"]
+__all__ = ["markdown", "markdown_chunks"]
 
 
 # ----- rendering ----------------------------------------------------------------------------------
@@ -66,8 +67,17 @@ class _Renderer:
         ident = self.s.ids[k] if self.s.ids[k] is not UNDEFINED else "(no id)"
         self.para(f"*{title}*{': ' + detail if detail else ''} · {inline_code(ident)}{tail}")
 
+    def take(self) -> bytes:
+        """The lines rendered since the last call, each ended by a newline, as UTF-8: lines never
+        split a surrogate pair, so cleaning them one batch at a time equals cleaning the whole."""
+        if not self.out:
+            return b""
+        text = clean_text("\n".join(self.out) + "\n")
+        self.out = []
+        return text.encode("utf-8")
+
     def entry(self, k: int, level: int) -> None:
-        entry = self.s.entry_at(k)
+        entry = self.s.peek_entry(k)
         h = "#" * level
         if not isinstance(entry, dict):
             self.note(k, "Non-object record", inline_code(compact_json(entry)))
@@ -249,6 +259,32 @@ class _Renderer:
             self.para(fence(pretty_json(message), "json"))
 
 
+def _usage_text(entries: Iterable[Any]) -> str:
+    try:
+        return usage_line(usage_statistics(entries))
+    except ContextError as e:  # omp cannot sum these either; say so rather than fail the export
+        return f"unavailable ({e})"
+
+
+def _branch_figures(s: Session, branch: Sequence[int], counted: Sequence[int]) -> tuple[list[str], str]:
+    """The models of ``branch`` in order of first use and its usage line, in one pass that keeps
+    no entry."""
+    models: dict[str, None] = {}
+
+    def entries() -> Iterator[Any]:
+        for k in branch:
+            if counted[k]:
+                entry = s.peek_entry(k)
+                _note_model(models, entry)
+                yield entry
+
+    walk = entries()
+    usage = _usage_text(walk)
+    for _ in walk:  # usage gave up part-way: the models still come from the whole branch
+        pass
+    return list(models), usage
+
+
 def _header(s: Session, r: _Renderer, branch: Sequence[int], leaf: Any, tips: list[int]) -> None:
     header = s.header or {}
     title = s.get_session_name()
@@ -263,15 +299,16 @@ def _header(s: Session, r: _Renderer, branch: Sequence[int], leaf: Any, tips: li
             rows.append((name, inline_code(header[key])))
     if nonempty_str(header.get("timestamp")):
         rows.append(("Created", inline(header["timestamp"])))
-    entries = [s.entry_at(k) for k in branch]
-    models = _models(entries)
+    counted = usage_or_model_candidates(s)
+    models, branch_usage = _branch_figures(s, branch, counted)
     if models:
         rows.append(("Models", ", ".join(inline(m) for m in models)))
     rows.append(("Entries", f"{len(s):,} in the file, {len(branch):,} on this branch, {len(tips):,} "
                  f"branch{'es' if len(tips) != 1 else ''}"))
     rows.append(("Leaf", inline_code(leaf) if leaf is not None else "none"))
-    rows.append(("Tokens and cost (this branch)", inline(usage_totals(entries))))
-    rows.append(("Tokens and cost (all branches)", inline(usage_totals(list(s.entries)))))
+    rows.append(("Tokens and cost (this branch)", inline(branch_usage)))
+    all_usage = _usage_text(s.peek_entry(k) for k in range(len(s)) if counted[k])
+    rows.append(("Tokens and cost (all branches)", inline(all_usage)))
     labels = s.labels()
     if labels:
         rows.append(("Labels", ", ".join(f"{inline_code(t)} **{inline(v)}**" for t, v in labels.items())))
@@ -284,40 +321,53 @@ def _header(s: Session, r: _Renderer, branch: Sequence[int], leaf: Any, tips: li
     r.para("\n".join(f"- **{name}:** {value}" for name, value in rows))
 
 
-def _models(entries: Sequence[Any]) -> list[str]:
-    """provider/model of the assistant messages and model changes, in order of first use."""
-    seen: dict[str, None] = {}
-    for entry in entries:
-        if not isinstance(entry, dict):
-            continue
-        if entry.get("type") == "model_change" and nonempty_str(entry.get("model")):
-            seen.setdefault(entry["model"])
-        message = entry.get("message")
-        if entry.get("type") == "message" and isinstance(message, dict) and message.get("role") == "assistant":
-            model = model_of(message)
-            if model:
-                seen.setdefault(model)
-    return list(seen)
+def _note_model(seen: dict[str, None], entry: Any) -> None:
+    """Add the provider/model an assistant message or model change names (in order of first use)."""
+    if not isinstance(entry, dict):
+        return
+    if entry.get("type") == "model_change" and nonempty_str(entry.get("model")):
+        seen.setdefault(entry["model"])
+    message = entry.get("message")
+    if entry.get("type") == "message" and isinstance(message, dict) and message.get("role") == "assistant":
+        model = model_of(message)
+        if model:
+            seen.setdefault(model)
 
 
-def _last_model(entries: Sequence[Any]) -> str | None:
-    """The model in use after these entries (for "model changed" notes on a forked branch)."""
-    last = None
-    for entry in entries:
-        if not isinstance(entry, dict):
-            continue
-        message = entry.get("message")
-        if entry.get("type") == "model_change" and nonempty_str(entry.get("model")):
-            last = entry["model"]
-        elif entry.get("type") == "message" and isinstance(message, dict) and message.get("role") == "assistant":
-            last = model_of(message) or last
-    return last
+def _model_named(entry: Any) -> str | None:
+    """The model an entry switches to: a model change's, an assistant message's (None: no switch)."""
+    if not isinstance(entry, dict):
+        return None
+    message = entry.get("message")
+    if entry.get("type") == "model_change" and nonempty_str(entry.get("model")):
+        return str(entry["model"])
+    if entry.get("type") == "message" and isinstance(message, dict) and message.get("role") == "assistant":
+        return model_of(message)
+    return None
+
+
+def _last_model(s: Session, path: Sequence[int], counted: Sequence[int]) -> str | None:
+    """The model in use after the entries of ``path`` (for "model changed" notes on a forked
+    branch): the last one named, found walking back from its end, so few entries are decoded."""
+    for k in reversed(path):
+        if counted[k]:
+            model = _model_named(s.peek_entry(k))
+            if model is not None:
+                return model
+    return None
 
 
 def markdown(session: Session, *, leaf: str | None = None, all_branches: bool = False) -> str:
     """The Markdown export; ``leaf`` picks the branch, ``all_branches`` adds every other one."""
+    return b"".join(markdown_chunks(session, leaf=leaf, all_branches=all_branches)).decode()
 
-    s = session
+
+def markdown_chunks(session: Session, *, leaf: str | None = None, all_branches: bool = False) -> Iterator[bytes]:
+    """:func:`markdown` as UTF-8 pieces, rendered one entry at a time (no entry is kept)."""
+    return _one_final_newline(_rendered(session, leaf, all_branches))
+
+
+def _rendered(s: Session, leaf: str | None, all_branches: bool) -> Iterator[bytes]:
     leaf_id = leaf_of(s, leaf)
     branch = s.branch_indices(leaf if leaf is not None else UNDEFINED)
     tips = branch_tips(s)
@@ -325,15 +375,32 @@ def markdown(session: Session, *, leaf: str | None = None, all_branches: bool = 
     _header(s, r, branch, leaf_id, tips)
     which = "Current branch" if leaf is None else "Branch"
     r.para(f"## {which}: {len(branch):,} entries up to {inline_code(leaf_id) if leaf_id is not None else 'none'}")
+    held = 0
     for k in branch:
         r.entry(k, 3)
+        held += 1
+        if held >= 64:
+            yield r.take()
+            held = 0
     if all_branches:
-        _other_branches(s, r, branch, tips)
-    text = "\n".join(r.out).rstrip("\n") + "\n"
-    return clean_text(text)
+        yield from _other_branches(s, r, branch, tips)
+    yield r.take()
 
 
-def _other_branches(s: Session, r: _Renderer, branch: Sequence[int], tips: list[int]) -> None:
+def _one_final_newline(pieces: Iterable[bytes]) -> Iterator[bytes]:
+    """The pieces with the newlines at the very end replaced by one (as ``rstrip("\\n") + "\\n"``)."""
+    pending = b""
+    for piece in pieces:
+        body = piece.rstrip(b"\n")
+        if body:
+            yield pending + body
+            pending = piece[len(body):]
+        else:
+            pending += piece
+    yield b"\n"
+
+
+def _other_branches(s: Session, r: _Renderer, branch: Sequence[int], tips: list[int]) -> Iterator[bytes]:
     """Every tip not on the exported branch, each with only the entries not shown before it, so
     every entry of the tree appears once; the section says which branch and entry it forks from."""
     shown: dict[int, int] = dict.fromkeys(branch, 1)  # entry -> number of the branch it was shown in
@@ -343,6 +410,7 @@ def _other_branches(s: Session, r: _Renderer, branch: Sequence[int], tips: list[
         return
     r.para(f"## Other branches ({len(others):,})")
     parent = s.parent_index
+    counted = usage_or_model_candidates(s)
     for n, tip in enumerate(others, start=2):
         # walk up from the tip until an entry already shown: that is where this branch forks
         new: list[int] = []
@@ -361,7 +429,8 @@ def _other_branches(s: Session, r: _Renderer, branch: Sequence[int], tips: list[
             origin = "the exported branch" if shown[fork] == 1 else f"branch {shown[fork]}"
             r.para(f"*Forks from {origin} after entry {inline_code(s.ids[fork])}* "
                    f"({inline(preview(s.entry_at(fork)))})")
-        r.last_model = _last_model([s.entry_at(i) for i in path_to(fork, parent)]) if fork is not None else None
+        r.last_model = _last_model(s, path_to(fork, parent), counted) if fork is not None else None
         for k in new:
             r.entry(k, 4)
             shown.setdefault(k, n)
+        yield r.take()
