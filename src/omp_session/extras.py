@@ -21,6 +21,8 @@ EXTRAS: dict[str, tuple[str, str]] = {
     "zstandard": ("zstd", "a .tar.zst archive"),
     "mcp": ("mcp", "omp-session mcp"),
     "jq": ("jq", "--jq"),
+    "starlette": ("serve", "omp-session serve"),
+    "uvicorn": ("serve", "omp-session serve"),
 }
 
 

@@ -71,6 +71,15 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "mcp": (".mcp:mcp_command",
             "Serve earlier sessions to coding agents over MCP (stdio): read-only tools to list, search and "
             "read sessions, their trees and token stats, and recent sessions as resources."),
+    "serve": (".serve:serve_command",
+              "Serve every session as a local web app: the sessions list, each session in the HTML viewer "
+              "(updating live while omp writes it), full-text search and the cost reports."),
+    "completion": (".completion:completion",
+                   "Print the shell completion script for SHELL: commands, options and session ids."),
+    "resume": (".resume:resume",
+               "Print the command that resumes SESSION in omp, in the session's working directory."),
+    "sync": (".sync:sync",
+             "Copy sessions from one store to another, byte for byte, moving only what changed."),
     "completion": (".completion:completion",
                    "Print the shell completion script for SHELL: commands, options and session ids."),
     "resume": (".resume:resume",

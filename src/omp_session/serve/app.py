@@ -1,0 +1,296 @@
+"""The application: routes (docs/serve.md, "URLs"), and starting it on a socket.
+
+Handlers that read files are plain functions, which Starlette runs in its thread pool, so a big
+session being rendered never holds up the event streams. The search index and the stats cache
+are used by one request at a time (each is one file under the cache dir).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any, Final
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from omp_session.errors import IndexBusyError, SessionError, StatsOptionError
+from omp_session.ops.search.query import search
+from omp_session.ops.stats.html import render_html as render_stats_html
+from omp_session.ops.stats.report import stats
+
+from . import pages
+from .events import session_events
+from .security import ASGIApp, Guard, new_token
+from .sessions import Catalog, Query, QueryError, now_ms, row_json
+from .viewer import session_page
+
+__all__ = ["MAX_PER_PAGE", "PER_PAGE", "Running", "build_app", "serve_forever", "start"]
+
+PER_PAGE: Final = 100
+MAX_PER_PAGE: Final = 100_000
+SEARCH_LIMIT: Final = 200  # hits on the search page (the JSON API keeps the CLI's 20 unless told)
+_STATIC_TYPES: Final = {".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8"}
+
+
+def _static_files() -> dict[str, tuple[bytes, str]]:
+    """The browser files shipped in the package, read once: only these names are ever served."""
+    out: dict[str, tuple[bytes, str]] = {}
+    folder = resources.files("omp_session.serve") / "static"
+    for item in folder.iterdir():
+        kind = _STATIC_TYPES.get(os.path.splitext(item.name)[1])
+        if kind is not None and item.is_file():
+            out[item.name] = (item.read_bytes(), kind)
+    return out
+
+
+def _wants_json(request: Request) -> bool:
+    accept = request.headers.get("accept", "")
+    return "application/json" in accept and "text/html" not in accept
+
+
+def _error(request: Request, status: int, message: str) -> Response:
+    if _wants_json(request) or request.url.path.startswith("/api/"):
+        return JSONResponse({"error": message}, status_code=status)
+    return HTMLResponse(pages.error_page(status, message), status_code=status)
+
+
+def _int(value: str | None, default: int, *, name: str) -> int:
+    if value is None or value == "":
+        return default
+    try:
+        return int(value)
+    except ValueError:
+        raise QueryError(f"{name}={value!r} is not a number") from None
+
+
+@dataclass
+class _State:
+    catalog: Catalog
+    root: str
+    interval: float
+    static: dict[str, tuple[bytes, str]]
+    search_lock: threading.Lock
+    stats_lock: threading.Lock
+
+
+def _query(request: Request, per_page: int) -> Query:
+    p = request.query_params
+    return Query(project=p.get("project", ""), text=p.get("text", ""), since=p.get("since", ""),
+                 until=p.get("until", ""), sort=p.get("sort", "modified") or "modified",
+                 reverse=p.get("reverse", "") not in ("", "0", "false"),
+                 page=_int(p.get("page"), 1, name="page"),
+                 per_page=min(MAX_PER_PAGE, max(1, _int(p.get("per_page"), per_page, name="per_page"))))
+
+
+def build_app(root: str | os.PathLike[str], *, token: str, host: str = "127.0.0.1", port: int,
+              remote: bool = False, interval: float = 0.25, cache: bool = True) -> ASGIApp:
+    """The guarded application serving the sessions under ``root`` (nothing is read yet)."""
+    root = os.path.abspath(root)  # search and stats name files by absolute path: the listing too
+    state = _State(Catalog(root, cache=cache), root, interval, _static_files(), threading.Lock(),
+                   threading.Lock())
+
+    def sessions_json(request: Request) -> Response:
+        try:
+            q = _query(request, PER_PAGE)
+            page = state.catalog.page(q)
+        except QueryError as e:
+            return _error(request, 400, str(e))
+        now = now_ms()
+        rows = [row_json(x, now) for r in page.rows for x in (r, *r.children)]
+        return JSONResponse({"total": page.total, "page": page.page, "pages": page.pages,
+                             "per_page": q.per_page, "sessions": rows})
+
+    def index(request: Request) -> Response:
+        if _wants_json(request):
+            return sessions_json(request)
+        try:
+            q = _query(request, PER_PAGE)
+            page = state.catalog.page(q)
+        except QueryError as e:
+            return _error(request, 400, str(e))
+        return HTMLResponse(pages.list_page(page, q, now_ms()))
+
+    def session(request: Request) -> Response:
+        row = state.catalog.find(request.path_params["sid"])
+        if row is None:
+            return _error(request, 404, "no such session")
+        try:
+            page = session_page(row.path, row.id, archived=row.archived)
+        except (SessionError, OSError) as e:
+            # gone or unreadable since it was listed: the file's own words, never a traceback
+            return _error(request, 404 if not os.path.exists(row.path) else 500, str(e))
+        return Response(page.body, media_type="text/html; charset=utf-8",
+                        headers={"content-security-policy": page.csp})
+
+    def events(request: Request) -> Response:
+        row = state.catalog.find(request.path_params["sid"])
+        if row is None:
+            return _error(request, 404, "no such session")
+        stream = session_events(row.path, interval=state.interval, follow=not row.archived)
+        return StreamingResponse(stream, media_type="text/event-stream",
+                                 headers={"x-accel-buffering": "no"})
+
+    def _search(request: Request, limit: int) -> tuple[str, list[Any] | None, str | None, int]:
+        q = request.query_params.get("q", "").strip()
+        if not q:
+            return q, None, None, 200
+        try:
+            limit = max(1, _int(request.query_params.get("limit"), limit, name="limit"))
+            role = request.query_params.get("role") or None
+            with state.search_lock:
+                result = search(q, root=state.root, role=role, limit=limit,
+                                sessions=request.query_params.get("sessions", "") not in ("", "0"))
+        except IndexBusyError as e:
+            return q, None, str(e), 503
+        except (QueryError, SessionError) as e:  # a bad limit, or a query FTS cannot take (errors.QueryError)
+            return q, None, str(e), 400
+        return q, result.hits, None, 200
+
+    def search_html(request: Request) -> Response:
+        if _wants_json(request):
+            return search_api(request)
+        q, hits, error, status = _search(request, SEARCH_LIMIT)
+        return HTMLResponse(pages.search_page(q, hits, error), status_code=status)
+
+    def search_api(request: Request) -> Response:
+        _q, hits, error, status = _search(request, 20)
+        if error is not None:
+            return JSONResponse({"error": error}, status_code=status)
+        if hits is None:
+            return _error(request, 400, "give the words to search for as ?q=")
+        return JSONResponse([h.to_json() for h in hits])
+
+    def _report(request: Request) -> Any:
+        p = request.query_params
+        with state.stats_lock:
+            return stats(all_sessions=True, root=state.root, by=p.get("by") or "day", since=p.get("since") or None,
+                         until=p.get("until") or None, tz=p.get("tz") or None)
+
+    def costs(request: Request) -> Response:
+        if _wants_json(request):
+            return costs_api(request)
+        try:
+            report = _report(request)
+        except (StatsOptionError, SessionError) as e:
+            return _error(request, 400, str(e))
+        p = request.query_params
+        head = pages.costs_head(report, report.by, p.get("since", ""), p.get("until", ""))
+        return HTMLResponse(pages.costs_page(render_stats_html(report), head))
+
+    def costs_api(request: Request) -> Response:
+        try:
+            report = _report(request)
+        except (StatsOptionError, SessionError) as e:
+            return _error(request, 400, str(e))
+        # what `stats --json` prints (the same serialisation: json.dumps of the report's dict)
+        body = json.dumps(report.to_dict(models=True), ensure_ascii=False, indent=2) + "\n"
+        return Response(body, media_type="application/json")
+
+    def static(request: Request) -> Response:
+        found = state.static.get(request.path_params["name"])
+        if found is None:
+            return _error(request, 404, "no such file")
+        return Response(found[0], media_type=found[1])
+
+    def favicon(_request: Request) -> Response:
+        return Response(status_code=204)
+
+    routes = [
+        Route("/", index),
+        Route("/api/sessions", sessions_json),
+        Route("/s/{sid}", session),
+        Route("/events/{sid}", events),
+        Route("/search", search_html),
+        Route("/api/search", search_api),
+        Route("/costs", costs),
+        Route("/api/costs", costs_api),
+        Route("/static/{name}", static),
+        Route("/favicon.ico", favicon),
+        Route("/index.html", lambda _r: RedirectResponse("/", status_code=301)),
+    ]
+    return Guard(Starlette(routes=routes), token=token, host=host, port=port, remote=remote)
+
+
+# ----- running ------------------------------------------------------------------------------------
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A listening socket on ``host:port`` (port 0: a free one); connections wait in its backlog
+    until the server takes them, so the URL can be printed at once."""
+    family = socket.AF_INET6 if ":" in host.strip("[]") else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host.strip("[]"), port))
+        sock.listen(128)
+    except OSError:
+        sock.close()
+        raise
+    sock.set_inheritable(True)
+    return sock
+
+
+def url_for(host: str, port: int, token: str) -> str:
+    shown = "127.0.0.1" if host in ("0.0.0.0", "") else (f"[{host}]" if ":" in host and not host.startswith("[")
+                                                         else host)
+    if host in ("::", "[::]"):
+        shown = "[::1]"
+    return f"http://{shown}:{port}/?token={token}"
+
+
+def _server(app: ASGIApp) -> Any:
+    import uvicorn
+
+    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off",
+                            timeout_graceful_shutdown=1, ws="none")
+    return uvicorn.Server(config)
+
+
+def serve_forever(sock: socket.socket, app: ASGIApp) -> None:
+    """Serve on ``sock`` until interrupted (Ctrl-C)."""
+    _server(app).run(sockets=[sock])
+
+
+@dataclass
+class Running:
+    url: str
+    base: str  # http://host:port, no token
+    token: str
+    port: int
+    server: Any
+    thread: threading.Thread
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=10)
+
+
+@contextlib.contextmanager
+def start(root: str | os.PathLike[str], *, host: str = "127.0.0.1", port: int = 0, interval: float = 0.25,
+          token: str | None = None) -> Iterator[Running]:
+    """The server in a thread of this process, for tests and benchmarks: yields once it answers."""
+    token = token or new_token()
+    sock = bind(host, port)
+    port = sock.getsockname()[1]
+    server = _server(build_app(root, token=token, host=host, port=port, interval=interval))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    running = Running(url_for(host, port, token), f"http://{host}:{port}", token, port, server, thread)
+    try:
+        for _ in range(1000):
+            if server.started:
+                break
+            threading.Event().wait(0.01)
+        yield running
+    finally:
+        running.stop()
+        sock.close()

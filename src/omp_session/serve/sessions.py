@@ -1,0 +1,294 @@
+"""The sessions the server knows: one listing of the root, refreshed cheaply on every request.
+
+A refresh scans the bucket folders and stats each session file (what ``list --all`` does); when
+no file changed since the last refresh the rows built then are kept, so the list page costs a
+directory scan whatever the number of sessions. Changed files go through the listing cache
+(:class:`omp_session.catalog.summaries.ListCache`), which reads only the head and tail of a file.
+
+This is also the only way from a URL to a file: ``/s/<id>`` looks the id up here. A path is
+never taken from a request; files that are symlinks, or that resolve outside the root, are not
+listed at all.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Final
+
+from omp_session.catalog import listing
+from omp_session.catalog.summaries import ListCache, is_archived
+from omp_session.js.date import to_iso
+
+__all__ = ["ACTIVE_MS", "SORTS", "Catalog", "Page", "Query", "QueryError", "Row", "now_ms", "row_json"]
+
+ACTIVE_MS: Final = 5 * 60 * 1000  # a session written to this recently is marked active
+SORTS: Final = ("modified", "created", "size", "messages", "title")
+_SUFFIXES: Final = (".jsonl", ".jsonl.gz")
+
+
+@dataclass
+class Row:
+    """One listed session (a subagent's row names its parent's path in ``subagent_of``)."""
+
+    id: str
+    path: str
+    title: str | None
+    cwd: str
+    created: int | None  # epoch ms; None for omp's Invalid Date
+    modified: int  # epoch ms (the file's mtime, as omp's listing)
+    messages: int
+    size: int
+    status: str | None
+    first_message: str
+    parent_session: str | None
+    subagent_of: str | None
+    archived: bool
+    children: list[Row] = field(default_factory=list)
+
+    def haystack(self) -> str:
+        return f"{self.title or ''}\n{self.first_message}\n{self.id}".lower()
+
+
+def row_json(row: Row, now_ms: float) -> dict[str, Any]:
+    """The fields of ``list --json`` (docs/cli.md), plus ``active`` and the page's ``url``."""
+    out: dict[str, Any] = {
+        "path": row.path, "id": row.id, "title": row.title, "cwd": row.cwd,
+        "created": None if row.created is None else to_iso(row.created), "modified": to_iso(row.modified),
+        "messages": row.messages, "size": row.size, "status": row.status, "first_message": row.first_message,
+        "parent_session": row.parent_session, "subagent_of": row.subagent_of,
+    }
+    if row.archived:
+        out["archived"] = True
+    out["active"] = now_ms - row.modified < ACTIVE_MS
+    out["url"] = f"/s/{row.id}"
+    return out
+
+
+@dataclass(frozen=True)
+class Query:
+    """What the list page asks for. ``since``/``until`` are local dates (YYYY-MM-DD), until inclusive."""
+
+    project: str = ""
+    text: str = ""
+    since: str = ""
+    until: str = ""
+    sort: str = "modified"
+    reverse: bool = False
+    page: int = 1
+    per_page: int = 100
+
+
+@dataclass
+class Page:
+    rows: list[Row]  # the page's parents, each with its subagents in ``children``
+    total: int  # parents matching the query
+    page: int
+    pages: int
+    projects: list[tuple[str, int]]  # every project (cwd) with its number of sessions
+
+
+class QueryError(ValueError):
+    """A query parameter that cannot be understood (shown to the user as a 400)."""
+
+
+def _day_ms(text: str, *, end: bool) -> int | None:
+    if not text:
+        return None
+    try:
+        day = datetime.strptime(text, "%Y-%m-%d")
+    except ValueError:
+        raise QueryError(f"{text!r} is not a date (YYYY-MM-DD)") from None
+    ms = int(day.timestamp() * 1000)  # local midnight, as the date inputs of the page mean it
+    return ms + 86_400_000 if end else ms
+
+
+def _visible_files(directory: str, folders: set[str]) -> list[str]:
+    """A bucket's session files (``.jsonl`` and archived ``.jsonl.gz``), never symlinks, and its
+    subfolders (where subagent sessions live) from the same scan."""
+    found: list[str] = []
+    try:
+        with os.scandir(directory) as it:
+            for e in it:
+                if e.name.startswith("."):
+                    continue
+                if e.is_file(follow_symlinks=False) and e.name.endswith(_SUFFIXES) \
+                        and not listing.is_quarantine_name(e.name):
+                    found.append(listing.node_join(directory, e.name))
+                elif e.is_dir(follow_symlinks=False):
+                    folders.add(listing.node_join(directory, e.name))
+    except OSError:
+        return []
+    return found
+
+
+def _subagent_files(parent: str, folders: set[str]) -> list[str]:
+    """``<session>/<agentId>.jsonl`` beside a parent session (S9.5), advisors and symlinks left out."""
+    folder = parent[: -len(".jsonl")] if parent.endswith(".jsonl") else None
+    if folder is None or folder not in folders:
+        return []
+    out = []
+    try:
+        with os.scandir(folder) as it:
+            for e in it:
+                if e.name.endswith(".jsonl") and not e.name.startswith(("__advisor", ".")) \
+                        and e.is_file(follow_symlinks=False):
+                    out.append(os.path.join(folder, e.name))
+    except OSError:
+        return []
+    return sorted(out)
+
+
+class Catalog:
+    """The listing of one sessions root, kept between requests (thread-safe)."""
+
+    def __init__(self, root: str | os.PathLike[str], *, cache: bool = True) -> None:
+        self.root = os.fspath(root)
+        self._real_root = os.path.realpath(self.root)
+        self._cache = ListCache(enabled=cache)
+        self._lock = threading.Lock()
+        self._keys: dict[str, tuple[int, int, int]] | None = None
+        self._parents: list[Row] = []
+        self._by_id: dict[str, Row] = {}
+        self._projects: list[tuple[str, int]] = []
+        self.skipped: list[str] = []  # files that are not readable sessions, at the last change
+
+    # ----- the listing ---------------------------------------------------------------------
+
+    def _inside(self, path: str) -> bool:
+        real = os.path.realpath(path)
+        return real.startswith(self._real_root + os.sep)
+
+    def refresh(self) -> None:
+        """Bring the listing up to date with the files (a directory scan when nothing changed)."""
+        with self._lock:
+            folders: set[str] = set()
+            files = [f for bucket in listing.glob_visible(self.root, True)
+                     for f in _visible_files(listing.node_join(self.root, bucket), folders)]
+            subs = {f: _subagent_files(f, folders) for f in files} if folders else {}
+            keys: dict[str, tuple[int, int, int]] = {}
+            stats: dict[str, os.stat_result] = {}
+            for f in [*files, *(s for group in subs.values() for s in group)]:
+                try:
+                    st = os.stat(f)
+                except OSError:
+                    continue  # gone since the scan
+                keys[f] = (st.st_size, st.st_mtime_ns, st.st_ino)
+                stats[f] = st
+            if keys == self._keys:
+                return
+            self._rebuild(files, subs, stats)
+            self._keys = keys
+
+    def _row(self, path: str, st: os.stat_result, parent: str | None) -> Row | None:
+        if not self._inside(path):
+            return None  # a bucket that resolves elsewhere (bind mounts aside): not served
+        info = self._cache.info(path, st)
+        if info is None:
+            return None
+        return Row(id=info.id, path=info.path, title=info.title, cwd=info.cwd, created=info.created,
+                   modified=info.modified, messages=info.message_count, size=info.size, status=info.status,
+                   first_message=info.first_message, parent_session=info.parent_session_path,
+                   subagent_of=parent, archived=is_archived(info.path))
+
+    def _rebuild(self, files: list[str], subs: dict[str, list[str]], stats: dict[str, os.stat_result]) -> None:
+        rows: dict[str, Row] = {}
+        skipped: list[str] = []
+        for f in files:
+            st = stats.get(f)
+            row = None if st is None else self._row(f, st, None)
+            if row is None:
+                if st is not None:
+                    skipped.append(f)
+                continue
+            rows[row.path] = row
+        order = listing.sort_sessions(_as_info(r) for r in rows.values())
+        parents = [rows[i.path] for i in order]
+        by_id: dict[str, Row] = {}
+        counts: dict[str, int] = {}
+        for p in parents:
+            for s in subs.get(p.path, []):
+                st = stats.get(s)
+                sub = None if st is None else self._row(s, st, p.path)
+                if sub is not None:
+                    p.children.append(sub)
+            # the newest session of an id wins (a copy under another name shares it)
+            for r in (p, *p.children):
+                if isinstance(r.id, str) and r.id and r.id not in by_id:
+                    by_id[r.id] = r
+            counts[p.cwd] = counts.get(p.cwd, 0) + 1
+        self._cache.save()
+        self._parents = parents
+        self._by_id = by_id
+        self._projects = sorted(counts.items())
+        self.skipped = skipped
+
+    # ----- questions -----------------------------------------------------------------------
+
+    def find(self, session_id: str) -> Row | None:
+        """The listed session of this id; None for anything else (the only URL -> file mapping)."""
+        self.refresh()
+        row = self._by_id.get(session_id)
+        if row is None or not os.path.isfile(row.path) or os.path.islink(row.path) or not self._inside(row.path):
+            return None
+        return row
+
+    def rows(self) -> list[Row]:
+        """Every parent session, in omp's order (newest first), subagents in ``children``."""
+        self.refresh()
+        return self._parents
+
+    def page(self, q: Query) -> Page:
+        self.refresh()
+        parents, projects = self._parents, self._projects
+        since, until = _day_ms(q.since, end=False), _day_ms(q.until, end=True)
+        text = q.text.strip().lower()
+        if q.project or text or since is not None or until is not None:
+            parents = [p for p in parents if _matches(p, q.project, text, since, until)]
+        if q.sort not in SORTS:
+            raise QueryError(f"cannot sort by {q.sort!r} (choose one of {', '.join(SORTS)})")
+        if q.sort != "modified" or q.reverse:
+            parents = _sorted(parents, q.sort, q.reverse)
+        per = max(1, q.per_page)
+        pages = max(1, -(-len(parents) // per))
+        number = min(max(1, q.page), pages)
+        return Page(parents[(number - 1) * per: number * per], len(parents), number, pages, projects)
+
+
+def _as_info(row: Row) -> listing.SessionInfo:
+    return listing.SessionInfo(path=row.path, id=row.id, cwd=row.cwd, title=row.title,
+                               parent_session_path=row.parent_session, created=row.created, modified=row.modified,
+                               message_count=row.messages, size=row.size, first_message=row.first_message,
+                               all_messages_text="", status=row.status)
+
+
+def _matches(row: Row, project: str, text: str, since: int | None, until: int | None) -> bool:
+    if project and row.cwd != project:
+        return False
+    if since is not None and row.modified < since:
+        return False
+    if until is not None and row.modified >= until:
+        return False
+    return not text or text in row.haystack() or any(text in c.haystack() for c in row.children)
+
+
+def _sorted(rows: Iterable[Row], sort: str, reverse: bool) -> list[Row]:
+    """``list --sort``'s order: largest / newest first, titles A-Z; missing values last."""
+    def key(r: Row) -> tuple[bool, Any]:
+        value: Any = getattr(r, sort)
+        if value is None:
+            return (True, "" if sort == "title" else 0)
+        return (False, value.lower() if sort == "title" else value)
+
+    out = sorted(rows, key=key, reverse=sort != "title")
+    if reverse:
+        out.reverse()
+    return out
+
+
+def now_ms() -> float:
+    return time.time() * 1000
