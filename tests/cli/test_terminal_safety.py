@@ -35,3 +35,28 @@ def test_list_prints_no_control_characters(evil_session: Path) -> None:
     result = CliRunner(env={"COLUMNS": "200"}).invoke(cli, ["list", "--all", "--root", str(root)])
     assert result.exit_code == 0, result.output
     assert not any(c in result.output for c in "\x1b\x07\r\x08\x9b"), repr(result.output)
+
+
+@pytest.mark.parametrize("command", [["show"], ["tree"], ["context"], ["tail"], ["tail", "--json"], ["list", "--all"],
+                                     ["list", "--all", "--json"], ["export", "--format", "md"], ["show", "--json"]])
+def test_a_lone_surrogate_is_printed_escaped_never_a_traceback(tmp_path: Path, command: list[str]) -> None:
+    import json
+    import os
+    import subprocess
+    import sys
+
+    agent = tmp_path / "agent"
+    bucket = agent / "sessions" / "-w"
+    bucket.mkdir(parents=True)
+    path = bucket / "2026-01-01T00-00-00-000Z_sur.jsonl"
+    path.write_bytes(b'{"type":"session","version":3,"id":"sur","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/w"}\n'
+                     b'{"type":"message","id":"u1","parentId":null,"timestamp":"2026-01-01T00:00:01.000Z",'
+                     b'"message":{"role":"user","content":"bad \\ud800 half","timestamp":1}}\n')
+    args = [*command] if command[0] == "list" else [command[0], str(path), *command[1:]]
+    env = {**os.environ, "PI_CODING_AGENT_DIR": str(agent), "XDG_CACHE_HOME": str(tmp_path / "cache"),
+           "COLUMNS": "120"}
+    done = subprocess.run([sys.executable, "-m", "omp_session", *args], capture_output=True, env=env, timeout=60)
+    assert done.returncode == 0 and b"Traceback" not in done.stderr, done.stderr.decode("utf-8", "replace")
+    out = done.stdout.decode("utf-8")  # valid UTF-8 whatever the session held
+    if "--json" in command:
+        json.loads(out.splitlines()[-1] if command[0] == "tail" else out)

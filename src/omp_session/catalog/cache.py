@@ -6,6 +6,7 @@ and a save that fails says so and changes nothing (the file is replaced whole, b
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 from pathlib import Path
@@ -13,14 +14,37 @@ from typing import Any
 
 import orjson
 
-__all__ = ["load_cache", "replace_quietly"]
+from omp_session.errors import JSONSyntaxError
+from omp_session.js.codec import loads as js_loads
+
+__all__ = ["cache_dumps", "cache_loads", "load_cache", "replace_quietly"]
+
+
+def cache_dumps(value: Any) -> bytes:
+    """JSON bytes of ``value``; a lone surrogate (a session can hold one: omp writes it as an
+    escape) is written as its ``\\udXXX`` escape, which orjson refuses to do."""
+    try:
+        return orjson.dumps(value)
+    except orjson.JSONEncodeError:
+        return json.dumps(value, ensure_ascii=True, separators=(",", ":")).encode("ascii")
+
+
+def cache_loads(data: bytes) -> Any:
+    """What :func:`cache_dumps` wrote, lone surrogates included. Raises ValueError."""
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        try:
+            return js_loads(data)  # escaped lone surrogates: orjson refuses them, JSON.parse does not
+        except JSONSyntaxError as e:
+            raise ValueError(str(e)) from None
 
 
 def load_cache(file: Path, version: int) -> dict[str, Any]:
     """The ``files`` map of a cache written with ``{"version": version, "files": {...}}``."""
     try:
-        data = orjson.loads(file.read_bytes())
-    except (OSError, orjson.JSONDecodeError):
+        data = cache_loads(file.read_bytes())
+    except (OSError, ValueError):
         return {}
     if not isinstance(data, dict) or data.get("version") != version or not isinstance(data.get("files"), dict):
         return {}

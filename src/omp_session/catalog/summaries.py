@@ -42,7 +42,7 @@ from omp_session.model.usage import usage_statistics
 from omp_session.paths import cache_dir
 
 from . import listing as _listing
-from .cache import load_cache, replace_quietly
+from .cache import cache_dumps, cache_loads, load_cache, replace_quietly
 from .listing import SessionInfo
 
 __all__ = ["CACHE_NAME", "ListCache", "SessionStats", "archived_session_info", "cache_dir", "compute_stats",
@@ -412,7 +412,7 @@ class ListCache:
                 if _probe(f, size) != (rec["head"], rec["tail"]):
                     return None
                 appended = os.pread(f.fileno(), st.st_size - size, size)
-            ids_doc = orjson.loads(Path(rec["ids_file"]).read_bytes())
+            ids_doc = cache_loads(Path(rec["ids_file"]).read_bytes())
             if not isinstance(ids_doc, dict) or ids_doc.get("size") != size or ids_doc.get("path") != path:
                 return None
             old = _State(_stats_from_json(rec["stats"]), True, list(rec["leaves"]), list(rec["dangling"]),
@@ -441,7 +441,7 @@ class ListCache:
                                      "incremental": state.incremental, "head": head, "tail": tail}
         if state.incremental:
             ids_file = self._ids_file(path)
-            if self._write_atomic(ids_file, orjson.dumps({"path": path, "size": size, "ids": state.ids})):
+            if self._write_atomic(ids_file, cache_dumps({"path": path, "size": size, "ids": state.ids})):
                 stats_rec.update(leaves=state.leaves, dangling=state.dangling, ids_file=str(ids_file))
             else:
                 stats_rec["incremental"] = False
@@ -464,7 +464,7 @@ class ListCache:
             if p not in files and isinstance(ids_file, str):
                 with contextlib.suppress(OSError):
                     os.unlink(ids_file)
-        ok = self._write_atomic(self.file, orjson.dumps({"version": _VERSION, "files": files}))
+        ok = self._write_atomic(self.file, cache_dumps({"version": _VERSION, "files": files}))
         self._dirty = not ok
         return ok
 

@@ -30,6 +30,13 @@ def main() -> None:
 
     from ._group import cli
 
+    for stream in (sys.stdout, sys.stderr):
+        # a lone surrogate (a session may hold one, escaped) cannot be encoded: print its escape
+        # (in JSON output that is the valid \udXXX escape) rather than die with a traceback
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors="backslashreplace")
+
     if argv in HELP_ARGS:
         # rendered by click exactly as `cli --help` would, then kept for the next time (cli/_fast.py)
         ctx = click.Context(cli, info_name="omp-session", help_option_names=["-h", "--help"])

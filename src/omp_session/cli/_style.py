@@ -17,7 +17,9 @@ __all__ = ["Styler", "clip", "harmless", "page", "terminal_width", "width"]
 
 # C0 and C1 controls but newline and tab, and any ESC that does not start one of our own colour
 # codes: a session's text must not clear the screen, retitle the window or hide a line (CR, BS)
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1a\x1c-\x1f\x7f-\x9f]|\x1b(?!\[[0-9;]*m)")
+# control characters a terminal acts on, and lone surrogates (a session may hold one, escaped):
+# no terminal encoding can write those
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1a\x1c-\x1f\x7f-\x9f\ud800-\udfff]|\x1b(?!\[[0-9;]*m)")
 
 _CODES = {"bold": "1", "dim": "2", "red": "31", "green": "32", "yellow": "33", "magenta": "35", "cyan": "36"}
 
@@ -79,7 +81,8 @@ def clip(text: str, cells: int) -> str:
 
 
 def harmless(text: str) -> str:
-    """``text`` with every control character a terminal would act on shown as U+FFFD instead."""
+    """``text`` with every control character a terminal would act on, and every lone surrogate,
+    shown as U+FFFD instead."""
     return _CONTROL.sub("\ufffd", text)
 
 

@@ -299,7 +299,12 @@ def _dumps(value: Any, indent: bool = False) -> str:
     try:
         return orjson.dumps(value, option=orjson.OPT_INDENT_2 if indent else 0).decode()
     except (orjson.JSONEncodeError, TypeError):  # an integer beyond 64 bits in a damaged usage
-        return json.dumps(value, ensure_ascii=False, indent=1 if indent else None)
+        text = json.dumps(value, ensure_ascii=False, indent=1 if indent else None)
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate (omp wrote it escaped): print it escaped
+            text = json.dumps(value, ensure_ascii=True, indent=1 if indent else None)
+        return text
 
 
 def _sort_key(value: Any, text: bool) -> tuple[bool, Any]:

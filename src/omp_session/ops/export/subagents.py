@@ -77,7 +77,9 @@ def find_subagents(session_path: str | os.PathLike[str], refs: Mapping[str, Iter
     """
     folder = artifacts_dir(session_path)
     on_disk: dict[str, Path] = {}
-    if folder is not None:
+    # omp writes real files there: a symlink (the folder or a transcript) could put any file on
+    # the disk into an export or a served page, so it is not followed
+    if folder is not None and not folder.is_symlink():
         try:
             names = sorted(os.listdir(folder))
         except OSError:
@@ -86,7 +88,7 @@ def find_subagents(session_path: str | os.PathLike[str], refs: Mapping[str, Iter
             # as omp's own HTML export does: every transcript but backups (advisor ones too)
             if name.endswith(".jsonl") and ".bak" not in name and len(name) > len(".jsonl"):
                 path = folder / name
-                if path.is_file():
+                if path.is_file() and not path.is_symlink():
                     on_disk[name[: -len(".jsonl")]] = path
     found: list[SubagentFile] = []
     named = {agent: tuple(sorted(set(ks))) for agent, ks in refs.items()}
