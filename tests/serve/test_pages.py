@@ -61,7 +61,7 @@ def test_paging_filters_and_sorting(served: Served) -> None:
     assert first["pages"] == -(-COUNT // 7)
     assert [r["id"] for r in first["sessions"] + second["sessions"] if r["subagent_of"] is None] == everything[:14]
     beyond = served.get("/api/sessions?per_page=7&page=999").json()
-    assert beyond["page"] == beyond["pages"]
+    assert beyond["page"] == 999 and beyond["sessions"] == [] and beyond["total"] == COUNT
     proj = served.get("/api/sessions?per_page=1000&project=/home/u/proj3").json()
     assert proj["total"] == len([i for i in range(COUNT) if i % 7 == 3])
     assert {r["cwd"] for r in proj["sessions"]} == {"/home/u/proj3"}

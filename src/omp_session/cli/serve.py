@@ -63,7 +63,8 @@ def serve_command(root: str | None, host: str, port: int, open_browser: bool, al
         raise SessionError(f"cannot listen on {host}:{port}: {os.strerror(e.errno) if e.errno else e}") from None
     port = sock.getsockname()[1]
     token = new_token()
-    app = build_app(base, token=token, host=host, port=port, remote=allow_remote)
+    stopping = threading.Event()
+    app = build_app(base, token=token, host=host, port=port, remote=allow_remote, stopping=stopping)
     url = url_for(host, port, token)
     if allow_remote and host.lower() not in _LOCAL:
         click.echo(f"omp-session: warning: listening on {host}: anyone who can reach this machine and has the "
@@ -74,6 +75,8 @@ def serve_command(root: str | None, host: str, port: int, open_browser: bool, al
     if open_browser:
         threading.Thread(target=webbrowser.open, args=(url,), daemon=True).start()
     try:
-        serve_forever(sock, app)
+        serve_forever(sock, app, stopping)
+    except KeyboardInterrupt:
+        pass  # Ctrl-C is how it is stopped: the server has shut down, nothing went wrong
     finally:
         sock.close()

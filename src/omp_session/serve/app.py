@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import socket
 import threading
 from collections.abc import Iterator
@@ -19,7 +20,7 @@ from typing import Any, Final
 
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response, StreamingResponse
+from starlette.responses import RedirectResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from omp_session.errors import IndexBusyError, SessionError, StatsOptionError
@@ -38,6 +39,7 @@ __all__ = ["MAX_PER_PAGE", "PER_PAGE", "Running", "build_app", "serve_forever", 
 PER_PAGE: Final = 100
 MAX_PER_PAGE: Final = 100_000
 SEARCH_LIMIT: Final = 200  # hits on the search page (the JSON API keeps the CLI's 20 unless told)
+_SURROGATE: Final = re.compile("[\ud800-\udfff]")
 _STATIC_TYPES: Final = {".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8"}
 
 
@@ -52,6 +54,26 @@ def _static_files() -> dict[str, tuple[bytes, str]]:
     return out
 
 
+def _html(text: str, status: int = 200) -> Response:
+    return Response(_encode_text(text), status_code=status, media_type="text/html; charset=utf-8")
+
+
+def _json(value: Any, status: int = 200, *, indent: int | None = None) -> Response:
+    text = json.dumps(value, ensure_ascii=False, indent=indent, separators=None if indent else (",", ":"))
+    # a lone surrogate (JavaScript strings may hold one) only ever stands inside a JSON string,
+    # where backslashreplace writes it as the \udXXX escape JSON.parse reads back
+    body = text.encode("utf-8", "backslashreplace") + (b"\n" if indent else b"")
+    return Response(body, status_code=status, media_type="application/json")
+
+
+def _encode_text(text: str) -> bytes:
+    """A page as UTF-8; a lone surrogate from a damaged session becomes U+FFFD, not a 500."""
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return _SURROGATE.sub("\ufffd", text).encode("utf-8")
+
+
 def _wants_json(request: Request) -> bool:
     accept = request.headers.get("accept", "")
     return "application/json" in accept and "text/html" not in accept
@@ -59,8 +81,8 @@ def _wants_json(request: Request) -> bool:
 
 def _error(request: Request, status: int, message: str) -> Response:
     if _wants_json(request) or request.url.path.startswith("/api/"):
-        return JSONResponse({"error": message}, status_code=status)
-    return HTMLResponse(pages.error_page(status, message), status_code=status)
+        return _json({"error": message}, status)
+    return _html(pages.error_page(status, message), status)
 
 
 def _int(value: str | None, default: int, *, name: str) -> int:
@@ -80,6 +102,7 @@ class _State:
     static: dict[str, tuple[bytes, str]]
     search_lock: threading.Lock
     stats_lock: threading.Lock
+    stopping: threading.Event  # set when the server shuts down: the event streams end
 
 
 def _query(request: Request, per_page: int) -> Query:
@@ -92,11 +115,13 @@ def _query(request: Request, per_page: int) -> Query:
 
 
 def build_app(root: str | os.PathLike[str], *, token: str, host: str = "127.0.0.1", port: int,
-              remote: bool = False, interval: float = 0.25, cache: bool = True) -> ASGIApp:
-    """The guarded application serving the sessions under ``root`` (nothing is read yet)."""
+              remote: bool = False, interval: float = 0.25, cache: bool = True,
+              stopping: threading.Event | None = None) -> ASGIApp:
+    """The guarded application serving the sessions under ``root`` (nothing is read yet).
+    ``stopping``, once set, ends the open event streams (:func:`serve_forever` sets it)."""
     root = os.path.abspath(root)  # search and stats name files by absolute path: the listing too
     state = _State(Catalog(root, cache=cache), root, interval, _static_files(), threading.Lock(),
-                   threading.Lock())
+                   threading.Lock(), stopping if stopping is not None else threading.Event())
 
     def sessions_json(request: Request) -> Response:
         try:
@@ -106,8 +131,8 @@ def build_app(root: str | os.PathLike[str], *, token: str, host: str = "127.0.0.
             return _error(request, 400, str(e))
         now = now_ms()
         rows = [row_json(x, now) for r in page.rows for x in (r, *r.children)]
-        return JSONResponse({"total": page.total, "page": page.page, "pages": page.pages,
-                             "per_page": q.per_page, "sessions": rows})
+        return _json({"total": page.total, "page": page.page, "pages": page.pages,
+                      "per_page": q.per_page, "sessions": rows})
 
     def index(request: Request) -> Response:
         if _wants_json(request):
@@ -117,17 +142,20 @@ def build_app(root: str | os.PathLike[str], *, token: str, host: str = "127.0.0.
             page = state.catalog.page(q)
         except QueryError as e:
             return _error(request, 400, str(e))
-        return HTMLResponse(pages.list_page(page, q, now_ms()))
+        return _html(pages.list_page(page, q, now_ms()))
 
     def session(request: Request) -> Response:
         row = state.catalog.find(request.path_params["sid"])
         if row is None:
             return _error(request, 404, "no such session")
         try:
-            page = session_page(row.path, row.id, archived=row.archived)
-        except (SessionError, OSError) as e:
+            page = session_page(state.catalog, row)
+        except SessionError as e:
             # gone or unreadable since it was listed: the file's own words, never a traceback
             return _error(request, 404 if not os.path.exists(row.path) else 500, str(e))
+        except OSError:
+            # gone, or no longer the regular file under the root that was listed (a symlink now)
+            return _error(request, 404, "no such session")
         return Response(page.body, media_type="text/html; charset=utf-8",
                         headers={"content-security-policy": page.csp})
 
@@ -135,7 +163,8 @@ def build_app(root: str | os.PathLike[str], *, token: str, host: str = "127.0.0.
         row = state.catalog.find(request.path_params["sid"])
         if row is None:
             return _error(request, 404, "no such session")
-        stream = session_events(row.path, interval=state.interval, follow=not row.archived)
+        stream = session_events(row.path, interval=state.interval, follow=not row.archived,
+                                allowed=state.catalog.is_listed_file, stopping=state.stopping)
         return StreamingResponse(stream, media_type="text/event-stream",
                                  headers={"x-accel-buffering": "no"})
 
@@ -159,15 +188,15 @@ def build_app(root: str | os.PathLike[str], *, token: str, host: str = "127.0.0.
         if _wants_json(request):
             return search_api(request)
         q, hits, error, status = _search(request, SEARCH_LIMIT)
-        return HTMLResponse(pages.search_page(q, hits, error), status_code=status)
+        return _html(pages.search_page(q, hits, error), status)
 
     def search_api(request: Request) -> Response:
         _q, hits, error, status = _search(request, 20)
         if error is not None:
-            return JSONResponse({"error": error}, status_code=status)
+            return _json({"error": error}, status)
         if hits is None:
             return _error(request, 400, "give the words to search for as ?q=")
-        return JSONResponse([h.to_json() for h in hits])
+        return _json([h.to_json() for h in hits])
 
     def _report(request: Request) -> Any:
         p = request.query_params
@@ -184,7 +213,7 @@ def build_app(root: str | os.PathLike[str], *, token: str, host: str = "127.0.0.
             return _error(request, 400, str(e))
         p = request.query_params
         head = pages.costs_head(report, report.by, p.get("since", ""), p.get("until", ""))
-        return HTMLResponse(pages.costs_page(render_stats_html(report), head))
+        return _html(pages.costs_page(render_stats_html(report), head))
 
     def costs_api(request: Request) -> Response:
         try:
@@ -192,8 +221,7 @@ def build_app(root: str | os.PathLike[str], *, token: str, host: str = "127.0.0.
         except (StatsOptionError, SessionError) as e:
             return _error(request, 400, str(e))
         # what `stats --json` prints (the same serialisation: json.dumps of the report's dict)
-        body = json.dumps(report.to_dict(models=True), ensure_ascii=False, indent=2) + "\n"
-        return Response(body, media_type="application/json")
+        return _json(report.to_dict(models=True), indent=2)
 
     def static(request: Request) -> Response:
         found = state.static.get(request.path_params["name"])
@@ -247,17 +275,25 @@ def url_for(host: str, port: int, token: str) -> str:
     return f"http://{shown}:{port}/?token={token}"
 
 
-def _server(app: ASGIApp) -> Any:
+def _server(app: ASGIApp, stopping: threading.Event) -> Any:
     import uvicorn
+
+    class Server(uvicorn.Server):
+        async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+            # an event stream never ends by itself: told to, each ends at its next poll, well
+            # within the grace period, instead of being cancelled with a traceback
+            stopping.set()
+            await super().shutdown(sockets)
 
     config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off",
                             timeout_graceful_shutdown=1, ws="none")
-    return uvicorn.Server(config)
+    return Server(config)
 
 
-def serve_forever(sock: socket.socket, app: ASGIApp) -> None:
-    """Serve on ``sock`` until interrupted (Ctrl-C)."""
-    _server(app).run(sockets=[sock])
+def serve_forever(sock: socket.socket, app: ASGIApp, stopping: threading.Event) -> None:
+    """Serve on ``sock`` until interrupted (Ctrl-C: KeyboardInterrupt once it has stopped);
+    ``stopping`` is the event given to :func:`build_app`."""
+    _server(app, stopping).run(sockets=[sock])
 
 
 @dataclass
@@ -281,7 +317,9 @@ def start(root: str | os.PathLike[str], *, host: str = "127.0.0.1", port: int = 
     token = token or new_token()
     sock = bind(host, port)
     port = sock.getsockname()[1]
-    server = _server(build_app(root, token=token, host=host, port=port, interval=interval))
+    stopping = threading.Event()
+    server = _server(build_app(root, token=token, host=host, port=port, interval=interval, stopping=stopping),
+                     stopping)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     running = Running(url_for(host, port, token), f"http://{host}:{port}", token, port, server, thread)

@@ -11,6 +11,7 @@ connection. Nothing the file does ends the stream; only the client leaving does.
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any, Final
@@ -82,25 +83,74 @@ def _start(follower: Follower) -> list[bytes]:
                            "title": follower.title})]
 
 
-def _poll(follower: Follower) -> list[bytes]:
-    return [_sse(e.kind, event_payload(e)) for e in follower.poll()]
+_NOT_LISTED: Final = "no longer a session file of the sessions root (a symlink or not a regular file)"
+
+
+class _Guarded:
+    """The follower, asked only while its path is still a file the listing would serve: the
+    follower opens the path on every poll, so a session swapped for a symlink would otherwise be
+    read wherever the link points, and its title and ids told to the page. Whatever was read
+    while the path was not allowed is thrown away with the follower that read it."""
+
+    def __init__(self, path: str, allowed: Callable[[str], bool]) -> None:
+        self.path = path
+        self.allowed = allowed
+        self.follower = Follower(path)
+        self.refused = False
+
+    def _refuse(self) -> list[bytes]:
+        self.follower = Follower(self.path)
+        if self.refused:
+            return []
+        self.refused = True
+        return [_sse("unreadable", {"reason": _NOT_LISTED})]
+
+    def start(self) -> list[bytes]:
+        if not self.allowed(self.path):
+            return self._refuse()
+        said = _start(self.follower)
+        return said if self.allowed(self.path) else self._refuse()
+
+    def poll(self) -> list[bytes]:
+        if not self.allowed(self.path):
+            return self._refuse()
+        if self.refused:  # a file again: read afresh, and the page reloads
+            said = _start(self.follower)
+            if not self.allowed(self.path):
+                return self._refuse()
+            if not said[0].startswith(b"event: ready"):
+                return []  # still not readable: said already
+            self.refused = False
+            f = self.follower
+            return [_sse("replaced", {"old_leaf": None, "new_leaf": plain(f.leaf_id),
+                                      "branch_length": len(f.branch)})]
+        events = self.follower.poll()
+        if not self.allowed(self.path):  # it changed while it was read
+            return self._refuse()
+        return [_sse(e.kind, event_payload(e)) for e in events]
 
 
 async def session_events(path: str, *, interval: float, follow: bool = True,
-                         clock: Callable[[], float] = time.monotonic) -> AsyncIterator[bytes]:
+                         clock: Callable[[], float] = time.monotonic,
+                         allowed: Callable[[str], bool] = lambda _path: True,
+                         stopping: threading.Event | None = None) -> AsyncIterator[bytes]:
     """The event stream of the session file at ``path``. ``follow=False`` (an archive, which no
-    one writes) says ``ready`` and then only keeps the connection."""
+    one writes) says ``ready`` and then only keeps the connection. ``allowed(path)`` says whether
+    the path may still be read (checked before and after each poll); the stream ends when
+    ``stopping`` is set."""
     yield b"retry: 1000\n\n"  # reconnect quickly after a restart of the server
-    follower = Follower(path)
+    guarded = _Guarded(path, allowed)
     if follow:
-        for chunk in await anyio.to_thread.run_sync(_start, follower):
+        for chunk in await anyio.to_thread.run_sync(guarded.start):
             yield chunk
     else:
         yield _sse("ready", {"leaf": None, "entries": None, "title": None})
     quiet_since = clock()
-    while True:
+    while stopping is None or not stopping.is_set():
         await anyio.sleep(interval)
-        chunks = await anyio.to_thread.run_sync(_poll, follower) if follow else []
+        if stopping is not None and stopping.is_set():
+            return
+        chunks = await anyio.to_thread.run_sync(guarded.poll) if follow else []
         for chunk in chunks:
             yield chunk
         if chunks:

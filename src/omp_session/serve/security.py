@@ -9,8 +9,9 @@ Every request passes :class:`Guard`, an ASGI wrapper around the app, in this ord
 2. The token, as Jupyter does: ``?token=`` on the first request (answered with a cookie, and a
    page request is sent on to the same URL without the token so it does not stay in the address
    bar), then the cookie; ``Authorization: Bearer`` for scripts. Without it: 403.
-3. ``Origin``: a request another site's page makes is refused, and so is anything but GET/HEAD
-   without the server's own origin (nothing here writes, but nothing should even be asked to).
+3. ``Origin``: a request another site's page makes is refused (one of a page of another port of
+   this machine too, but a navigation), and so is anything but GET/HEAD without the server's own
+   origin (nothing here writes, but nothing should even be asked to).
 
 Every answer, a refusal too, gets the security headers: a Content-Security-Policy that allows
 nothing but this server (pages may set a stricter or hash-bearing one of their own), no sniffing,
@@ -24,9 +25,8 @@ import ipaddress
 import secrets
 import socket
 from collections.abc import Awaitable, Callable, MutableMapping
-from http.cookies import SimpleCookie
 from typing import Any, Final
-from urllib.parse import parse_qsl, urlencode
+from urllib.parse import parse_qsl, quote, unquote_plus
 
 __all__ = ["DEFAULT_CSP", "Guard", "cookie_name", "new_token"]
 
@@ -50,6 +50,9 @@ _HEADERS: Final = [
     (b"cross-origin-resource-policy", b"same-origin"),
 ]
 _LOCAL_NAMES: Final = ("127.0.0.1", "localhost", "[::1]")
+# what may stay as it is in a Location built from the request line (all printable ASCII but the
+# space, quotes, angle brackets and the backslash, which browsers read as "/")
+_URL_SAFE: Final = "!#$%&'()*+,/:;=?@[]^_`{|}~-."
 
 
 def new_token() -> str:
@@ -112,16 +115,15 @@ class Guard:
         auth = headers.get(b"authorization", b"").decode("latin-1")
         if auth.lower().startswith("bearer "):
             return auth[7:].strip(), False
-        jar = SimpleCookie()
-        try:
-            jar.load(headers.get(b"cookie", b"").decode("latin-1"))
-        except Exception:  # a malformed Cookie header from another app on localhost: no token
-            return None, False
-        morsel = jar.get(self.cookie)
-        return (morsel.value if morsel is not None else None), False
+        return _cookie(headers.get(b"cookie", b""), self.cookie, self.token), False
 
     def _origin_ok(self, method: str, headers: dict[bytes, bytes]) -> bool:
-        if headers.get(b"sec-fetch-site", b"") == b"cross-site":
+        site = headers.get(b"sec-fetch-site", b"")
+        if site == b"cross-site":
+            return False
+        # another server on localhost is the same site (ports do not count), so the SameSite
+        # cookie goes with its page's <script>/<img>/fetch requests: only a navigation may come
+        if site == b"same-site" and headers.get(b"sec-fetch-mode", b"") != b"navigate":
             return False
         origin = headers.get(b"origin")
         own = b"http://" + headers.get(b"host", b"").lower()
@@ -156,10 +158,8 @@ class Guard:
             cookie = (f"{self.cookie}={self.token}; Path=/; HttpOnly; SameSite=Strict").encode()
             if scope.get("method") == "GET" and b"text/html" in headers.get(b"accept", b""):
                 # the token leaves the address bar (and history) at once; the cookie carries it now
-                rest = [(k, v) for k, v in parse_qsl(scope.get("query_string", b"").decode("latin-1"),
-                                                     keep_blank_values=True) if k != "token"]
-                location = scope.get("path", "/") + (f"?{urlencode(rest)}" if rest else "")
-                await _refuse(send, 303, "", [(b"location", location.encode("utf-8")), (b"set-cookie", cookie)])
+                location = _without_token(scope)
+                await _refuse(send, 303, "", [(b"location", location.encode("ascii")), (b"set-cookie", cookie)])
                 return
 
         async def guarded(message: Message) -> None:
@@ -168,6 +168,40 @@ class Guard:
             await send(message)
 
         await self.app(scope, receive, guarded)
+
+
+def _cookie(header: bytes, name: str, token: str) -> str | None:
+    """The value of cookie ``name``: the one equal to ``token`` when several are sent (a stale one
+    of an earlier server on this port), else the first. Parsed leniently, as browsers send it:
+    http.cookies gives up at the first cookie it cannot parse, and other apps on localhost set
+    all sorts of them."""
+    found: str | None = None
+    for part in header.decode("latin-1").split(";"):
+        key, sep, value = part.partition("=")
+        if not sep or key.strip() != name:
+            continue
+        value = value.strip()
+        if len(value) >= 2 and value[0] == value[-1] == '"':
+            value = value[1:-1]
+        if hmac.compare_digest(value.encode("latin-1"), token.encode("latin-1", "replace")):
+            return value
+        found = found if found is not None else value
+    return found
+
+
+def _without_token(scope: Scope) -> str:
+    """The URL of the request as it was sent (the path still percent-encoded: decoded, ``%2F``
+    would be a new path segment and ``%0d%0a`` a line break in a header), without ``token=``."""
+    raw = scope.get("raw_path") or quote(scope.get("path", "/"), safe="/").encode("ascii")
+    path = quote(raw.decode("latin-1"), safe=_URL_SAFE.replace("?", "").replace("#", ""), encoding="latin-1")
+    if not path.startswith("/"):
+        path = "/" + path
+    if path.startswith("//"):  # "//host" is another server's address, not a path
+        path = "/%2F" + path[2:]
+    rest = [item for item in scope.get("query_string", b"").decode("latin-1").split("&")
+            if item and unquote_plus(item.partition("=")[0]) != "token"]
+    query = quote("&".join(rest), safe=_URL_SAFE, encoding="latin-1")
+    return path + ("?" + query if query else "")
 
 
 def _with_security_headers(headers: list[tuple[bytes, bytes]], cookie: bytes | None) -> list[tuple[bytes, bytes]]:

@@ -12,13 +12,16 @@ listed at all.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import stat
 import threading
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Final
+from urllib.parse import quote
 
 from omp_session.catalog import listing
 from omp_session.catalog.summaries import ListCache, is_archived
@@ -65,7 +68,7 @@ def row_json(row: Row, now_ms: float) -> dict[str, Any]:
     if row.archived:
         out["archived"] = True
     out["active"] = now_ms - row.modified < ACTIVE_MS
-    out["url"] = f"/s/{row.id}"
+    out["url"] = "/s/" + quote(row.id, safe="")  # an id is the file's word: "#", "?" or "/" in it too
     return out
 
 
@@ -103,8 +106,13 @@ def _day_ms(text: str, *, end: bool) -> int | None:
         day = datetime.strptime(text, "%Y-%m-%d")
     except ValueError:
         raise QueryError(f"{text!r} is not a date (YYYY-MM-DD)") from None
-    ms = int(day.timestamp() * 1000)  # local midnight, as the date inputs of the page mean it
-    return ms + 86_400_000 if end else ms
+    try:
+        # the next local midnight, not +24 h: a day when the clocks change is 23 or 25 hours long
+        if end:
+            day += timedelta(days=1)
+        return int(day.timestamp() * 1000)  # local midnight, as the date inputs of the page mean it
+    except (OverflowError, ValueError, OSError):  # year 1 or 9999: beyond every file's time
+        return -(1 << 62) if (day.year < 1970) else 1 << 62
 
 
 def _visible_files(directory: str, folders: set[str]) -> list[str]:
@@ -221,7 +229,10 @@ class Catalog:
                 if isinstance(r.id, str) and r.id and r.id not in by_id:
                     by_id[r.id] = r
             counts[p.cwd] = counts.get(p.cwd, 0) + 1
-        self._cache.save()
+        # a text the cache's JSON cannot hold (a lone surrogate of a damaged file): the listing is
+        # still right, only not kept for the next start
+        with contextlib.suppress(TypeError, ValueError):
+            self._cache.save()
         self._parents = parents
         self._by_id = by_id
         self._projects = sorted(counts.items())
@@ -236,6 +247,38 @@ class Catalog:
         if row is None or not os.path.isfile(row.path) or os.path.islink(row.path) or not self._inside(row.path):
             return None
         return row
+
+    def open_listed(self, row: Row) -> int:
+        """A descriptor of the listed file ``row.path``, opened now without following a symlink at
+        any step below the root: what the file became since it was listed (a link out of the
+        root, the bucket swapped for one) is refused with OSError, not read."""
+        rel = os.path.relpath(row.path, self.root)
+        parts = rel.split(os.sep)
+        if rel.startswith(os.pardir) or os.path.isabs(rel) or not parts:
+            raise OSError(f"{row.path}: not under the sessions root")
+        fd = os.open(self._real_root, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            for part in parts[:-1]:
+                inner = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+                os.close(fd)
+                fd = inner
+            # O_NONBLOCK: a FIFO put in its place must not hang the request
+            found = os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=fd)
+        finally:
+            os.close(fd)
+        if not stat.S_ISREG(os.fstat(found).st_mode):
+            os.close(found)
+            raise OSError(f"{row.path}: not a regular file any more")
+        return found
+
+    def is_listed_file(self, path: str) -> bool:
+        """Whether ``path`` is still what may be served: a regular file, not a symlink, inside the
+        root (checked again while an event stream follows it)."""
+        try:
+            st = os.lstat(path)
+        except OSError:
+            return True  # gone: the follower says so itself
+        return stat.S_ISREG(st.st_mode) and self._inside(path)
 
     def rows(self) -> list[Row]:
         """Every parent session, in omp's order (newest first), subagents in ``children``."""
@@ -253,10 +296,13 @@ class Catalog:
             raise QueryError(f"cannot sort by {q.sort!r} (choose one of {', '.join(SORTS)})")
         if q.sort != "modified" or q.reverse:
             parents = _sorted(parents, q.sort, q.reverse)
+        if q.page < 1:
+            raise QueryError(f"page={q.page} (pages count from 1)")
         per = max(1, q.per_page)
         pages = max(1, -(-len(parents) // per))
-        number = min(max(1, q.page), pages)
-        return Page(parents[(number - 1) * per: number * per], len(parents), number, pages, projects)
+        # past the end is an empty page, not the last one again: a client paging until it gets
+        # nothing must stop, and see no row twice
+        return Page(parents[(q.page - 1) * per: q.page * per], len(parents), q.page, pages, projects)
 
 
 def _as_info(row: Row) -> listing.SessionInfo:

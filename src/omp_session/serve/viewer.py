@@ -19,12 +19,15 @@ from dataclasses import dataclass
 from typing import Any, Final
 from urllib.parse import quote
 
-from omp_session.model.session import Session, open_session
-from omp_session.ops.export.html import embed_json, render_html_bytes
-from omp_session.paths import project_dir_name
+from omp_session.format.blobs import BlobStore
+from omp_session.format.reader import scan_file
+from omp_session.model.session import Session, open_session, scan_archived
+from omp_session.ops.export.html import MAX_SUBAGENT_DEPTH, embed_json, render_html_bytes
+from omp_session.paths import blobs_dir, project_dir_name
 
 from .events import plain
 from .security import DEFAULT_CSP
+from .sessions import Catalog, Row
 
 __all__ = ["SERVE_DATA_ID", "SessionPage", "resume_line", "session_page"]
 
@@ -98,12 +101,52 @@ def _insert(page: bytes, data: dict[str, Any]) -> bytes:
     return b"".join(parts)
 
 
-def session_page(path: str, session_id: str, *, archived: bool) -> SessionPage:
-    """The page of the session stored at ``path`` (a listed file; raises SessionError/OSError
-    when it cannot be read any more)."""
+def _read_listed(catalog: Catalog, row: Row) -> Session:
+    """The listed file read through the descriptor :meth:`Catalog.open_listed` checked, never
+    through its path again: what the path points to a moment later is not what is read."""
+    fd = catalog.open_listed(row)
+    try:
+        via = f"/dev/fd/{fd}"  # opening it opens this very file (Linux, macOS, the BSDs)
+        if not os.path.exists(via):
+            return open_session(row.path)  # no /dev/fd: the path, checked a moment ago
+        journal = scan_archived(via) if row.archived else scan_file(via)
+    finally:
+        os.close(fd)
+    return Session(journal, row.path, BlobStore(blobs_dir()))
+
+
+def _links_below(folder: str, depth: int) -> str | None:
+    """The first symlink in a session's artifacts folder (the folder itself included), searched
+    as deep as the viewer embeds subagents; None when there is none."""
+    try:
+        if os.path.islink(folder):
+            return folder
+        with os.scandir(folder) as it:
+            entries = list(it)
+    except OSError:
+        return None  # no folder: nothing to embed
+    for e in entries:
+        if e.is_symlink():
+            return e.path
+        if depth > 0 and e.is_dir(follow_symlinks=False):
+            found = _links_below(e.path, depth - 1)
+            if found is not None:
+                return found
+    return None
+
+
+def session_page(catalog: Catalog, row: Row) -> SessionPage:
+    """The page of the listed session ``row`` (raises SessionError/OSError when it cannot be
+    read any more, or is no longer the regular file under the root that was listed)."""
     problems: list[str] = []
-    with open_session(path) as s:
-        page = render_html_bytes(s, on_problem=problems.append)
+    path, session_id, archived = row.path, row.id, row.archived
+    # the viewer embeds every transcript of the artifacts folder, following links: a link there
+    # could bring any file of the disk into the page, so such a folder's subagents are left out
+    link = _links_below(path[: -len(".jsonl")], MAX_SUBAGENT_DEPTH) if path.endswith(".jsonl") else None
+    if link is not None:
+        problems.append(f"{link}: a symlink among the subagent transcripts: subagents not shown")
+    with _read_listed(catalog, row) as s:
+        page = render_html_bytes(s, subagents=link is None, on_problem=problems.append)
         resume = resume_line(s, path)
         # what the event stream's "ready" is compared with, to see a change made while the page loaded
         data = {"id": session_id, "resume": resume, "events": None if archived else f"/events/{quote(session_id, safe='')}",
