@@ -80,12 +80,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
                "Print the command that resumes SESSION in omp, in the session's working directory."),
     "sync": (".sync:sync",
              "Copy sessions from one store to another, byte for byte, moving only what changed."),
-    "completion": (".completion:completion",
-                   "Print the shell completion script for SHELL: commands, options and session ids."),
-    "resume": (".resume:resume",
-               "Print the command that resumes SESSION in omp, in the session's working directory."),
-    "sync": (".sync:sync",
-             "Copy sessions from one store to another, byte for byte, moving only what changed."),
+    "import": (".importing:import_command",
+               "Import Claude Code or Codex sessions into omp, exactly as omp's own importer does."),
 }
 
 

@@ -183,10 +183,12 @@ def _fill_stats(rows: list[dict[str, Any]], cache: ListCache) -> None:
               "($XDG_CACHE_HOME/omp-session/list-stats.json).")
 @json_option("One JSON array.")
 @click.option("--jsonl", "as_jsonl", is_flag=True, help="One JSON object per line.")
+@click.option("--foreign", is_flag=True, help="Also the Claude Code and Codex sessions not imported yet (omp-session "
+              "import), after omp's.")
 @store_option
 def list_command(all_projects: bool, cwd: str | None, cwd_alias: str | None, root: str | None, since: int | None, until: int | None,
                  pattern: str | None, limit: int | None, sort: str, reverse: bool, no_subagents: bool,
-                 with_stats: bool, no_cache: bool, as_json: bool, as_jsonl: bool) -> None:
+                 with_stats: bool, no_cache: bool, as_json: bool, as_jsonl: bool, foreign: bool) -> None:
     """List sessions, newest first: when, title, cwd, messages, size, status.
 
     Reads only the head (4 KB) and tail (32 KB) of each file, as omp's own listing does, and
@@ -200,7 +202,9 @@ def list_command(all_projects: bool, cwd: str | None, cwd_alias: str | None, roo
       omp-session list --all --since 7d --grep 'fix*'
       omp-session list --all --jsonl | jq -r .path
       omp-session list --all --sort cost        # --stats: cost, tokens, models
+      omp-session list --foreign                # and the Claude Code / Codex sessions to import
     """
+
     cwd = cwd or cwd_alias
     if sort in ("entries", "cost"):  # only --stats knows them
         with_stats = True
@@ -224,8 +228,10 @@ def list_command(all_projects: bool, cwd: str | None, cwd_alias: str | None, roo
     else:
         bucket = base / project_dir_name(cwd or os.getcwd())
         files = _session_files(os.fspath(bucket), folders) if bucket.is_dir() else []
+    if foreign and stored is not None:
+        raise click.UsageError("--foreign lists the Claude Code / Codex folders on this machine: not with --store")
     memo: tuple[OutputCache, dict[str, list[int]]] | None = None
-    if (as_json or as_jsonl) and not with_stats and not no_cache and since is None and until is None \
+    if (as_json or as_jsonl) and not with_stats and not foreign and not no_cache and since is None and until is None \
             and (no_subagents or not folders) and listed is None:
         # the output only depends on the options and on the files' state: print it as it was
         keys = _file_keys(files)
@@ -275,6 +281,8 @@ def list_command(all_projects: bool, cwd: str | None, cwd_alias: str | None, roo
         rows = [x for p in parents for x in (p, *children.get(p["path"], []))]
     if limit is not None:
         rows = rows[:limit]
+    if foreign:
+        rows.extend(_foreign_rows(None if all_projects else (cwd or os.getcwd()), since, until, pattern))
     if as_json or as_jsonl:
         text = _dumps(rows, indent=True) + "\n" if as_json else "".join(_dumps(r) + "\n" for r in rows)
         click.echo(text, nl=False)
@@ -290,6 +298,39 @@ def list_command(all_projects: bool, cwd: str | None, cwd_alias: str | None, roo
     if sys.stdout.isatty():
         lines.append(Styler()(f"{len(rows)} session(s)", "dim"))
     sys.stdout.write(harmless("\n".join(lines) + "\n"))
+
+
+def _foreign_rows(project: str | None, since: int | None, until: int | None,
+                  pattern: str | None) -> list[dict[str, Any]]:
+    """The not yet imported Claude Code / Codex sessions as list rows (omp's fields, plus
+    ``agent`` and ``import_status``: new, or changed since it was imported)."""
+    from omp_session.foreign.batch import list_foreign, select_sessions
+
+    found = list_foreign(("claude", "codex"))
+    chosen, _ = select_sessions([f for f, _ in found], project=project)
+    keep = {f.path for f in chosen}
+    rows: list[dict[str, Any]] = []
+    for info, status in found:
+        modified = info.modified_ms if info.modified_ms == info.modified_ms else None  # NaN: no date
+        if info.path not in keep or (since is not None and (modified is None or modified < since)) \
+                or (until is not None and (modified is None or modified >= until)):
+            continue
+        if pattern is not None:
+            haystack = f"{info.title or ''}\n{info.first_message or ''}".lower()
+            if not fnmatch.fnmatch(haystack, f"*{pattern.lower()}*"):
+                continue
+        try:
+            size: int | None = os.stat(info.path).st_size
+        except OSError:
+            size = None
+        created = info.created_ms if info.created_ms == info.created_ms else None
+        rows.append({"path": info.path, "id": info.id, "title": info.title, "cwd": info.cwd,
+                     "created": None if created is None else _iso(int(created)),
+                     "modified": None if modified is None else _iso(int(modified)),
+                     "messages": info.message_count, "size": size, "status": f"{info.source}:{status}",
+                     "first_message": info.first_message or "", "parent_session": None, "subagent_of": None,
+                     "agent": info.source, "import_status": status})
+    return rows
 
 
 def _dumps(value: Any, indent: bool = False) -> str:

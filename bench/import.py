@@ -1,0 +1,103 @@
+"""Benchmark: importing Claude Code sessions, ``omp-session import claude --all`` against omp's own importer.
+
+    python bench/import.py [--sessions 1000] [--runs 3] [--seed 3] [--small] [--json]
+
+Data: ``tests/reference/gen_foreign.py --claude N --codex 0`` (every record kind, images, damaged
+lines; about one session in twenty has a 500-600 KB tool output unless ``--small``) in a stand-in
+home, generated once per run of this script (untimed).
+
+Timed, each run into a fresh agent dir (and, for us, a fresh ledger), as whole processes:
+
+* ``omp``: ``omp-reference import claude --no-views``: omp 18.2.3's ``ClaudeSessionStore.list()``
+  then ``persistForeignSession`` of every session, one bun process (plus its start-up);
+* ``ours``: ``omp-session import claude --all`` (listing, conversion, ledger, report).
+
+Printed: median wall time of each, ours/omp, and each one's peak RSS (``ru_maxrss`` of the child).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+REFERENCE = ROOT / "tests" / "reference"
+
+
+def _timed(cmd: list[str], env: dict[str, str], cwd: Path) -> tuple[float, int, int]:
+    """(seconds, peak RSS in MB of this child, exit status)."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _pid, status, usage = os.wait4(proc.pid, 0)
+    elapsed = time.perf_counter() - start
+    if proc.stderr is not None:
+        err = proc.stderr.read().decode(errors="replace")
+        proc.stderr.close()
+        if status and err:
+            print(err[-2000:], file=sys.stderr)
+    return elapsed, usage.ru_maxrss // 1024, os.waitstatus_to_exitcode(status)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sessions", type=int, default=1000)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--seed", type=int, default=3)
+    parser.add_argument("--small", action="store_true", help="no 500 KB+ tool outputs")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    base = Path(tempfile.mkdtemp(prefix="ompimportbench"))
+    try:
+        home, here = base / "home", base / "here"
+        here.mkdir(parents=True)
+        gen = [sys.executable, str(REFERENCE / "gen_foreign.py"), "--seed", str(args.seed), "--claude",
+               str(args.sessions), "--codex", "0", "--out", str(home)] + (["--small"] if args.small else [])
+        subprocess.run(gen, check=True)
+        size = sum(p.stat().st_size for p in (home / ".claude").rglob("*.jsonl"))
+        print(f"{args.sessions} Claude Code sessions, {size / 2**20:.1f} MiB", file=sys.stderr)
+        env = {k: v for k, v in os.environ.items() if k not in ("CLAUDE_CONFIG_DIR", "PI_CODING_AGENT_SESSION_DIR",
+                                                                 "PYTHONDONTWRITEBYTECODE")}
+        env["HOME"] = str(home)
+        results: dict[str, list[tuple[float, int]]] = {"omp": [], "ours": []}
+        for run in range(args.runs):
+            for who in ("omp", "ours"):
+                agent = base / f"agent-{who}-{run}"
+                run_env = {**env, "PI_CODING_AGENT_DIR": str(agent), "XDG_CACHE_HOME": str(base / f"cache-{run}")}
+                if who == "omp":
+                    cmd = [str(REFERENCE / "omp-reference"), "import", "claude", "--home", str(home), "--agent-dir",
+                           str(agent), "--cwd", str(here), "--no-views"]
+                else:
+                    cmd = [str(ROOT / ".venv" / "bin" / "omp-session"), "import", "claude", "--all"]
+                seconds, rss, code = _timed(cmd, run_env, here)
+                if code not in ((0,) if who == "omp" else (0, 1)):  # ours: 1 when some sources fail
+                    raise SystemExit(f"{who} exited with {code}")
+                made = sum(1 for _ in (agent / "sessions").rglob("*.jsonl"))
+                print(f"run {run + 1}/{args.runs} {who}: {seconds:.2f} s, peak RSS {rss} MB, {made} sessions written",
+                      file=sys.stderr)
+                results[who].append((seconds, rss))
+        omp_t = statistics.median(s for s, _ in results["omp"])
+        ours_t = statistics.median(s for s, _ in results["ours"])
+        report = {"sessions": args.sessions, "bytes": size, "omp_s": omp_t, "ours_s": ours_t, "ratio": ours_t / omp_t,
+                  "omp_peak_rss_mb": max(r for _, r in results["omp"]),
+                  "ours_peak_rss_mb": max(r for _, r in results["ours"])}
+        if args.json:
+            print(json.dumps(report, indent=2))
+        else:
+            print(f"| contender | median s | peak RSS MB |\n| --- | --- | --- |\n"
+                  f"| omp 18.2.3 importer | {omp_t:.2f} | {report['omp_peak_rss_mb']} |\n"
+                  f"| omp-session import | {ours_t:.2f} | {report['ours_peak_rss_mb']} |\n"
+                  f"ours/omp = {report['ratio']:.2f}x on {args.sessions} sessions ({size / 2**20:.1f} MiB)")
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

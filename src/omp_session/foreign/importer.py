@@ -1,0 +1,123 @@
+"""Persist a converted foreign session as a new omp session, as omp's ``persistForeignSession`` does.
+
+omp loads the transcript into an in-memory manager, names it (``title_change``), appends a
+``foreign_session_import`` custom entry (source, id, path and cwd of the original), moves it to the
+current directory when its project directory no longer exists, and writes a copy under a fresh
+session id into the project folder of its cwd. We build the same file: the title slot, a header
+(``version`` 3, new id and time, cwd, title and its source), then every entry, each line through
+omp's persistence transform (images into the blob store, huge strings truncated) and
+``JSON.stringify``; the file appears whole (a temporary file, then a link) and never replaces one.
+
+Random in omp as here: the session id and its time (header, file name, title slot), and the ids
+and times of the ``title_change`` and ``custom`` entries. Everything else is derived from the
+source.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from omp_session.errors import SessionError
+from omp_session.format.blobs import BlobStore
+from omp_session.format.title import build_title_slot
+from omp_session.js import codec
+from omp_session.js.date import new_date_ms, now_iso
+from omp_session.model.omp_version import has_s20
+from omp_session.model.omp_version import resolve as resolve_omp
+from omp_session.paths import blobs_dir, default_session_dir, session_dir_override
+from omp_session.store.atomic import write_new_file
+from omp_session.write.entries import clean_title, file_safe_timestamp, generate_id, record
+from omp_session.write.ids import new_session_id, new_session_timestamp
+from omp_session.write.persist import persist_transform
+
+from .convert_claude import convert_claude
+from .convert_codex import convert_codex
+from .converted import Converted
+from .sources import ForeignSession
+
+__all__ = ["IMPORT_CUSTOM_TYPE", "Prepared", "convert", "persist", "prepare"]
+
+IMPORT_CUSTOM_TYPE = "foreign_session_import"
+
+
+@dataclass
+class Prepared:
+    """A foreign session ready to be written: what omp's in-memory manager holds just before
+    ``persistCopy``. ``moved``: its recorded cwd is not a directory, so ``cwd`` is the fallback."""
+
+    info: ForeignSession
+    converted: Converted
+    cwd: str
+    recorded_cwd: str
+    moved: bool
+    entries: list[dict[str, Any]]
+    title: str | None
+    title_source: str | None
+    title_updated_at: str
+
+
+def convert(info: ForeignSession) -> Converted:
+    """The entries omp's store ``load`` gives for ``info`` (raises OSError, FormatError)."""
+    return convert_claude(info) if info.source == "claude" else convert_codex(info)
+
+
+def prepare(info: ForeignSession, *, fallback_cwd: str | None) -> Prepared:
+    """Convert ``info`` and add what ``persistForeignSession`` adds before writing."""
+    created_at = now_iso()  # the in-memory session's own time: the title slot's when it gets no title
+    converted = convert(info)
+    entries = list(converted.entries)
+    ids = {e["id"] for e in entries}
+    leaf = entries[-1]["id"] if entries else None
+    title: str | None = None
+    source: str | None = None
+    updated = created_at
+    cleaned = clean_title(converted.title) if converted.title else ""
+    if cleaned:
+        title, source, updated = cleaned, converted.title_source, now_iso()
+        entry_id = generate_id(ids)
+        ids.add(entry_id)
+        entries.append(record(("type", "title_change"), ("id", entry_id), ("parentId", leaf), ("timestamp", updated),
+                              ("title", cleaned), ("source", source),
+                              ("trigger", converted.title_trigger or codec.UNDEFINED)))
+        leaf = entry_id
+    entries.append({"type": "custom", "customType": IMPORT_CUSTOM_TYPE,
+                    "data": {"source": info.source, "sourceId": info.id, "sourcePath": info.path,
+                             "sourceCwd": info.cwd},
+                    "id": generate_id(ids), "parentId": leaf, "timestamp": now_iso()})
+    cwd = converted.cwd
+    moved = False
+    if fallback_cwd and not os.path.isdir(cwd):
+        cwd, moved = os.path.abspath(fallback_cwd), True
+    return Prepared(info=info, converted=converted, cwd=cwd, recorded_cwd=converted.cwd, moved=moved,
+                    entries=entries, title=title, title_source=source, title_updated_at=updated)
+
+
+def _body(prepared: Prepared, header: dict[str, Any], blob_store: Any, s20: bool) -> Iterator[bytes]:
+    yield build_title_slot(prepared.title or "", prepared.title_source, prepared.title_updated_at)
+    for value in (header, *prepared.entries):
+        yield codec.dumps_line(persist_transform(value, blob_store, s20=s20))
+
+
+def persist(prepared: Prepared, *, session_dir: str | None = None, blob_store: Any = None,
+            omp: str | None = None) -> str:
+    """Write ``prepared`` as a new omp session; returns its path.
+
+    ``session_dir``: the folder to write into (default ``$PI_CODING_AGENT_SESSION_DIR``, else the
+    project folder of the session's cwd under the sessions root). Raises SessionError or OSError;
+    on failure nothing is left behind but blobs already stored.
+    """
+    version = resolve_omp(omp)
+    directory = session_dir or session_dir_override() or default_session_dir(prepared.cwd)
+    os.makedirs(directory, exist_ok=True)
+    timestamp = new_session_timestamp()
+    session_id = new_session_id(int(new_date_ms(timestamp)))
+    header = record(("type", "session"), ("version", 3), ("id", session_id), ("timestamp", timestamp),
+                    ("cwd", prepared.cwd), ("title", prepared.title or codec.UNDEFINED),
+                    ("titleSource", prepared.title_source or codec.UNDEFINED))
+    path = os.path.join(directory, f"{file_safe_timestamp(timestamp)}_{session_id}.jsonl")
+    store = blob_store if blob_store is not None else BlobStore(blobs_dir())
+    write_new_file(path, _body(prepared, header, store, has_s20(version)), force=False, error=SessionError)
+    return path

@@ -1,0 +1,105 @@
+"""A foreign transcript's lines -> JSON object records, as omp's ``readForeignJsonRecords`` reads them.
+
+omp splits the file at LF bytes, decodes each line as UTF-8 (invalid bytes become U+FFFD, a leading
+BOM is dropped), runs ``JSON.parse`` and keeps the objects; every other line is skipped without a
+word. We keep exactly the same records and line numbers (Claude ids of records without a uuid are
+``line-<n>``), and also say which lines were skipped and why.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from omp_session.js import codec
+
+__all__ = ["ForeignRecords", "Problem", "decode_line", "read_records"]
+
+_BOM = "\ufeff"
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Something in a foreign file worth telling: where (file, line when known) and what."""
+
+    path: str
+    line: int | None
+    message: str
+
+    def __str__(self) -> str:
+        where = f"{self.path}:{self.line}" if self.line is not None else self.path
+        return f"{where}: {self.message}"
+
+
+@dataclass
+class ForeignRecords:
+    """The object records of a file with their 1-based line numbers, and the lines left out."""
+
+    records: list[tuple[dict[str, Any], int]] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+    size: int = 0
+
+
+def decode_line(raw: bytes) -> Any:
+    """``JSON.parse(new TextDecoder().decode(raw))``; raises ``JSONSyntaxError`` (a ValueError)."""
+    text = raw.decode("utf-8", "replace")
+    if text.startswith(_BOM):
+        text = text[1:]
+    return codec.loads(text)
+
+
+def _lines(data: bytes) -> list[bytes]:
+    pieces = data.split(b"\n")
+    if pieces and pieces[-1] == b"":
+        pieces.pop()  # the LF ending the last line starts no line of its own
+    return pieces
+
+
+def read_records(path: str | os.PathLike[str], *, first_only: bool = False) -> ForeignRecords:
+    """Every JSON object line of ``path`` (raises OSError when it cannot be read).
+
+    ``first_only``: stop at the first object record (omp's ``firstJsonRecord``); no problems are
+    collected then.
+    """
+    name = os.fspath(path)
+    with open(name, "rb") as f:
+        data = f.read()
+    out = ForeignRecords(size=len(data))
+    lines = _lines(data)
+    last = len(lines)
+    for number, raw in enumerate(lines, 1):
+        if not raw.strip(b" \t\r"):
+            continue  # a blank line: JSON.parse throws, omp skips it; nothing worth saying
+        try:
+            value = decode_line(raw)
+        except (ValueError, RecursionError):  # JSONSyntaxError is one
+            if first_only:
+                continue
+            if number == last and not data.endswith(b"\n"):
+                out.problems.append(Problem(name, number, f"truncated last line ({len(raw)} bytes without "
+                                                          "an end): skipped, as omp does"))
+            else:
+                out.problems.append(Problem(name, number, "not JSON: skipped, as omp does"))
+            continue
+        if not isinstance(value, dict):
+            if not first_only:
+                out.problems.append(Problem(name, number, f"a JSON {_kind(value)}, not an object: skipped, "
+                                                          "as omp does"))
+            continue
+        out.records.append((value, number))
+        if first_only:
+            break
+    return out
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, str):
+        return "string"
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    return "number"

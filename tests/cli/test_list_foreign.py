@@ -1,0 +1,65 @@
+"""``list --foreign``: Claude Code and Codex sessions not imported yet, after omp's."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from omp_session.cli import cli
+
+HOME = Path(__file__).resolve().parents[1] / "data" / "foreign" / "home"
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    copy = tmp_path / "home"
+    shutil.copytree(HOME, copy, symlinks=True)
+    monkeypatch.setenv("HOME", str(copy))
+    monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
+    monkeypatch.delenv("CODEX_HOME", raising=False)
+    monkeypatch.setenv("PI_CODING_AGENT_DIR", str(tmp_path / "agent"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.chdir(tmp_path)
+    return copy
+
+
+def _rows(*args: str) -> list[dict[str, object]]:
+    result = CliRunner().invoke(cli, ["list", *args, "--json"])
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.stdout)
+    assert isinstance(rows, list)
+    return rows
+
+
+def test_foreign_sessions_are_listed_only_when_asked_and_until_imported(home: Path) -> None:
+    assert _rows("--all") == []
+    rows = _rows("--all", "--foreign")
+    agents = {r["agent"] for r in rows}
+    assert agents == {"claude", "codex"} and all(r["import_status"] == "new" for r in rows)
+    assert all(r["status"] == f"{r['agent']}:new" for r in rows)
+    imported = None
+    for row in (r for r in rows if r["agent"] == "claude"):  # some fixtures are damaged on purpose
+        if CliRunner().invoke(cli, ["import", "claude", str(row["path"])]).exit_code == 0:
+            imported = row
+            break
+    assert imported is not None
+    after = _rows("--all", "--foreign")
+    assert imported["path"] not in {r["path"] for r in after} and len(after) == len(rows)
+    assert sum(1 for r in after if "agent" not in r) == 1  # the imported session is omp's now
+
+
+def test_foreign_rows_follow_the_project_and_grep_filters(home: Path) -> None:
+    every = _rows("--all", "--foreign")
+    cwd = str(every[0]["cwd"])
+    mine = _rows("--foreign", "--project", cwd)
+    assert mine and all(r["cwd"] == cwd for r in mine)
+    assert _rows("--foreign", "--all", "--grep", "zz-no-such-words-zz") == []
+
+
+def test_foreign_is_refused_with_a_store(home: Path, tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli, ["list", "--foreign", "--store", f"sqlite:{tmp_path / 's.db'}"])
+    assert result.exit_code in (1, 2) and "Traceback" not in result.output
