@@ -18,7 +18,8 @@ from typing import IO, Any
 import click
 from rich.bar import Bar
 from rich.cells import cell_len
-from rich.console import Console
+from rich.console import Console, RenderableType
+from rich.console import Group as Lines
 from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
@@ -296,10 +297,10 @@ _SUB = "dim"  # a period's model rows
 
 
 def _fitted(console: Console, view: _View, key: str, columns: list[_Column],
-            rows: list[tuple[str, dict[str, str], str]]) -> Table:
+            rows: list[tuple[str, dict[str, str], str]]) -> RenderableType:
     """The richest table that fits the console: the token breakdown on wide terminals, then the
     base columns, then the compact ones (key, tokens, cost) when even those need more columns
-    than the terminal has, or ``--compact`` asks for them."""
+    than the terminal has, or ``--compact`` asks for them; a list where not even those fit."""
     labels = [cell_len(label) for label, _, _ in rows]
     # a day, a block's start or a model folded over two lines reads badly: the full table keeps them
     # whole (a session's title may fold), else the compact one is shown
@@ -338,7 +339,8 @@ def _fitted(console: Console, view: _View, key: str, columns: list[_Column],
             table.add_column(c.name, c.footer, justify="left" if c.wrap else "right", no_wrap=not c.wrap,
                              overflow="fold", width=cw)
         for label, cells, style in rows:
-            table.add_row(Text(label), *(cells.get(c.name, "") for c in cols), style=style)
+            # text, not markup: a model may be named "x[/b]"
+            table.add_row(Text(label), *(Text(cells.get(c.name, "")) for c in cols), style=style)
         return table
 
     if not view.compact:
@@ -348,7 +350,27 @@ def _fitted(console: Console, view: _View, key: str, columns: list[_Column],
             if widths is not None:
                 return build(cols, widths)
     cols = [c for c in columns if c.tier == "compact"]
-    return build(cols, layout(cols, whole) or layout(cols, _MIN_KEY))
+    widths = layout(cols, whole) or layout(cols, _MIN_KEY)
+    return build(cols, widths) if widths is not None else _listed(view, key, cols, rows)
+
+
+def _listed(view: _View, key: str, cols: list[_Column], rows: list[tuple[str, dict[str, str], str]]) -> Lines:
+    """Too narrow for even the compact table: each row's key on a line of its own and its numbers
+    on the next (``3.6k tokens · $2.25``), folded at the terminal's edge, never cut off."""
+
+    def numbers(cells: dict[str, str]) -> str:
+        return " · ".join(cells[c.name] if c.wrap or c.name == "cost" else f"{cells[c.name]} {c.name}"
+                          for c in cols if cells.get(c.name))
+
+    lines = [Text(key, style="bold")]
+    footers = {c.name: c.footer for c in cols}
+    for label, cells, style in [*rows, ("total", footers, "bold")]:
+        indent = " " * (len(label) - len(label.lstrip()) + 2)
+        lines.append(Text(label, style=style, overflow="fold"))
+        if numbers(cells):
+            lines.append(Text(indent + numbers(cells), style=style, overflow="fold"))
+    lines.append(Text(_caption(view), style="dim", overflow="fold"))
+    return Lines(*lines)
 
 
 def _totals_cells(t: Totals) -> dict[str, str]:
@@ -415,11 +437,13 @@ def _until(b: Block, tz: tzinfo) -> str:
         return f"{_span(b.end - b.start)} idle"
     if b.active and b.elapsed is not None and b.remaining is not None:
         return f"ACTIVE {_span(b.elapsed)} in, {_span(b.remaining)} left"
+    if b.last is None:  # the requests without a time
+        return ""
     last = _clock(b.last, tz)
     return f"to {last[11:] if last[:10] == _clock(b.start, tz)[:10] else last[5:]}"
 
 
-def _blocks_table(console: Console, view: _View) -> Table:
+def _blocks_table(console: Console, view: _View) -> RenderableType:
     tz = view.report.tz
     columns = [_Column("status", "", "compact", wrap=True), _Column("models", "", "base", wrap=True),
                *_token_columns(view.report.total.billed)]
@@ -429,7 +453,8 @@ def _blocks_table(console: Console, view: _View) -> Table:
             rows.append(("(gap)", {"status": _until(b, tz)}, "dim"))
             continue
         label = _clock(b.start, tz) if b.kind == "block" else "(unknown)"
-        models = ", ".join(m.key.rpartition("/")[2] for m in b.models)  # the provider is in --by model
+        # the provider is in --by model; a model id may hold slashes of its own (openrouter's)
+        models = ", ".join(m.key.partition("/")[2] or m.key for m in b.models)
         rows.append((label, {"status": _until(b, tz), "models": models, **_totals_cells(b.billed)},
                      "bold" if b.active else ""))
         projected = b.projected()
@@ -454,13 +479,19 @@ def _chart(view: _View) -> None:
     by_cost = any(t.cost > 0 for _, t in shown)
     values = [(label, t.cost if by_cost else t.total_tokens) for label, t in shown]
     top = max((v for _, v in values), default=0) or 1
-    width = max(10, min(60, console.width - 50))
+    texts = [_money(v) if by_cost else _n(v) for _, v in values]
+    # the values stay whole; on a narrow terminal the bars, then the labels, give way (a space
+    # between columns)
+    room = console.width - 2 - max((cell_len(t) for t in texts), default=0)
+    label_width = min(36, max((cell_len(label) for label, _ in values), default=1))
+    width = max(1, min(max(10, min(60, console.width - 50)), room - label_width))
+    label_width = max(1, min(label_width, room - width))
     table = Table.grid(padding=(0, 1))
-    table.add_column(max_width=36, overflow="ellipsis", no_wrap=True)
+    table.add_column(width=label_width, overflow="ellipsis", no_wrap=True)
     table.add_column(width=width)
-    table.add_column(justify="right")
-    for label, v in values:
-        table.add_row(escape(label), Bar(top, 0, v, width=width, color="cyan"), _money(v) if by_cost else _n(v))
+    table.add_column(justify="right", no_wrap=True)
+    for (label, v), text in zip(values, texts, strict=True):
+        table.add_row(escape(label), Bar(top, 0, v, width=width, color="cyan"), text)
     what = "5-hour block" if view.blocks else report.by
     console.print(f"billed {'cost' if by_cost else 'tokens'} by {what} ({_caption(view)})")
     console.print(table)

@@ -134,7 +134,9 @@ def test_the_report_builds_blocks_from_billed_usage_in_the_window(tmp_path: Path
     assert doc["now"] == "2026-03-02T00:00:00+00:00" and doc["total"]["billed"]["input"] == 60
     windowed = stats([path], tz="UTC", since="2026-03-01T11:00", cache=False)
     assert [b.billed.input for b in windowed.blocks(NOON)] == [20, 0, 30]
-    assert windowed.blocks(NOON)[0].start == _ms("2026-03-01T11:00:00+00:00")
+    # the window chooses what counts, not where blocks start: the 10:20 request opened this one
+    assert windowed.blocks(NOON)[0].start == _ms("2026-03-01T10:00:00+00:00")
+    assert windowed.blocks(NOON)[0].first == _ms("2026-03-01T11:00:00+00:00")
 
 
 # ----- every request in exactly one block ----------------------------------------------------------

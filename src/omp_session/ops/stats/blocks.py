@@ -3,7 +3,9 @@
 A block opens at its first request's time floored to the whole hour (UTC hours, so a block is the
 same whatever ``--tz`` shows it in) and lasts five hours; the first request at or after its end
 opens the next block. Uncovered time between two blocks is a gap. Only billed usage counts: every
-request once, subagents and side calls included (what ``stats`` places as billed).
+request once, subagents and side calls included (what ``stats`` places as billed). A window
+(``--since``/``--until``) chooses which requests count, not where blocks start: the requests it
+leaves out still place the blocks, as they did on the bill.
 """
 
 from __future__ import annotations
@@ -81,39 +83,50 @@ def shown_time(ms: float | None, tz: tzinfo) -> str | None:
         return to_iso(ms) if abs(ms) <= 8.64e15 else None
 
 
-def _close(items: list[Any], start: float, now: float) -> Block:
+def _timed(t: float | None) -> bool:
+    return t is not None and abs(t) <= _LIMIT
+
+
+def _close(items: list[Any], start: float, now: float | None) -> Block:
     times = [item.record.timestamp for item in items]
     block = Block("block", start, start + BLOCK_MS, times[0], times[-1], now=now)
     for item in items:
         block.billed.add(item.record)
     block.models = order_groups(group_rows(items, lambda item: model_key(item.record)).values(), "model")
-    block.active = start <= now < start + BLOCK_MS
+    block.active = now is not None and start <= now < start + BLOCK_MS
     return block
 
 
-def billing_blocks(items: Iterable[Any], now: float) -> list[Block]:
+def billing_blocks(items: Iterable[Any], now: float | None, others: Iterable[float | None] = ()) -> list[Block]:
     """The blocks (with gaps between them) of the billed ``items`` (objects with ``record`` and
     ``billed``, as :class:`StatsItem`), in time order; requests without a time last, as one
-    ``unknown`` block. ``now`` (ms) decides which block is active."""
-    timed: list[Any] = []
+    ``unknown`` block. ``now`` (ms) decides which block is active (None: none is). ``others``: the
+    times of billed requests that do not count here (outside a window); they place the blocks
+    as they did on the bill, and a block with only such requests is not shown."""
+    timed: list[tuple[float, Any]] = []
     untimed: list[Any] = []
     for item in items:
         if item.billed:
             t = item.record.timestamp
-            (untimed if t is None or abs(t) > _LIMIT else timed).append(item)
-    timed.sort(key=lambda item: item.record.timestamp)  # stable: equal times keep the files' order
+            if _timed(t):
+                timed.append((t, item))
+            else:
+                untimed.append(item)
+    timed += [(t, None) for t in others if t is not None and _timed(t)]
+    timed.sort(key=lambda pair: pair[0])  # stable: equal times keep the files' order
     blocks: list[Block] = []
     run: list[Any] = []
-    start = 0.0
-    for item in timed:
-        t = item.record.timestamp
-        if run and t >= start + BLOCK_MS:
-            blocks.append(_close(run, start, now))
-            run = []
-        if not run:
+    start: float | None = None
+    for t, item in timed:
+        if start is not None and t >= start + BLOCK_MS:
+            if run:
+                blocks.append(_close(run, start, now))
+            run, start = [], None
+        if start is None:
             start = t - t % HOUR_MS
-        run.append(item)
-    if run:
+        if item is not None:
+            run.append(item)
+    if run and start is not None:
         blocks.append(_close(run, start, now))
     out: list[Block] = []
     for block in blocks:

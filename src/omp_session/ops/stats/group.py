@@ -38,6 +38,17 @@ class _SystemLocal(tzinfo):
     fixed offset taken "now" would put every record of the other half of the year an hour off."""
 
     def _offset(self, dt: datetime) -> timedelta:
+        # the hour a change to standard time repeats is two instants: ``fold`` picks the later one
+        # (PEP 495), as ``fromutc`` sets it; mktime alone picks one of the two whatever the fold
+        wall = (dt.replace(tzinfo=None, fold=0) - _EPOCH) // timedelta(seconds=1)  # the wall clock read as UTC
+        try:
+            near = sorted({_time.localtime(wall + d).tm_gmtoff for d in (-86_400, 0, 86_400)}, reverse=True)
+            fits = [o for o in near if _time.localtime(wall - o).tm_gmtoff == o]  # earliest instant first
+        except (OverflowError, OSError, ValueError):
+            fits = []
+        if fits:
+            return timedelta(seconds=fits[-1] if dt.fold else fits[0])
+        # a wall time a change skipped: what the C library makes of it
         stamp = _time.mktime((dt.year, dt.month, dt.day, dt.hour, dt.minute, dt.second, -1, -1, -1))
         return timedelta(seconds=_time.localtime(stamp).tm_gmtoff)
 
@@ -52,8 +63,15 @@ class _SystemLocal(tzinfo):
 
     def fromutc(self, dt: datetime) -> datetime:
         stamp = (dt.replace(tzinfo=None) - _EPOCH).total_seconds()
-        local = _time.localtime(math.floor(stamp))
-        return datetime(*local[:6], microsecond=dt.microsecond, tzinfo=self)
+        whole = math.floor(stamp)
+        local = _time.localtime(whole)
+        out = datetime(*local[:6], microsecond=dt.microsecond, tzinfo=self)
+        # the second time round of an hour a change to standard time repeats is fold=1 (PEP 495):
+        # the clock went back by ``back`` within the last day, and ``back`` seconds ago it read the same
+        back = _time.localtime(whole - 86_400).tm_gmtoff - local.tm_gmtoff
+        if back > 0 and _time.localtime(whole - back).tm_gmtoff == local.tm_gmtoff + back:
+            out = out.replace(fold=1)
+        return out
 
 
 _EPOCH: Final = datetime(1970, 1, 1)

@@ -488,6 +488,8 @@ class StatsReport:
     sessions: list[FileUsage]  # the top-level sessions read
     files: int  # session files read, subagent and advisor files included
     problems: list[str]  # files that could not be read: one line each
+    # the times of billed records the window left out: they place the 5-hour blocks (blocks.py)
+    outside: list[float] = field(default_factory=list)
 
     def crosstab(self, rows: str, columns: str, *, value: str = "cost", view: str = "billed") -> dict[str, dict[str, Any]]:
         """``{row key: {column key: sum}}`` of ``value`` (a :class:`Totals` field) over one view."""
@@ -503,7 +505,10 @@ class StatsReport:
     def blocks(self, now: float | None = None) -> list[Block]:
         """The billed records in 5-hour billing blocks, with the gaps between them (``--blocks``);
         ``now`` (ms since the epoch, default the clock) decides which block is active."""
-        return billing_blocks(self.items, now_ms() if now is None else now)
+        at = now_ms() if now is None else now
+        # a window that ended by now holds only part of the block now is in: nothing to project
+        live = self.window.until is None or self.window.until > at
+        return billing_blocks(self.items, at if live else None, self.outside)
 
     def blocks_dict(self, now: float | None = None) -> dict[str, Any]:
         """What ``--blocks --json`` prints."""
@@ -609,7 +614,7 @@ def stats(sessions: Iterable[str | os.PathLike[str]] | None = None, *, all_sessi
     store.save()
     # forks are billed to the session created first (ties: path order)
     read.sort(key=lambda t: (t[1][t[0].path].created or "", t[0].path))
-    items = _place(read, window)
+    items, outside = _place(read, window)
     report_sessions = [u[t.path] for t, u in read]
     groups = _groups(items, report_sessions, by, zone_, window)
     total = Group("total")
@@ -618,12 +623,16 @@ def stats(sessions: Iterable[str | os.PathLike[str]] | None = None, *, all_sessi
             total.billed.add(item.record)
         if item.current:
             total.current.add(item.record)
-    return StatsReport(by, zone_, window, groups, total, items, report_sessions, done - len(problems), problems)
+    return StatsReport(by, zone_, window, groups, total, items, report_sessions, done - len(problems), problems,
+                       outside)
 
 
-def _place(read: list[tuple[_Node, dict[str, FileUsage]]], window: Window) -> list[StatsItem]:
+def _place(read: list[tuple[_Node, dict[str, FileUsage]]],
+           window: Window) -> tuple[list[StatsItem], list[float]]:
+    """The records in the window, placed; and the times of the billed ones outside it."""
     billed_from: dict[str, str] = {}  # dedup key -> the file that billed it first
     items: list[StatsItem] = []
+    outside: list[float] = []
     placed: set[str] = set()  # a subagent file also named as a session counts once, under its parent
     for tree, usages in read:
         top = usages[tree.path]
@@ -654,7 +663,9 @@ def _place(read: list[tuple[_Node, dict[str, FileUsage]]], window: Window) -> li
                     billed = first == node.path  # a fork's copy of a record billed elsewhere (rule 2)
                 if r.timestamp in window:
                     items.append(StatsItem(r, tree.path, project, node.path, billed, in_current and r.on_branch))
-    return items
+                elif billed and r.timestamp is not None:
+                    outside.append(r.timestamp)
+    return items, outside
 
 
 def _current_nodes(top: _Node, usages: dict[str, FileUsage], by_agent: dict[str, _Node]) -> set[int]:
