@@ -60,3 +60,13 @@ def test_a_lone_surrogate_is_printed_escaped_never_a_traceback(tmp_path: Path, c
     out = done.stdout.decode("utf-8")  # valid UTF-8 whatever the session held
     if "--json" in command:
         json.loads(out.splitlines()[-1] if command[0] == "tail" else out)
+
+
+@pytest.mark.parametrize("extra", [[], ["--by", "model"], ["--blocks"], ["--chart", "--by", "model"]])
+def test_stats_tables_print_no_control_characters(tmp_path: Path, extra: list[str]) -> None:
+    path = tmp_path / "s.jsonl"
+    evil = assistant("x", provider="p\x1b]0;pwned\x07", model="m\x1b[2J")
+    write_session(path, [entry("a1", None, message=evil)], head=header(id="esc", cwd="/p"))
+    result = CliRunner(env={"COLUMNS": "120"}).invoke(cli, ["stats", str(path), *extra])
+    assert result.exit_code == 0, result.output
+    assert not any(c in result.output for c in "\x1b\x07"), repr(result.output)

@@ -13,7 +13,7 @@ import re
 import sys
 import unicodedata
 
-__all__ = ["Styler", "clip", "harmless", "page", "terminal_width", "width"]
+__all__ = ["HarmlessOut", "Styler", "clip", "harmless", "page", "terminal_width", "width"]
 
 # C0 and C1 controls but newline and tab, and any ESC that does not start one of our own colour
 # codes: a session's text must not clear the screen, retitle the window or hide a line (CR, BS)
@@ -84,6 +84,30 @@ def harmless(text: str) -> str:
     """``text`` with every control character a terminal would act on, and every lone surrogate,
     shown as U+FFFD instead."""
     return _CONTROL.sub("\ufffd", text)
+
+
+class HarmlessOut:
+    """stdout for a rich Console drawing text from sessions (model names, titles): every write
+    goes through :func:`harmless` (rich's own colour codes pass, a session's other escapes not)."""
+
+    def __init__(self) -> None:
+        self._out = sys.stdout
+
+    def write(self, text: str) -> int:
+        return self._out.write(harmless(text))
+
+    def flush(self) -> None:
+        self._out.flush()
+
+    def isatty(self) -> bool:
+        return self._out.isatty()
+
+    def fileno(self) -> int:
+        return self._out.fileno()
+
+    @property
+    def encoding(self) -> str:
+        return getattr(self._out, "encoding", None) or "utf-8"
 
 
 def page(text: str) -> None:

@@ -36,6 +36,7 @@ from omp_session.store.atomic import check_output, write_new_file
 from ._errors import command
 from ._options import force_option, json_option, output_option, session_argument
 from ._store import active_store, resolve_in_store, store_option
+from ._style import HarmlessOut
 
 __all__ = ["BLOCK_CSV_FIELDS", "CSV_FIELDS", "stats_command"]
 
@@ -388,7 +389,7 @@ def _token_columns(t: Totals) -> list[_Column]:
 
 
 def _table(view: _View) -> None:
-    console = Console(highlight=False)
+    console = Console(highlight=False, file=HarmlessOut())  # type: ignore[arg-type]
     if view.blocks:
         console.print(_blocks_table(console, view))
         return
@@ -469,7 +470,7 @@ def _blocks_table(console: Console, view: _View) -> RenderableType:
 
 
 def _chart(view: _View) -> None:
-    console = Console(highlight=False)
+    console = Console(highlight=False, file=HarmlessOut())  # type: ignore[arg-type]
     report = view.report
     if view.blocks:
         shown = [(_clock(b.start, report.tz) if b.kind == "block" else "(unknown)", b.billed)
