@@ -63,7 +63,7 @@ def _render(outcomes: list[Outcome], unknown: list[str], verbose: bool) -> None:
               "directory's.")
 @click.option("--project", type=click.Path(file_okay=False), help="Only the sessions of this project directory.")
 @since_option("Only sessions modified at or after this time (a date, or 7d / 12h / 30m ago).")
-@click.option("--from", "roots", multiple=True, type=click.Path(file_okay=False), metavar="DIR",
+@click.option("--from", "roots", multiple=True, type=click.Path(exists=True, file_okay=False), metavar="DIR",
               help="Read Claude Code / Codex sessions from DIR (its data folder, e.g. a copy of ~/.claude) instead "
                    "of where omp looks; repeatable.")
 @click.option("--dry-run", is_flag=True, help="Say what would be imported; write nothing.")

@@ -6,6 +6,7 @@ Used by ``omp-session import`` and by the listing of not-yet-imported sessions (
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
@@ -126,8 +127,19 @@ def import_sessions(sessions: Sequence[ForeignSession], *, fallback_cwd: str, dr
     for n, info in enumerate(sessions, 1):
         if progress is not None:
             progress(n - 1, len(sessions))
-        yield _import_one(info, fallback_cwd=fallback_cwd, dry_run=dry_run, update=update, ledger=ledger,
-                          session_dir=session_dir)
+        if dry_run:
+            yield _import_one(info, fallback_cwd=fallback_cwd, dry_run=True, update=update, ledger=ledger,
+                              session_dir=session_dir)
+            continue
+        try:
+            with ledger.locked():  # another run may be importing the same sources: take turns
+                ledger.refresh()
+                out = _import_one(info, fallback_cwd=fallback_cwd, dry_run=False, update=update, ledger=ledger,
+                                  session_dir=session_dir)
+        except OSError as e:
+            out = Outcome(info, "failed", reason=f"{e.filename or ledger.path}: cannot record the import in the "
+                                                 f"ledger: {e.strerror or e}")
+        yield out
     if progress is not None:
         progress(len(sessions), len(sessions))
 
@@ -158,8 +170,14 @@ def _import_one(info: ForeignSession, *, fallback_cwd: str, dry_run: bool, updat
         return Outcome(info, "failed", reason=f"{e.filename or info.path}: cannot read or write: {e.strerror or e}")
     except (SessionError, ValueError, RecursionError) as e:  # a FormatError names its file and line itself
         return Outcome(info, "failed", reason=str(e) if info.path in str(e) else f"{info.path}: {e}")
-    ledger.add(LedgerRecord(source=info.source, source_id=info.id, source_path=info.path, size=before.size,
-                            mtime_ns=before.mtime_ns, session=out.session, imported_at=now_iso()))
+    try:
+        ledger.add(LedgerRecord(source=info.source, source_id=info.id, source_path=info.path, size=before.size,
+                                mtime_ns=before.mtime_ns, session=out.session, imported_at=now_iso()))
+    except OSError as e:  # unrecorded, the session would be imported again by the next run: take it back
+        with contextlib.suppress(OSError):
+            os.unlink(out.session)
+        return Outcome(info, "failed", reason=f"{e.filename or ledger.path}: cannot record the import in the "
+                                              f"ledger: {e.strerror or e}")
     return out
 
 

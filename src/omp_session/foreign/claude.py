@@ -16,10 +16,10 @@ from typing import Any
 
 from omp_session.js import codec
 from omp_session.js.date import date_parse, time_clip
-from omp_session.js.value import JS_S, JS_SPACE, is_number
+from omp_session.js.value import JS_S, JS_SPACE
 
 from .filetimes import file_times
-from .jsonl import read_records
+from .jsonl import is_finite_number, read_records
 from .sources import ForeignSession, claude_config_file
 
 __all__ = ["CWD_PREFIX_BYTES", "list_claude", "string_field", "timestamp_ms"]
@@ -35,8 +35,8 @@ def string_field(record: Mapping[str, Any], key: str) -> str | None:
 
 
 def timestamp_ms(value: Any, fallback: float) -> float:
-    """A number as it is, a string through ``Date.parse``, else ``fallback``."""
-    if is_number(value):
+    """A finite number as it is, a string through ``Date.parse``, else ``fallback``."""
+    if is_finite_number(value):
         return value  # type: ignore[no-any-return]
     if isinstance(value, str):
         parsed = date_parse(value)

@@ -13,12 +13,12 @@ import re
 import sqlite3
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import quote
 
 from omp_session.js.date import date_parse, time_clip
-from omp_session.js.value import is_number
 
 from .filetimes import file_times
-from .jsonl import read_records
+from .jsonl import is_finite_number, read_records
 from .sources import ForeignSession
 
 __all__ = ["list_codex", "string_field", "timestamp_millis"]
@@ -35,9 +35,9 @@ def string_field(record: Mapping[str, Any], key: str) -> str | None:
 
 
 def timestamp_millis(value: Any, fallback: float) -> float:
-    """Seconds or ms (a number below 1e10 is seconds), a string through ``Date.parse``, else
+    """Seconds or ms (a finite number below 1e10 is seconds), a string through ``Date.parse``, else
     ``fallback``."""
-    if is_number(value):
+    if is_finite_number(value):
         return value * 1000 if value < _SECONDS_BELOW else value  # type: ignore[no-any-return]
     if isinstance(value, str):
         parsed = date_parse(value)
@@ -47,7 +47,7 @@ def timestamp_millis(value: Any, fallback: float) -> float:
 
 
 def _date_from_epoch(value: Any, fallback: float) -> float:
-    if value is None or not is_number(value):
+    if value is None or not is_finite_number(value):
         return fallback
     return time_clip(value * 1000 if value < _SECONDS_BELOW else value)
 
@@ -70,7 +70,8 @@ class _Fallback(Exception):
 
 def _from_database(root: str, database: str) -> list[ForeignSession]:
     try:
-        connection = sqlite3.connect(f"file:{database}?mode=ro", uri=True)
+        # a URI (for mode=ro): '#', '?' and '%' in the path must not be read as URI syntax
+        connection = sqlite3.connect(f"file:{quote(os.fsencode(database), safe='/')}?mode=ro", uri=True)
     except sqlite3.Error as e:
         raise _Fallback from e
     try:

@@ -27,7 +27,7 @@ from omp_session.js import codec
 from omp_session.js.date import new_date_ms, now_iso
 from omp_session.model.omp_version import has_s20
 from omp_session.model.omp_version import resolve as resolve_omp
-from omp_session.paths import blobs_dir, default_session_dir, session_dir_override
+from omp_session.paths import blobs_dir, default_session_dir
 from omp_session.store.atomic import write_new_file
 from omp_session.write.entries import clean_title, file_safe_timestamp, generate_id, record
 from omp_session.write.ids import new_session_id, new_session_timestamp
@@ -105,12 +105,13 @@ def persist(prepared: Prepared, *, session_dir: str | None = None, blob_store: A
             omp: str | None = None) -> str:
     """Write ``prepared`` as a new omp session; returns its path.
 
-    ``session_dir``: the folder to write into (default ``$PI_CODING_AGENT_SESSION_DIR``, else the
-    project folder of the session's cwd under the sessions root). Raises SessionError or OSError;
-    on failure nothing is left behind but blobs already stored.
+    ``session_dir``: the folder to write into (default: the project folder of the session's cwd
+    under the sessions root; omp's importer passes no session dir, so ``$PI_CODING_AGENT_SESSION_DIR``
+    plays no part). Raises SessionError or OSError; on failure nothing is left behind but blobs
+    already stored.
     """
     version = resolve_omp(omp)
-    directory = session_dir or session_dir_override() or default_session_dir(prepared.cwd)
+    directory = session_dir or default_session_dir(prepared.cwd)
     os.makedirs(directory, exist_ok=True)
     timestamp = new_session_timestamp()
     session_id = new_session_id(int(new_date_ms(timestamp)))

@@ -8,13 +8,14 @@ word. We keep exactly the same records and line numbers (Claude ids of records w
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass, field
 from typing import Any
 
 from omp_session.js import codec
 
-__all__ = ["ForeignRecords", "Problem", "decode_line", "read_records"]
+__all__ = ["ForeignRecords", "Problem", "decode_line", "is_finite_number", "read_records"]
 
 _BOM = "\ufeff"
 
@@ -41,6 +42,12 @@ class ForeignRecords:
     size: int = 0
 
 
+def is_finite_number(value: Any) -> bool:
+    """JavaScript ``typeof value === "number" && Number.isFinite(value)``: a JSON ``1e400`` parses
+    to an infinity, which omp's readers treat as no number at all."""
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
 def decode_line(raw: bytes) -> Any:
     """``JSON.parse(new TextDecoder().decode(raw))``; raises ``JSONSyntaxError`` (a ValueError)."""
     text = raw.decode("utf-8", "replace")
@@ -63,6 +70,8 @@ def read_records(path: str | os.PathLike[str], *, first_only: bool = False) -> F
     collected then.
     """
     name = os.fspath(path)
+    if first_only:
+        return _first_record(name)
     with open(name, "rb") as f:
         data = f.read()
     out = ForeignRecords(size=len(data))
@@ -74,8 +83,6 @@ def read_records(path: str | os.PathLike[str], *, first_only: bool = False) -> F
         try:
             value = decode_line(raw)
         except (ValueError, RecursionError):  # JSONSyntaxError is one
-            if first_only:
-                continue
             if number == last and not data.endswith(b"\n"):
                 out.problems.append(Problem(name, number, f"truncated last line ({len(raw)} bytes without "
                                                           "an end): skipped, as omp does"))
@@ -83,13 +90,27 @@ def read_records(path: str | os.PathLike[str], *, first_only: bool = False) -> F
                 out.problems.append(Problem(name, number, "not JSON: skipped, as omp does"))
             continue
         if not isinstance(value, dict):
-            if not first_only:
-                out.problems.append(Problem(name, number, f"a JSON {_kind(value)}, not an object: skipped, "
-                                                          "as omp does"))
+            out.problems.append(Problem(name, number, f"a JSON {_kind(value)}, not an object: skipped, as omp does"))
             continue
         out.records.append((value, number))
-        if first_only:
-            break
+    return out
+
+
+def _first_record(name: str) -> ForeignRecords:
+    # line by line: a listing reads a rollout's first record, not the gigabytes after it
+    with open(name, "rb") as f:
+        out = ForeignRecords(size=os.fstat(f.fileno()).st_size)
+        for number, line in enumerate(f, 1):  # a binary file's lines end at LF, as omp splits them
+            raw = line[:-1] if line.endswith(b"\n") else line
+            if not raw.strip(b" \t\r"):
+                continue
+            try:
+                value = decode_line(raw)
+            except (ValueError, RecursionError):
+                continue
+            if isinstance(value, dict):
+                out.records.append((value, number))
+                break
     return out
 
 

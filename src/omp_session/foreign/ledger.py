@@ -1,15 +1,20 @@
 """What was imported already: source file (path, id, size, mtime) -> the omp session made from it.
 
 The ledger is ``<cache dir>/foreign-imports.jsonl``, one JSON line per import, appended with one
-``write`` (``O_APPEND``), so concurrent imports never interleave a line and an interrupted batch
-keeps what it finished. A damaged line is skipped. An import counts only while the omp session it
-made still exists: delete that session and the source imports again.
+``write`` (``O_APPEND``), so an interrupted batch keeps what it finished. Runs at the same time take
+turns (a lock on the ledger file, held while one source is imported) and each reads what the
+others recorded before it imports a source, so none imports a source another just did. A damaged
+line is skipped. An import counts only while the omp session it made still exists: delete that
+session and the source imports again.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,23 +38,67 @@ class LedgerRecord:
     imported_at: str
 
 
+_TEXT_FIELDS = ("source", "source_id", "source_path", "session", "imported_at")
+_INT_FIELDS = ("size", "mtime_ns")
+
+
+def _parse(line: bytes) -> LedgerRecord | None:
+    """One ledger line, or None when it is damaged (cut short, edited, not ours)."""
+    try:
+        raw = json.loads(line)
+    except ValueError:
+        return None
+    if not isinstance(raw, dict):
+        return None
+    if not all(isinstance(raw.get(k), str) for k in _TEXT_FIELDS):
+        return None
+    if not all(isinstance(raw.get(k), int) and not isinstance(raw.get(k), bool) for k in _INT_FIELDS):
+        return None
+    return LedgerRecord(**{k: raw[k] for k in LedgerRecord.__dataclass_fields__})
+
+
 class Ledger:
-    """The imports recorded so far, newest last per source path."""
+    """The imports recorded so far, newest last per source path.
+
+    Another run may append while this one works: :meth:`locked` serializes the runs (an advisory
+    ``flock`` on the ledger file) and :meth:`refresh` reads what they appended since.
+    """
 
     def __init__(self, path: Path | None = None) -> None:
         self.path = path if path is not None else ledger_path()
         self._by_path: dict[str, list[LedgerRecord]] = {}
+        self._offset = 0  # the bytes read so far: whole lines only
+        self.refresh()
+
+    def refresh(self) -> None:
+        """Take in the lines appended since the last read. A ledger that cannot be read is taken as
+        empty here: :meth:`locked` and :meth:`add` say why, before anything is imported."""
         try:
-            data = self.path.read_bytes()
-        except FileNotFoundError:
+            with open(self.path, "rb") as f:
+                if os.fstat(f.fileno()).st_size < self._offset:  # replaced by a shorter file: read it anew
+                    self._by_path.clear()
+                    self._offset = 0
+                f.seek(self._offset)
+                data = f.read()
+        except OSError:
             return
-        for line in data.splitlines():
-            try:
-                raw = json.loads(line)
-                rec = LedgerRecord(**{k: raw[k] for k in LedgerRecord.__dataclass_fields__})
-            except (ValueError, TypeError, KeyError):
-                continue  # a line cut short by a crash, or not ours
-            self._by_path.setdefault(rec.source_path, []).append(rec)
+        end = data.rfind(b"\n") + 1  # a last line without its end is still being written, or was cut short
+        for line in data[:end].splitlines():
+            rec = _parse(line)
+            if rec is not None:
+                self._by_path.setdefault(rec.source_path, []).append(rec)
+        self._offset += end
+
+    @contextmanager
+    def locked(self) -> Iterator[None]:
+        """Hold the ledger for one import: no other run records (or imports) meanwhile."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)  # releases the lock
 
     def latest(self, source_path: str) -> LedgerRecord | None:
         """The newest import of ``source_path`` whose omp session still exists."""
@@ -59,10 +108,14 @@ class Ledger:
         return None
 
     def add(self, rec: LedgerRecord) -> None:
+        """Append ``rec`` (raises OSError); call it under :meth:`locked`."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
         line = (json.dumps(rec.__dict__) + "\n").encode("ascii")  # \u escapes keep undecodable path bytes
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
         try:
+            size = os.fstat(fd).st_size
+            if size and os.pread(fd, 1, size - 1) != b"\n":
+                line = b"\n" + line  # end a line cut short by a crash, so this one stays whole
             os.write(fd, line)
         finally:
             os.close(fd)
