@@ -75,7 +75,8 @@ def when_arg(args: Mapping[str, Any], name: str, *, now_ms: int | None = None) -
     if text is None:
         return None
     text = text.strip()
-    if text[-1:] in _AGE_UNITS and text[:-1].isdigit():
+    # ASCII digits only: str.isdigit() is also true of "²" and "١", which int() refuses
+    if text[-1:] in _AGE_UNITS and text[:-1].isascii() and text[:-1].isdigit():
         now = int(time.time() * 1000) if now_ms is None else now_ms
         ms = float(now - int(text[:-1]) * _AGE_UNITS[text[-1]])
     else:

@@ -18,7 +18,7 @@ from omp_session.js import codec
 from omp_session.js.date import to_iso
 from omp_session.model.text import shown
 
-__all__ = ["clip", "entry_item", "entry_text", "iso", "message_item", "message_text", "preview"]
+__all__ = ["clip", "entry_item", "entry_text", "iso", "message_item", "message_text", "preview", "utf8_safe"]
 
 Scrub = Callable[[str], str]
 
@@ -169,3 +169,20 @@ def preview(entry: Any, width: int = 100) -> str:
         text = text[: width - 1] + "…"
     head = item.get("role") or item.get("type") or "?"
     return f"{head}: {text}" if text else head
+
+
+def utf8_safe(value: Any) -> Any:
+    """``value`` with every string made encodable as UTF-8: a lone surrogate (JSON's ``"\\ud800"``
+    is valid, and sessions hold them) becomes U+FFFD, a split pair is joined. The SDK writes
+    answers as UTF-8 and one such character in an answer ended the whole server."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return value.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+        return value
+    if isinstance(value, dict):
+        return {utf8_safe(k): utf8_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [utf8_safe(v) for v in value]
+    return value

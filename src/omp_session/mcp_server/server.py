@@ -27,6 +27,7 @@ from mcp.shared.exceptions import MCPError
 from omp_session._version import __version__
 from omp_session.errors import SessionError
 
+from .render import utf8_safe
 from .tools import DEFAULT_ITEM_CHARS, MAX_CHARS, MAX_LIMIT, VIEWS, Library
 
 __all__ = ["RESOURCE_PREFIX", "TOOLS", "build_server", "run_stdio"]
@@ -118,8 +119,20 @@ def _text(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
 
 
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _error(message: str) -> types.CallToolResult:
-    return types.CallToolResult(content=[types.TextContent(type="text", text=message)], is_error=True)
+    return types.CallToolResult(content=[types.TextContent(type="text", text=utf8_safe(message))], is_error=True)
+
+
+def _invalid(message: str) -> MCPError:
+    return MCPError(code=types.INVALID_PARAMS, message=utf8_safe(message))
 
 
 def build_server(library: Library) -> Server[Any]:
@@ -148,11 +161,15 @@ def build_server(library: Library) -> Server[Any]:
             return _error(str(e))
         except (OSError, RecursionError) as e:
             return _error(f"{params.name}: {e}")
-        return types.CallToolResult(content=[types.TextContent(type="text", text=_text(result))],
+        text = _text(result)
+        if not _encodable(text):  # checked on the text once: walking every answer would cost more
+            result = utf8_safe(result)
+            text = _text(result)
+        return types.CallToolResult(content=[types.TextContent(type="text", text=text)],
                                     structured_content=result)
 
     async def list_resources(ctx: Any, params: Any) -> types.ListResourcesResult:
-        rows = await run(lambda: library.recent(RECENT_RESOURCES))
+        rows = utf8_safe(await run(lambda: library.recent(RECENT_RESOURCES)))
         return types.ListResourcesResult(resources=[
             types.Resource(uri=RESOURCE_PREFIX + quote(r["session"], safe=""), name=r["session"], title=r["title"] or r["first_message"][:80],
                            description=f"{r['cwd']} · modified {r['modified']} · {r['messages']} messages",
@@ -168,13 +185,13 @@ def build_server(library: Library) -> Server[Any]:
     async def read_resource(ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
         uri = str(params.uri)
         if not uri.startswith(RESOURCE_PREFIX):
-            raise MCPError(code=types.INVALID_PARAMS, message=f"unknown resource {uri} (expected {RESOURCE_PREFIX}<id>)")
+            raise _invalid(f"unknown resource {uri} (expected {RESOURCE_PREFIX}<id>)")
         session = unquote(uri[len(RESOURCE_PREFIX):])
         try:
             text = await run(lambda: library.session_markdown(session))
         except SessionError as e:
-            raise MCPError(code=types.INVALID_PARAMS, message=str(e)) from None
-        return types.ReadResourceResult(contents=[types.TextResourceContents(uri=uri, text=text,
+            raise _invalid(str(e)) from None
+        return types.ReadResourceResult(contents=[types.TextResourceContents(uri=uri, text=utf8_safe(text),
                                                                              mime_type="text/markdown")])
 
     return Server("omp-session", version=__version__,

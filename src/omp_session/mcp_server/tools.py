@@ -20,13 +20,14 @@ import os
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from omp_session.catalog.listing import SessionInfo, is_quarantine_name, list_sessions, sort_sessions
 from omp_session.catalog.resolve import name_matches, pick_one
 from omp_session.catalog.summaries import ListCache
-from omp_session.errors import EntryNotFoundError, SessionNotFoundError
+from omp_session.errors import AmbiguousSessionError, EntryNotFoundError, SessionError, SessionNotFoundError
 from omp_session.format.blobs import MemoryBlobStore
+from omp_session.js.codec import UNDEFINED
 from omp_session.js.date import to_iso
 from omp_session.model.session import Session, open_session
 from omp_session.model.tree import branch_tips
@@ -34,6 +35,10 @@ from omp_session.paths import project_dir_name
 
 from .args import ToolArgumentError, check_names, choice_arg, int_arg, text_arg, when_arg
 from .render import clip, entry_item, iso, message_item, preview
+
+if TYPE_CHECKING:
+    from omp_session.ops.redact.detectors import Matcher
+    from omp_session.ops.search.query import SearchHit
 
 __all__ = ["MAX_CHARS", "MAX_LIMIT", "VIEWS", "Library"]
 
@@ -57,6 +62,26 @@ def _under(cwd: str | None, project: str) -> bool:
     return cwd == base or cwd.startswith(base.rstrip("/") + "/")
 
 
+def _file_id(name: str) -> str:
+    """The session id in a file name ``<time>_<id>.jsonl``; "" when the name has none."""
+    stem = name.removesuffix(".gz").removesuffix(".jsonl")
+    return stem.split("_", 1)[1] if "_" in stem else ""
+
+
+def _strings(value: Any) -> Iterator[str]:
+    """Every string in a decoded JSON value, keys included."""
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, str):
+            yield v
+        elif isinstance(v, dict):
+            stack.extend(k for k in v if isinstance(k, str))
+            stack.extend(v.values())
+        elif isinstance(v, list):
+            stack.extend(v)
+
+
 def _ms_iso(ms: int | float | None) -> str | None:
     return None if ms is None else iso(ms)
 
@@ -71,12 +96,14 @@ class Library:
         self.index_path = index_path
         self.cache = ListCache(enabled=cache)
         self._scrub: Callable[[str], str] = lambda text: text
+        self._matcher: Matcher | None = None
         if redact:
             from omp_session.ops.redact.detectors import Matcher
 
-            matcher = Matcher()
+            matcher = self._matcher = Matcher()
             self._scrub = lambda text: matcher.scrub(text)[0]
         self.redacting = redact
+        self._ids: tuple[list[tuple[str, int]], Counter[str]] | None = None
 
     # ----- the tools ------------------------------------------------------------------------
 
@@ -122,7 +149,8 @@ class Library:
             if len(hits) >= limit or ask is None or len(result.hits) < ask:
                 break
             ask = ask * 8 if ask * 8 <= 10 * MAX_LIMIT else None  # None: every match
-        out: dict[str, Any] = {"hits": [self._hit(h) for h in hits[:limit]]}
+        secrets: dict[tuple[str, str | None], list[tuple[str, str]]] = {}
+        out: dict[str, Any] = {"hits": [self._hit(h, secrets) for h in hits[:limit]]}
         if notices:
             out["notices"] = notices
         return self._out(out)
@@ -190,15 +218,16 @@ class Library:
         scope: dict[str, Any]
         if session is not None:
             path = self.locate(session)
-            paths: list[str] | None = [path]
+            paths: list[str] = [path]
             scope = {"session": self.handle(path)}
         elif project is not None:
             paths = [i.path for i in self.infos() if _under(i.cwd, project)]
             scope = {"project": project}
         else:
-            paths, scope = None, {"all": True}
-        report = stats(paths if paths is not None else None, all_sessions=paths is None, root=self.root,
-                       by="model", since=None if since is None else to_iso(since), tz="UTC")
+            # the files stats --all reads, less those linked in from elsewhere (a linked project
+            # folder or session file): nothing from outside the root, not even a model's name
+            paths, scope = self._stats_files(), {"all": True}
+        report = stats(paths, root=self.root, by="model", since=None if since is None else to_iso(since), tz="UTC")
         out = {**scope, "since": _ms_iso(since), "sessions": len(report.sessions),
                "billed": report.total.billed.to_dict(), "current_branch": report.total.current.to_dict(),
                "by_model": [{"model": g.key, "billed": g.billed.to_dict(), "current_branch": g.current.to_dict()}
@@ -257,10 +286,22 @@ class Library:
             if not found:
                 raise SessionNotFoundError(f"no session for the server's project ({os.getcwd()}) under {self.root}")
             return self._checked(found[0].path)
-        local = [f for f in self._bucket_files(bucket) if name_matches(os.path.basename(f), arg)]
-        candidates = local or [f for b in self._buckets() for f in self._bucket_files(b)
-                               if name_matches(os.path.basename(f), arg)]
-        return self._checked(pick_one(candidates, arg, f"no session matches {arg!r} under {self.root}"))
+        local = self._bucket_files(bucket)
+        everywhere = [f for b in self._buckets() for f in self._bucket_files(b)]
+        # a whole id first: a handle this server gave must name its session even when it also
+        # starts a longer id, or the id is also in the server's own project under another name
+        key = arg.lower()
+        exact = [f for f in everywhere if _file_id(os.path.basename(f)).lower() == key]
+        exact_local = [f for f in local if _file_id(os.path.basename(f)).lower() == key]
+        chosen = exact if len(exact) == 1 else exact_local if len(exact_local) == 1 else exact
+        if not chosen:
+            matching = [f for f in local if name_matches(os.path.basename(f), arg)]
+            chosen = matching or [f for f in everywhere if name_matches(os.path.basename(f), arg)]
+        if len(chosen) > 1:
+            names = sorted(os.path.relpath(f, self.root).replace(os.sep, "/") for f in chosen)
+            shown = ", ".join(names[:10]) + (f" and {len(names) - 10} more" if len(names) > 10 else "")
+            raise AmbiguousSessionError(f"{arg!r} matches {len(names)} sessions; give one of {shown}", chosen)
+        return self._checked(pick_one(chosen, arg, f"no session matches {arg!r} under {self.root}"))
 
     def _checked(self, path: str) -> str:
         real = os.path.realpath(path)
@@ -274,10 +315,27 @@ class Library:
         rel = os.path.relpath(path, self.real_root)
         parts = rel.split(os.sep)
         name = parts[-1]
-        stem = name.removesuffix(".gz").removesuffix(".jsonl")
-        if len(parts) == 2 and "_" in stem and stem.split("_", 1)[1]:
-            return stem.split("_", 1)[1]
+        ident = _file_id(name)
+        # the id only where it names this file alone (a copied session is in two projects)
+        if len(parts) == 2 and ident and ident != name and ident.lower() != "latest" \
+                and self._id_counts()[ident.lower()] == 1:
+            return ident
         return rel.replace(os.sep, "/")
+
+    def _id_counts(self) -> Counter[str]:
+        """How many session files of the root have each id (lower case). Counted again only when
+        a project folder changed (a file made, removed or renamed in it changes its mtime)."""
+        buckets = self._buckets()
+        key: list[tuple[str, int]] = []
+        for b in buckets:
+            try:
+                key.append((b, os.stat(b).st_mtime_ns))
+            except OSError:
+                key.append((b, -1))
+        if self._ids is None or self._ids[0] != key:
+            self._ids = (key, Counter(_file_id(os.path.basename(f)).lower() for b in buckets
+                                      for f in self._bucket_files(b)))
+        return self._ids[1]
 
     def _buckets(self) -> list[str]:
         try:
@@ -300,6 +358,18 @@ class Library:
         found = [self.cache.info(f) for b in self._buckets() for f in self._bucket_files(b)]
         self.cache.save()
         return sort_sessions(i for i in found if i is not None)
+
+    def _stats_files(self) -> list[str]:
+        """Every project's ``*.jsonl`` files as ``stats --all`` takes them, symlinks left out."""
+        out = []
+        for b in self._buckets():
+            try:
+                with os.scandir(b) as it:
+                    out.extend(sorted(e.path for e in it if e.name.endswith(".jsonl") and not e.name.startswith(".")
+                                      and e.is_file(follow_symlinks=False)))
+            except OSError:
+                continue
+        return out
 
     def _subagents(self, path: str) -> list[SessionInfo]:
         """Subagent sessions, ``<session>/<agent>.jsonl`` (S9.5), advisors left out as ``list`` does."""
@@ -336,10 +406,35 @@ class Library:
                 "messages": info.message_count, "status": info.status,
                 "first_message": first if len(first) <= 300 else first[:299] + "…", "path": info.path}
 
-    def _hit(self, h: Any) -> dict[str, Any]:
+    def _hit(self, h: SearchHit, secrets: dict[tuple[str, str | None], list[tuple[str, str]]]) -> dict[str, Any]:
+        snippet = h.snippet_text()
+        if self._matcher is not None:
+            from omp_session.ops.search.index import HIGHLIGHT
+
+            from .snippets import redact_snippet
+
+            key = (h.path, h.entry_id)
+            if key not in secrets:
+                secrets[key] = self._secrets_of(h.path, h.entry_id, self._matcher)
+            snippet = redact_snippet(h.snippet, HIGHLIGHT, self._matcher, secrets[key])
         return {"session": self.handle(os.path.realpath(h.path)), "title": h.title, "cwd": h.cwd,
                 "entry": h.entry_id, "role": h.role or h.entry_type, "kind": h.kind, "time": h.timestamp,
-                "snippet": h.snippet_text()}
+                "snippet": snippet}
+
+    def _secrets_of(self, path: str, entry_id: str | None, matcher: Matcher) -> list[tuple[str, str]]:
+        """The secrets in the entry a search hit was cut from (None: the header and title), as
+        (text, category), whitespace runs single spaces as in a snippet."""
+        try:
+            with self._open(path) as s:
+                k = None if entry_id is None else s.index_of(entry_id)
+                source = [s.header, s.get_session_name()] if k is None else [s.entry_at(k)]
+        except (SessionError, OSError):
+            return []
+        found: dict[str, str] = {}
+        for text in _strings(source):
+            for hit in matcher.hits(text):
+                found.setdefault(" ".join(text[hit.start:hit.end].split()), hit.category)
+        return sorted(found.items(), key=lambda kv: -len(kv[0]))
 
     def _head(self, s: Session, handle: str) -> dict[str, Any]:
         header = s.header or {}
@@ -348,7 +443,10 @@ class Library:
 
     @staticmethod
     def _id(value: Any) -> Any:
-        return value if value is None or isinstance(value, str) else str(value)
+        # an entry without an id has none to give (str() of the codec's UNDEFINED is "UNDEFINED")
+        if value is None or value is UNDEFINED:
+            return None
+        return value if isinstance(value, str) else str(value)
 
     def _view(self, s: Session, view: str, start: int, limit: int | None) -> tuple[list[dict[str, Any]], int]:
         """Items ``start``..``start+limit`` of the view (not clipped yet), and the view's length."""
