@@ -672,3 +672,14 @@ def test_named_sessions_need_no_current_directory(family: dict[str, Path], monke
     monkeypatch.setattr(os, "getcwd", gone)
     assert stats([family["parent"]], root=family["root"], cache=False).files == 4
     assert stats(all_sessions=True, root=family["root"], cache=False).files == 4
+
+
+def test_a_symlinked_artifacts_folder_is_not_counted(family: dict[str, Path], tmp_path: Path) -> None:
+    art = family["parent"].with_suffix("")
+    moved = tmp_path / "elsewhere"
+    art.rename(moved)
+    art.symlink_to(moved, target_is_directory=True)  # omp makes a real folder: a link is not its
+    report = stats([family["parent"]], tz="UTC", cache=False)
+    assert report.files == 1
+    (row,) = report.groups
+    assert row.billed.input == 100 + 200 + 7 + 300 + 1000 + 50  # the task results' own usage

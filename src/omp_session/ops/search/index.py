@@ -557,9 +557,12 @@ class SearchIndex:
                 "anchor = ?, crc = ?, session_id = ?, title = ?, cwd = ?, created_ms = ?, next_seq = ?, "
                 "damaged = ? WHERE id = ?",
                 (st.st_dev, st.st_ino, j.size, st.st_mtime_ns, offset, lines, j.read(0, min(_HEAD, offset)),
-                 j.read(max(0, offset - _ANCHOR), offset), crc, session_id,
+                 j.read(max(0, offset - _ANCHOR), offset), crc,
+                 # a lone surrogate (escaped in the file) cannot be SQLite text: one header holding
+                 # one must not stop every search
+                 index_text(session_id) if session_id is not None else None,
                  index_text(title) if isinstance(title, str) and title else None,
-                 cwd if isinstance(cwd, str) else None, created, seq, len(damaged), file_id))
+                 index_text(cwd) if isinstance(cwd, str) else None, created, seq, len(damaged), file_id))
         finally:
             j.close()
 
@@ -572,7 +575,8 @@ class SearchIndex:
         base = file_id << FILE_SHIFT
         for value in values:
             rec = searchable(value)
-            entries.append((file_id, seq, *rec.row))
+            # ids, types and roles are text too: a lone surrogate in one would stop SQLite
+            entries.append((file_id, seq, *(index_text(x) if isinstance(x, str) else x for x in rec.row)))
             for kind, texts in rec.docs.items():
                 text = index_text("\n".join(texts))
                 docs.append((base | seq << SEQ_SHIFT | KIND_CODES[kind], text))

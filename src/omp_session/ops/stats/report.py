@@ -394,6 +394,8 @@ def _artifact_files(path: str, depth: int) -> list[_Node]:
     if depth > _MAX_DEPTH or not path.endswith((_SUFFIX, _SUFFIX + ".gz")):
         return []
     folder = path.removesuffix(".gz")[: -len(_SUFFIX)]  # an archive's artifacts: the path without .jsonl.gz
+    if os.path.islink(folder):  # omp makes a real folder: a link could count files from anywhere
+        return []
     try:
         with os.scandir(folder) as it:
             names = sorted(e.name for e in it if e.name.endswith(_SUFFIX) and not e.name.startswith(".")
