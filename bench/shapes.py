@@ -1,6 +1,6 @@
 """Benchmark: odd shapes cost what a normal file of the same size costs (issue 16 item 4).
 
-    python bench/shapes.py [--runs 5] [--sizes 50000,200000,800000,3000000] [--json]
+    python bench/shapes.py [--runs 5] [--sizes 50000,200000,800000,3000000] [--shapes a,b] [--tasks a,b] [--json]
 
 For every shape and size it writes the odd file and a normal session of the same byte size (a
 linear chain of ordinary user/assistant turns), then times, in this process, side by side and
@@ -8,16 +8,29 @@ round-robin, the medians of ``--runs`` runs of:
 
 * ``view``    ``open`` + ``build_session_context()`` + ``get_tree()`` walked + usage,
 * ``repair``  ``plan_repair`` (reads, plans and checks the output; writes nothing),
-* ``validate``.
+* ``validate``,
+* ``export``  ``export(p, "json")`` and ``export(p, "html")``,
+* ``size``    ``externalize`` as a dry run (the persistence walk over every record with an image).
 
-Shapes (each one line holding all but a few hundred bytes of the file):
+Shapes (each one line holding all but a few hundred bytes of the file, but the chains):
 
 * ``deep``          a user message whose ``content`` is an array nested size/2 levels,
 * ``deep-object``   an entry holding ``{"a":{"a":…}}`` nested size/6 levels,
 * ``torn-deep``     ``{"a":{"a":…}}`` with its innermost value missing: a malformed line
                     that repair used to re-parse once per ``{"`` (quadratic),
 * ``long-string``   one text block of size bytes,
-* ``many-keys``     one object with size/12 keys.
+* ``many-keys``     one object with size/12 keys,
+* ``bracket-line``  a line of size ``[`` that never closes, then ordinary records (the fuzz
+                    campaign's worst case, seed 1 case 292: the open array swallows a line),
+* ``deep-provider`` an assistant whose ``provider`` is ``[[[…"x"…]]]`` size/2 levels deep (a
+                    field the context view turns into a string; fuzz seed 2 case 1359),
+* ``deep-call-id``  a toolResult whose ``toolCallId`` is ``{"type":{"type":…}}`` size/8 levels
+                    deep (fuzz seed 1 case 166),
+* ``deep-image``    an image of 2,000 base64 characters inside size/2 levels of ``[``: the
+                    persistence walk reaches it (``size``),
+* ``chain``         size/128 tiny label entries in one chain (many records for their bytes),
+* ``dup-chain``     the same chain below a duplicated id that is its own ancestor (d -> b -> d):
+                    omp's getTree() cycle, the tree walk guards every path (fuzz seed 1 case 1880).
 
 Printed: the odd/normal ratio per shape, size and task, and the growth of the odd time from the
 smallest to the largest size divided by the size growth (1.0 = linear). Linear means the ratio
@@ -61,10 +74,37 @@ def _odd_line(shape: str, size: int) -> str:
     if shape == "many-keys":
         keys = ",".join(f'"k{i}":{i}' for i in range(size // 12))
         return USER % ("x", '"u"', '"hi","x":{' + keys + "}")
+    if shape == "bracket-line":
+        return "[" * size + "\n" + USER % ("x", '"u"', '"after"')
+    if shape == "deep-provider":
+        d = size // 2
+        return ASSISTANT.replace('"provider":"p"', '"provider":' + "[" * d + '"x"' + "]" * d) % ("x", "u", '"hi"')
+    if shape == "deep-call-id":
+        d = size // 8
+        return ('{"type":"message","id":"x","parentId":"u","timestamp":"2026-01-01T00:00:02.000Z",'
+                '"message":{"role":"toolResult","toolCallId":' + '{"type":' * d + '"k"' + "}" * d
+                + ',"toolName":"read","content":[{"type":"text","text":"r"}],"isError":false,"timestamp":2}}')
+    if shape == "deep-image":
+        d = size // 2
+        image = '{"type":"image","data":"' + "QUJD" * 500 + '","mimeType":"image/png"}'
+        return USER % ("x", '"u"', "[" * d + image + "]" * d)
+    if shape in ("chain", "dup-chain"):
+        label = ('{"type":"label","id":"c%07d","parentId":"%s","timestamp":"2026-01-01T00:00:03.000Z",'
+                 '"targetId":null,"label":null}')
+        lines = []
+        if shape == "dup-chain":  # d -> b -> d: the id d is its own ancestor through its copy
+            lines = [f'{{"type":"label","id":"{i}","parentId":"{p}","timestamp":"2026-01-01T00:00:02.000Z",'
+                     '"targetId":null,"label":null}' for i, p in (("d", "u"), ("b", "d"), ("d", "b"))]
+        parent = "d" if shape == "dup-chain" else "u"
+        for k in range(size // 128):
+            lines.append(label % (k, parent))
+            parent = f"c{k:07d}"
+        return "\n".join(lines)
     raise ValueError(shape)
 
 
-SHAPES = ("deep", "deep-object", "torn-deep", "long-string", "many-keys")
+SHAPES = ("deep", "deep-object", "torn-deep", "long-string", "many-keys", "bracket-line", "deep-provider",
+          "deep-call-id", "deep-image", "chain", "dup-chain")
 
 
 def write_odd(path: Path, shape: str, size: int) -> int:
@@ -92,7 +132,9 @@ def write_normal(path: Path, size: int) -> None:
 
 def _tasks() -> dict[str, Callable[[Path], Any]]:
     import omp_session
+    from omp_session.ops.export.formats import export
     from omp_session.ops.repair.plan import plan_repair
+    from omp_session.ops.size.externalize import externalize
 
     def view(p: Path) -> None:
         with omp_session.open(p) as s:
@@ -101,7 +143,12 @@ def _tasks() -> dict[str, Callable[[Path], Any]]:
                 node.children  # noqa: B018 - walk every node
             s.get_usage_statistics()
 
-    return {"view": view, "repair": lambda p: plan_repair(p), "validate": lambda p: omp_session.validate(p)}
+    def exports(p: Path) -> None:
+        export(p, "json")
+        export(p, "html")
+
+    return {"view": view, "repair": lambda p: plan_repair(p), "validate": lambda p: omp_session.validate(p),
+            "export": exports, "size": lambda p: externalize(p, None)}
 
 
 def _time(fn: Callable[[Path], Any], path: Path) -> float:
@@ -110,8 +157,9 @@ def _time(fn: Callable[[Path], Any], path: Path) -> float:
     return time.perf_counter() - t
 
 
-def run(sizes: list[int], runs: int, shapes: tuple[str, ...] = SHAPES) -> list[dict[str, Any]]:
-    tasks = _tasks()
+def run(sizes: list[int], runs: int, shapes: tuple[str, ...] = SHAPES,
+        only: tuple[str, ...] | None = None) -> list[dict[str, Any]]:
+    tasks = {name: fn for name, fn in _tasks().items() if only is None or name in only}
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="omp-shapes-") as tmp:
         for size in sizes:
@@ -146,19 +194,26 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--sizes", default="50000,200000,800000,3000000")
+    ap.add_argument("--shapes", default=",".join(SHAPES), help="comma-separated, default all")
+    ap.add_argument("--tasks", default=None, help="comma-separated (view,repair,validate,export,size), default all")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
-    rows = run([int(s) for s in args.sizes.split(",")], args.runs)
+    shapes = tuple(args.shapes.split(","))
+    unknown = set(shapes) - set(SHAPES)
+    if unknown:
+        ap.error(f"unknown shape(s): {', '.join(sorted(unknown))}")
+    rows = run([int(s) for s in args.sizes.split(",")], args.runs, shapes,
+               None if args.tasks is None else tuple(args.tasks.split(",")))
     if args.json:
         print(json.dumps({"rows": rows, "growth": growth(rows)}))
         return 0
-    print(f"{'shape':<12} {'size':>9} {'task':<9} {'odd s':>8} {'normal s':>9} {'odd/normal':>10}")
+    print(f"{'shape':<13} {'size':>9} {'task':<9} {'odd s':>8} {'normal s':>9} {'odd/normal':>10}")
     for r in rows:
-        print(f"{r['shape']:<12} {r['size']:>9,} {r['task']:<9} {r['odd_s']:>8.3f} {r['normal_s']:>9.3f} "
+        print(f"{r['shape']:<13} {r['size']:>9,} {r['task']:<9} {r['odd_s']:>8.3f} {r['normal_s']:>9.3f} "
               f"{r['ratio']:>9.1f}x")
     print("\ngrowth of the odd time over the size growth (1.0 = linear):")
     for g in growth(rows):
-        print(f"  {g['shape']:<12} {g['task']:<9} {g['growth']:.2f}")
+        print(f"  {g['shape']:<13} {g['task']:<9} {g['growth']:.2f}")
     return 0
 
 

@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from omp_session.js.date import (
     date_parse,
@@ -97,6 +99,41 @@ def test_js_string() -> None:
     assert js_string([1, None, [2, 3], {"a": 1}, "x", False]) == "1,,2,3,[object Object],x,false"
     assert js_string({"k": 1}) == "[object Object]"
     assert js_string(object()) == "undefined"
+
+
+def _string_reference(value: Any) -> str:
+    """String(value) by the definition: an array is the join of its elements, null ones as ""."""
+    if isinstance(value, list):
+        return ",".join("" if v is None else _string_reference(v) for v in value)
+    return js_string(value)
+
+
+_nested = st.recursive(st.none() | st.integers(-3, 3) | st.text("ab,", max_size=2) | st.just({"k": 1}),
+                       lambda inner: st.lists(inner, max_size=3), max_leaves=25)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_nested, st.integers(0, 40))
+def test_js_string_of_nested_arrays_is_the_recursive_join(value: Any, wrap: int) -> None:
+    for _ in range(wrap):  # chains of one-element arrays take the shortcut
+        value = [value]
+    assert js_string(value) == _string_reference(value)
+
+
+def test_js_string_of_an_array_nested_100_000_deep() -> None:
+    value: Any = [7, [None]]
+    for _ in range(100_000):
+        value = [value]
+    assert js_string(value) == "7,"
+    assert js_string([[None]]) == "" and js_string([]) == "" and js_string([[], [1]]) == ",1"
+
+
+def test_date_parse_of_a_megabyte_of_words_is_nan_without_tokenizing_it() -> None:
+    # fuzz seed 4 case 267: a 1 MB timestamp of "a b " took validate 12 s (a keyword table scan per word)
+    assert math.isnan(date_parse("a b " * 262_144))
+    assert math.isnan(date_parse("January, the first (of many)"))  # no numeral, no day
+    assert date_parse("(" + "x " * 100_000 + ") Jan 2 2020 10:00 GMT") == date_parse("Jan 2 2020 10:00 GMT")
+    assert date_parse("Jan 2 2020 10:00 GMT") == 1577959200000.0
 
 
 def test_now() -> None:

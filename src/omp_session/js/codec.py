@@ -12,6 +12,7 @@ spelling may differ from JavaScript's (see ``_orjson_stringify``).
 
 from __future__ import annotations
 
+import gc
 import re
 from collections.abc import Callable
 from json.encoder import encode_basestring as _quote_plain  # C-accelerated in CPython
@@ -183,11 +184,24 @@ def _js_items(d: dict[Any, Any]) -> list[tuple[str, Any]]:
 _END: Final[Any] = object()
 
 
+def _one_member(v: Any) -> tuple[str | None, Any] | None:
+    """(key, value) of a plain list or dict with exactly one member written (key None for a list)."""
+    t = type(v)
+    if t is list:
+        return (None, v[0]) if len(v) == 1 else None
+    if t is dict and len(v) == 1:
+        for k, x in v.items():
+            if type(k) is str and x is not UNDEFINED:
+                return k, x
+    return None
+
+
 def _stringify_pure(value: Any) -> str:
     """Exact JSON.stringify; iterative so that any nesting depth ``loads`` accepts can be written back."""
     out: list[str] = []
     ap = out.append
-    # Frame: [iterator over children, closing bracket, "a child was already written", id].
+    # Frame: [iterator over children, closing bracket(s), "a child was already written", id, or the
+    # ids of a chain of one-member containers ([[[…]]], {"a":{"a":…}}), opened and closed at once].
     stack: list[list[Any]] = []
     open_ids: set[int] = set()  # JSON.stringify throws on cycles; without this we would loop forever
     v = value
@@ -207,6 +221,45 @@ def _stringify_pure(value: Any) -> str:
         elif isinstance(v, (dict, list, tuple)):
             if id(v) in open_ids:
                 raise ValueError("Circular reference detected")
+            member = _one_member(v)
+            if member is not None:
+                ids: list[int] = []
+                closers: list[str] = []
+                last_key, opener = None, ""
+                while member is not None:
+                    key = member[0]
+                    if key is None:  # a run of one-element arrays, in a tight loop
+                        run = len(ids)
+                        while type(v) is list and len(v) == 1:
+                            ident = id(v)
+                            if ident in open_ids:
+                                raise ValueError("Circular reference detected")
+                            open_ids.add(ident)
+                            ids.append(ident)
+                            v = v[0]
+                        run = len(ids) - run
+                        ap("[" * run)
+                        closers.append("]" * run)
+                    else:  # a run of one-member objects, in a tight loop
+                        run = len(ids)
+                        while type(v) is dict and len(v) == 1:
+                            ((key, inner),) = v.items()
+                            if type(key) is not str or inner is UNDEFINED:
+                                break
+                            ident = id(v)
+                            if ident in open_ids:
+                                raise ValueError("Circular reference detected")
+                            open_ids.add(ident)
+                            ids.append(ident)
+                            if key is not last_key:  # a deep chain repeats one key: quoted once
+                                last_key, opener = key, "{" + _quote(key) + ":"
+                            ap(opener)
+                            v = inner
+                        closers.append("}" * (len(ids) - run))
+                    member = _one_member(v)
+                closers.reverse()
+                stack.append([iter(()), "".join(closers), True, ids])
+                continue  # v is the chain's innermost member
             open_ids.add(id(v))
             if isinstance(v, dict):
                 ap("{")
@@ -222,7 +275,10 @@ def _stringify_pure(value: Any) -> str:
             if nxt is _END:
                 ap(frame[1])
                 stack.pop()
-                open_ids.discard(frame[3])
+                if frame[3].__class__ is list:
+                    open_ids.difference_update(frame[3])
+                else:
+                    open_ids.discard(frame[3])
                 continue
             if frame[2]:
                 ap(",")
@@ -397,6 +453,12 @@ def dumps_line(value: Any) -> bytes:
 #     characters below U+0020 fail.
 
 _WS = re.compile(r"[ \t\n\r]*")
+# Runs of one opener repeated with nothing between (``[[[[`` or ``{"a":{"a":{"a":``): the shape of
+# deep nesting; the parser takes a run in one step (see _parse_value).
+_ARRAY_RUN = re.compile(r"\[{2,}")
+_OBJECT_RUN = re.compile(r'(\{"([^"\\\x00-\x1f]*)":)\1+')
+_CLOSE_ARRAYS = re.compile(r"\]+")
+_CLOSE_OBJECTS = re.compile(r"\}+")
 _LINE_WS = re.compile(r"[ \t\r]*")
 _STR_SIMPLE = re.compile(r'"([^"\\\x00-\x1f]*)"')
 _STR_RUN = re.compile(r'[^"\\\x00-\x1f]*')
@@ -535,9 +597,29 @@ _Memo = dict[int, "_Fail"]
 
 
 def _parse_value(text: str, i: int, n: int, memo: _Memo | None) -> tuple[Any, int]:
-    """Parse the value starting exactly at ``i`` (no leading whitespace); returns (value, end)."""
+    """:func:`_parse_values` with no cyclic garbage collection meanwhile: JSON makes no cycles, and
+    a value nested 100,000 deep is as many live containers, which every collection its allocations
+    trigger would walk again (3x the parse time at 400,000 levels)."""
+    if not gc.isenabled():
+        return _parse_values(text, i, n, memo)
+    gc.disable()
+    try:
+        return _parse_values(text, i, n, memo)
+    finally:
+        gc.enable()
+
+
+def _parse_values(text: str, i: int, n: int, memo: _Memo | None) -> tuple[Any, int]:
+    """Parse the value starting exactly at ``i`` (no leading whitespace); returns (value, end).
+
+    Iterative, so any depth parses. A run of one opener repeated with nothing between (``[[[`` or
+    ``{"k":{"k":``) is pushed as one run frame: nothing is built for it until values arrive, so a
+    megabyte of ``[`` costs one regex match and a deep value costs one wrap per level.
+    """
     ws = _WS.match
-    # Frame: [container, pending key (None for arrays), start offset, starts a line].
+    # Frame: [container, pending key (None for arrays), start offset, starts a line]; a run frame is
+    # [None, count, start offset, starts a line, key (None for arrays), width of one opener]: ``count``
+    # containers opened at start, start + width, ..., each still waiting for its first value.
     stack: list[list[Any]] = []
     line_first = memo is not None
     val: Any
@@ -554,6 +636,16 @@ def _parse_value(text: str, i: int, n: int, memo: _Memo | None) -> tuple[Any, in
                     hit = memo.get(i)
                     if hit is not None:
                         raise _Fail(hit.end, hit.where, hit.message)
+                run = (_ARRAY_RUN if c == "[" else _OBJECT_RUN).match(text, i)
+                if run is not None:
+                    # all but the last opener form the run; the last one is parsed as usual, so
+                    # that what follows the run (``]``, a value, an error) needs no case of its own
+                    width = 1 if c == "[" else len(run.group(1))
+                    count = (run.end() - i) // width - 1
+                    stack.append([None, count, i, line_first, None if c == "[" else run.group(2), width])
+                    i += count * width
+                    line_first = False
+                    continue
                 start = i
                 j = ws(text, i + 1).end()  # type: ignore[union-attr]
                 if c == "{":
@@ -594,6 +686,32 @@ def _parse_value(text: str, i: int, n: int, memo: _Memo | None) -> tuple[Any, in
                     return val, i
                 frame = stack[-1]
                 container = frame[0]
+                if container is None:  # a run frame
+                    j = ws(text, i).end()  # type: ignore[union-attr]
+                    key = frame[4]
+                    if j < n and text[j] == ("]" if key is None else "}"):
+                        # closers right after one another close as many containers of the run
+                        closers = (_CLOSE_ARRAYS if key is None else _CLOSE_OBJECTS).match(text, j)
+                        t = min(closers.end() - j, frame[1])  # type: ignore[union-attr]
+                        if key is None:
+                            for _ in range(t):
+                                val = [val]
+                        else:
+                            for _ in range(t):
+                                val = {key: val}
+                        i = j + t
+                        frame[1] -= t
+                        if not frame[1]:
+                            stack.pop()
+                        continue
+                    # anything else: the run's innermost container becomes an ordinary frame
+                    frame[1] -= 1
+                    count = frame[1]
+                    if not count:
+                        stack.pop()
+                    stack.append([[] if key is None else {}, key, frame[2] + count * frame[5],
+                                  frame[3] and not count])
+                    continue
                 is_obj = frame[1] is not None
                 if is_obj:
                     container[frame[1]] = val  # duplicate keys: last value, first position (as JS)

@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 import time
+from array import array
 from collections.abc import Iterator
 from typing import Any
 
@@ -111,21 +113,26 @@ def js_string(value: Any) -> str:
 def _join_arrays(value: list[Any] | tuple[Any, ...]) -> str:
     # String([[...]]) flattens nested arrays into one join; iterative, so any depth is fine
     out: list[str] = []
-    # one iterator per open array, and whether that array already wrote an element
-    stack: list[tuple[Iterator[Any], list[bool]]] = [(iter(value), [False])]
+    stack: list[Iterator[Any]] = [iter(value)]  # one iterator per open array
+    first = True  # the innermost open array has written no element yet
     while stack:
-        items, wrote = stack[-1]
-        for item in items:
-            if wrote[0]:
+        for item in stack[-1]:
+            if first:
+                first = False
+            else:
                 out.append(",")
-            wrote[0] = True
+            # an element [x] joins to what x does: a deep chain of one-element arrays in one loop
+            while type(item) is list and len(item) == 1:
+                item = item[0]
             if isinstance(item, list | tuple):
-                stack.append((iter(item), [False]))
+                stack.append(iter(item))
+                first = True
                 break
             if item is not None and not _is_undefined_like(item):
                 out.append(js_string(item))
         else:
             stack.pop()
+            first = False  # back in the parent, which has just written this array
     return "".join(out)
 
 
@@ -243,9 +250,11 @@ class _Scanner:
     """Tokenizer over UTF-16 code units; a NUL code unit ends the input, as in the engine."""
 
     def __init__(self, text: str) -> None:
-        raw = text.encode("utf-16-le", "surrogatepass")
-        self._units = [raw[i] | (raw[i + 1] << 8) for i in range(0, len(raw), 2)]
-        self._space = _SPACE_WIDE if any(u > 0xFF for u in self._units) else _SPACE
+        units = array("H", text.encode("utf-16-le", "surrogatepass"))
+        if sys.byteorder == "big":
+            units.byteswap()
+        self._units = units
+        self._space = _SPACE_WIDE if max(units, default=0) > 0xFF else _SPACE
         self._pos = 0
         self._next = self._scan()
 
@@ -253,48 +262,51 @@ class _Scanner:
         return self._units[self._pos] if self._pos < len(self._units) else 0
 
     def _scan(self) -> _Token:
-        ch = self._ch()
+        # local names in the loops: a long text (a megabyte of words) is one step per character
+        units, pos = self._units, self._pos
+        n = len(units)
+        ch = units[pos] if pos < n else 0
         if ch == 0:
             return _END
-        start = self._pos
+        start = pos
         if 0x30 <= ch <= 0x39:
-            while 0x30 <= self._ch() <= 0x39:
-                self._pos += 1
-            digits = "".join(chr(u) for u in self._units[start:self._pos])
+            while pos < n and 0x30 <= units[pos] <= 0x39:
+                pos += 1
+            self._pos = pos
+            digits = "".join(map(chr, units[start:pos]))
             # Bun keeps the first 9 *significant* digits (leading zeros do not count)
             # but remembers the full length, which field-width checks use.
             token = _Token(_T_NUMBER, len(digits), int(digits.lstrip("0")[:_MAX_SIGNIFICANT_DIGITS] or "0"))
             token.ms = _read_ms(token.value, len(digits))
             return token
         if ch in (0x3A, 0x2D, 0x2B, 0x2E, 0x29):  # : - + . )
-            self._pos += 1
+            self._pos = pos + 1
             return _Token(_T_SYMBOL, 1, ch)
-        if ch in self._space:
-            self._pos += 1
+        space = self._space
+        if ch in space:
+            self._pos = pos + 1
             return _Token(_T_SPACE, 1)
         if ch >= 0x41:
-            prefix = []
-            length = 0
-            while self._ch() >= 0x41 and self._ch() not in self._space:
-                if length < 3:
-                    prefix.append(self._ch() | 0x20)
-                length += 1
-                self._pos += 1
-            kw_type, kw_value = _lookup_keyword(prefix, length)
+            while pos < n and units[pos] >= 0x41 and units[pos] not in space:
+                pos += 1
+            self._pos = pos
+            length = pos - start
+            kw_type, kw_value = _lookup_keyword([u | 0x20 for u in units[start:start + min(length, 3)]], length)
             return _Token(_T_KEYWORD, length, kw_value, kw_type)
         if ch == 0x28:  # '(' starts a comment that runs to its matching ')'
             balance = 0
             while True:
-                c = self._ch()
+                c = units[pos] if pos < n else 0
                 if c == 0x29:
                     balance -= 1
                 elif c == 0x28:
                     balance += 1
-                self._pos += 1
-                if not (balance > 0 and self._ch()):
+                pos += 1
+                if not (balance > 0 and (units[pos] if pos < n else 0)):
                     break
+            self._pos = pos
             return _Token(_T_UNKNOWN, 1)
-        self._pos += 1
+        self._pos = pos + 1
         return _Token(_T_UNKNOWN, 1)
 
     def next(self) -> _Token:
@@ -312,12 +324,16 @@ class _Scanner:
         return False
 
 
+# (first three code units, lowercased and padded with 0) -> (type, value)
+_KEYWORD_TABLE: dict[tuple[int, ...], tuple[int, int]] = {
+    tuple([ord(c) for c in word] + [0] * (3 - len(word))): (kw_type, value) for word, kw_type, value in _KEYWORDS}
+assert len(_KEYWORD_TABLE) == len(_KEYWORDS)  # distinct prefixes: one lookup answers
+
+
 def _lookup_keyword(prefix: list[int], length: int) -> tuple[int, int]:
-    padded = [*prefix, 0, 0, 0][:3]
-    for word, kw_type, value in _KEYWORDS:
-        target = [ord(c) for c in word] + [0] * (3 - len(word))
-        if padded == target and (length <= 3 or kw_type == _KW_MONTH):
-            return kw_type, value
+    found = _KEYWORD_TABLE.get(tuple([*prefix, 0, 0, 0][:3]))
+    if found is not None and (length <= 3 or found[0] == _KW_MONTH):
+        return found
     return _KW_INVALID, 0
 
 
@@ -519,7 +535,14 @@ def _parse_iso(scanner: _Scanner, day: _Day, tm: _Time, zone: _Zone) -> _Token:
     return _END
 
 
+_DIGIT = re.compile("[0-9]")
+
+
 def _parse_fields(text: str) -> tuple[tuple[int, int, int], tuple[int, int, int, int], float] | None:
+    if _DIGIT.search(text) is None:
+        # only numerals make day fields, so there is no date, whatever the rest says: no need to
+        # tokenize (a megabyte of words would be a million tokens)
+        return None
     scanner = _Scanner(text)
     day, tm, zone = _Day(), _Time(), _Zone()
     token = _parse_iso(scanner, day, tm, zone)

@@ -555,7 +555,7 @@ class Session:
         if self._tree is None:
             self._tree = Tree(self._ids, self._parents, lambda: self.index,
                               timestamp_of=self._timestamp_of, entry_of=self.entry_at,
-                              labels=self._label_map(),
+                              labels=self._label_map,
                               unique_parents=self.parent_index if self._unique_strings else None,
                               nonlinear=self._linear_breaks())
             if self._tree.cycle_nodes:

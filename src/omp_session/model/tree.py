@@ -264,14 +264,16 @@ class Tree:
 
     def __init__(self, ids: Sequence[Any], parents: Sequence[Any], index: Callable[[], dict[Any, int]],
                  timestamp_of: Callable[[int], Any], entry_of: Callable[[int], Any],
-                 labels: dict[Any, Any], unique_parents: Sequence[int] | None = None,
+                 labels: dict[Any, Any] | Callable[[], dict[Any, Any]], unique_parents: Sequence[int] | None = None,
                  nonlinear: list[int] | None = None) -> None:
-        """``unique_parents``: the path parent index, when every id is a distinct non-empty string;
-        then it is also the tree's parent relation (no lookups needed). ``nonlinear``: the entries
-        whose parent is not the entry before them, when every parent precedes its child; then
-        only those need any work (see :func:`nonlinear_entries`)."""
+        """``labels``: the label map, or what makes it when a node's label is first asked for (a
+        tree built only to find cycles reads no label entry). ``unique_parents``: the path parent
+        index, when every id is a distinct non-empty string; then it is also the tree's parent
+        relation (no lookups needed). ``nonlinear``: the entries whose parent is not the entry
+        before them, when every parent precedes its child; then only those need any work (see
+        :func:`nonlinear_entries`)."""
         self.ids = ids
-        self.labels = labels
+        self._labels = labels
         self.entry = entry_of
         self._linear: tuple[set[int], dict[int, list[int]]] | None = None
         n = len(ids)
@@ -403,6 +405,12 @@ class Tree:
         return found
 
     @property
+    def labels(self) -> dict[Any, Any]:
+        if callable(self._labels):
+            self._labels = self._labels()
+        return self._labels
+
+    @property
     def hangs_in_omp(self) -> bool:
         return bool(self.cycle_nodes)
 
@@ -427,19 +435,28 @@ class Tree:
 
     def walk(self) -> Iterator[tuple[int, int]]:
         """(node index, depth) in pre-order; a node on a cycle is not entered twice."""
-        stack: list[tuple[int, int, frozenset[int]]] = []
-        for r in reversed(self.roots_idx):
-            stack.append((r, 0, frozenset()))
+        stack: list[tuple[int, int]] = [(r, 0) for r in reversed(self.roots_idx)]
+        if not self.cycle_nodes:
+            while stack:
+                node, depth = stack.pop()
+                yield node, depth
+                stack.extend((c, depth + 1) for c in reversed(self.child_indices(node)))
+            return
+        # One set of the nodes on the current path, left again by a marker (~node) pushed below
+        # the children: a set copied per node made a long chain under a duplicated id quadratic.
+        path: set[int] = set()
         while stack:
-            node, depth, above = stack.pop()
+            node, depth = stack.pop()
+            if node < 0:
+                path.discard(~node)
+                continue
             yield node, depth
             kids = self.child_indices(node)
             if not kids:
                 continue
-            below = above | {node} if self.cycle_nodes else above
-            for c in reversed(kids):
-                if c not in below:
-                    stack.append((c, depth + 1, below))
+            path.add(node)
+            stack.append((~node, depth))
+            stack.extend((c, depth + 1) for c in reversed(kids) if c not in path)
 
 
 def _js_strict_equal(a: Any, b: Any) -> bool:

@@ -141,16 +141,6 @@ def _is_verbatim(obj: dict[str, Any], key: str | None) -> bool:
 # ----------------------------------------------------------------- the walk
 
 
-def _walk(obj: Any, key: str | None, sink: BlobSink) -> Any:
-    if isinstance(obj, str):
-        return _walk_str(obj, key, sink)
-    if isinstance(obj, list):
-        return _walk_list(obj, key, sink)
-    if isinstance(obj, dict):
-        return _walk_dict(obj, key, sink)
-    return obj
-
-
 def _walk_str(s: str, key: str | None, sink: BlobSink) -> str:
     if key == "image_url" and s.startswith("data:image/") and ";base64," in s:
         return _ref(sink, _data_url_bytes(s))
@@ -161,40 +151,13 @@ def _walk_str(s: str, key: str | None, sink: BlobSink) -> str:
     return s
 
 
-# The loops below dispatch on exact types inline: on real sessions the walk is
-# bound by per-node overhead, not by bytes (big strings cost O(1) to check).
-# Anything else (subclasses, exotic objects) goes through _walk.
+def _settled(obj: dict[str, Any], key: str | None, sink: BlobSink) -> dict[str, Any] | None:
+    """What an object becomes without descending into it, or None when its members are walked.
 
-
-def _walk_list(obj: list[Any], key: str | None, sink: BlobSink) -> list[Any]:
-    new_list: list[Any] | None = None
-    for i, item in enumerate(obj):
-        c = item.__class__
-        new_item: Any
-        if c is str:
-            if key != "image_url" and len(item) <= _HALF_MAX:
-                continue
-            new_item = _walk_str(item, key, sink)
-        elif c is dict:
-            new_item = _walk_dict(item, key, sink)
-        elif c is list:
-            new_item = _walk_list(item, key, sink)
-        elif item is None or c is int or c is float or c is bool:
-            continue
-        else:
-            new_item = _walk(item, key, sink)
-        if new_item is not item:
-            if new_list is None:
-                new_list = list(obj)
-            new_list[i] = new_item
-    return obj if new_list is None else new_list
-
-
-def _walk_dict(obj: dict[str, Any], key: str | None, sink: BlobSink) -> dict[str, Any]:
+    Externalization returns a shallow copy without descending any further: the rest of such an
+    object is written as it is (no truncation, and even jsonlEvents stays).
+    """
     t = obj.get("type")
-    # Externalization returns a shallow copy without descending any further:
-    # the rest of such an object is written as it is (no truncation, and even
-    # jsonlEvents stays).
     if t == "image_generation_call":
         result = obj.get("result")
         if (isinstance(result, str) and not result.startswith(BLOB_PREFIX)
@@ -210,39 +173,130 @@ def _walk_dict(obj: dict[str, Any], key: str | None, sink: BlobSink) -> dict[str
             return out
     if (t is not None or key == "anthropicCompaction") and _is_verbatim(obj, key):
         return obj
+    return None
 
-    # Stays None until the first change, so an untouched object is returned as itself.
-    new_obj: dict[str, Any] | None = None
-    for k, v in obj.items():
-        if k == "jsonlEvents":
-            if new_obj is None:
-                new_obj = _prefix_copy(obj, k)
-            continue
-        c = v.__class__
-        nv: Any
-        if c is str:
-            nv = v if k != "image_url" and len(v) <= _HALF_MAX else _walk_str(v, k, sink)
-        elif c is dict:
-            nv = _walk_dict(v, k, sink)
-        elif c is list:
-            nv = _walk_list(v, k, sink)
-        elif v is None or c is int or c is float or c is bool:
-            nv = v
-        else:
-            nv = _walk(v, k, sink)
-        if new_obj is None:
-            if nv is v:
-                continue
-            new_obj = _prefix_copy(obj, k)
-        new_obj[k] = nv
-    if new_obj is None:
-        return obj
+
+def _finish_dict(new_obj: dict[str, Any]) -> dict[str, Any]:
     content = new_obj.get("content")
     line_count = new_obj.get("lineCount")
     if (isinstance(content, str) and isinstance(line_count, (int, float))
             and not isinstance(line_count, bool)):
         new_obj["lineCount"] = content.count("\n") + 1
     return new_obj
+
+
+# A frame of the walk: [the original container, its key (array items inherit their array's key),
+# an iterator over its members, the copy made at the first change (None until then), its slot in
+# the container above (a key or an index), whether it is an object]. An explicit stack, so that
+# any nesting depth is walked: JSON.stringify writes what the reader took at any depth, and so
+# must the transform before it.
+_Frame = list[Any]
+# Only objects with a "type" member or under one of these keys can be settled without a look inside.
+_SETTLE_KEYS = _IMAGE_KEYS | {"anthropicCompaction"}
+
+
+def _walk(value: Any, key: str | None, sink: BlobSink) -> Any:
+    """Step 2 of S8.7 over ``value``: copy-on-write, members in order, depth first.
+
+    The member loops dispatch on exact types inline (on real sessions the walk is bound by
+    per-node overhead, not by bytes: a big string costs O(1) to check); subclasses and exotic
+    objects take the ``isinstance`` checks after them.
+    """
+    if isinstance(value, str):
+        return _walk_str(value, key, sink)
+    if isinstance(value, dict):
+        done = _settled(value, key, sink)
+        if done is not None:
+            return done
+        stack: list[_Frame] = [[value, key, iter(value.items()), None, None, True]]
+    elif isinstance(value, list):
+        stack = [[value, key, enumerate(value), None, None, False]]
+    else:
+        return value
+    while True:
+        frame = stack[-1]
+        obj, fkey, members, new, slot, is_dict = frame
+        child: Any = None
+        if is_dict:
+            for k, v in members:
+                if k == "jsonlEvents":
+                    if new is None:
+                        new = frame[3] = _prefix_copy(obj, k)
+                    continue
+                c = v.__class__
+                nv: Any
+                if c is str:
+                    nv = v if k != "image_url" and len(v) <= _HALF_MAX else _walk_str(v, k, sink)
+                elif v is None or c is int or c is float or c is bool:
+                    nv = v
+                elif isinstance(v, str):
+                    nv = _walk_str(v, k, sink)
+                elif isinstance(v, dict):
+                    nv = _settled(v, k, sink) if "type" in v or k in _SETTLE_KEYS else None
+                    if nv is None:
+                        child = [v, k, iter(v.items()), None, k, True]
+                        break
+                elif isinstance(v, list):
+                    child = [v, k, enumerate(v), None, k, False]
+                    break
+                else:
+                    nv = v
+                if new is None:
+                    if nv is v:
+                        continue
+                    new = frame[3] = _prefix_copy(obj, k)
+                new[k] = nv
+        else:
+            for i, item in members:
+                c = item.__class__
+                new_item: Any
+                if c is str:
+                    if fkey != "image_url" and len(item) <= _HALF_MAX:
+                        continue
+                    new_item = _walk_str(item, fkey, sink)
+                elif item is None or c is int or c is float or c is bool:
+                    continue
+                elif isinstance(item, str):
+                    new_item = _walk_str(item, fkey, sink)
+                elif isinstance(item, dict):
+                    new_item = _settled(item, fkey, sink) if "type" in item or fkey in _SETTLE_KEYS else None
+                    if new_item is None:
+                        child = [item, fkey, iter(item.items()), None, i, True]
+                        break
+                elif isinstance(item, list):
+                    child = [item, fkey, enumerate(item), None, i, False]
+                    break
+                else:
+                    continue
+                if new_item is not item:
+                    if new is None:
+                        new = frame[3] = list(obj)
+                    new[i] = new_item
+        if child is not None:
+            stack.append(child)
+            continue
+        # the frame's members are done: its result goes to the member slot of the frame above
+        stack.pop()
+        if new is None:
+            result = obj
+        elif is_dict:
+            result = _finish_dict(new)
+        else:
+            result = new
+        if not stack:
+            return result
+        parent = stack[-1]
+        pobj, pnew = parent[0], parent[3]
+        if parent[5]:
+            if pnew is None:
+                if result is obj:
+                    continue
+                pnew = parent[3] = _prefix_copy(pobj, slot)
+            pnew[slot] = result
+        elif result is not obj:
+            if pnew is None:
+                pnew = parent[3] = list(pobj)
+            pnew[slot] = result
 
 
 def _prefix_copy(obj: dict[str, Any], stop: str) -> dict[str, Any]:
@@ -349,7 +403,7 @@ def strip_replayed_reasoning_signatures(entry: Any) -> Any:
 
 
 def truncate_for_persistence(value: Any, store: BlobSink | None) -> Any:
-    """Step 2 of S8.7 alone (the recursive walk)."""
+    """Step 2 of S8.7 alone (the walk, at any nesting depth)."""
     return _walk(value, None, _HASH_ONLY if store is None else store)
 
 

@@ -26,11 +26,12 @@ import hashlib
 import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from itertools import repeat
 from typing import Any
 
 from omp_session.errors import EditError, FormatError
 from omp_session.format.blobs import BLOB_PREFIX, BlobSink, BlobStore, b64encode, parse_blob_ref
-from omp_session.format.reader import Journal, scan_file
+from omp_session.format.reader import Journal, gc_paused, scan_file
 from omp_session.js import codec
 from omp_session.paths import blobs_dir
 from omp_session.store.atomic import copy_mode, write_new_file
@@ -81,7 +82,6 @@ class ExternalizeResult:
     below_threshold: int = 0  # inline images omp keeps inline (< 1024 characters)
     kept_noncanonical: int = 0  # inline images left because omp would load them re-encoded
     kept_frames: int = 0  # snapcompact frames left inline
-    kept_too_deep: int = 0  # records nested deeper than omp's own walk goes: left as they are
 
     @property
     def saved(self) -> int:
@@ -94,7 +94,6 @@ class ExternalizeResult:
             "image_bytes_moved": self.image_bytes_moved, "records_changed": self.records_changed,
             "blobs": len(self.blobs), "new_blobs": self.new_blobs, "below_threshold": self.below_threshold,
             "kept_noncanonical": self.kept_noncanonical, "kept_frames": self.kept_frames,
-            "kept_too_deep": self.kept_too_deep,
         }
 
 
@@ -115,34 +114,56 @@ class _Graft:
         self.frames = 0
 
     def take(self, orig: Any, new: Any, key: str | None) -> Any:
-        if new is orig:
-            return orig
-        if isinstance(orig, str):
-            return self._string(orig, new, key)
-        if isinstance(orig, list) and isinstance(new, list) and len(orig) == len(new):
-            out: list[Any] | None = None
-            for i, (a, b) in enumerate(zip(orig, new, strict=True)):
-                c = self.take(a, b, key)  # array items inherit the array's key, as in the walk
+        """``orig`` with the accepted moves of ``new`` (the walk's output for it) grafted in.
+
+        Depth first along the paths the walk changed, with an explicit stack: any depth."""
+        done, value = self._settle(orig, new, key)
+        if done:
+            return value
+        # frame: [orig, its (slot, orig member, new member, key) iterator, copy or None, slot below]
+        stack: list[list[Any]] = [[orig, _pairs(orig, new, key), None, None]]
+        while True:
+            frame = stack[-1]
+            below: list[Any] | None = None
+            for slot, a, b, k in frame[1]:
+                if b is a:
+                    continue
+                done, c = self._settle(a, b, k)
+                if not done:
+                    below = [a, _pairs(a, b, k), None, None]
+                    frame[3] = slot
+                    break
                 if c is not a:
-                    if out is None:
-                        out = list(orig)
-                    out[i] = c
-            return orig if out is None else out
+                    if frame[2] is None:
+                        frame[2] = dict(frame[0]) if isinstance(frame[0], dict) else list(frame[0])
+                    frame[2][slot] = c
+            if below is not None:
+                stack.append(below)
+                continue
+            stack.pop()
+            result = frame[0] if frame[2] is None else frame[2]
+            if not stack:
+                return result
+            if result is not frame[0]:
+                parent = stack[-1]
+                if parent[2] is None:
+                    parent[2] = dict(parent[0]) if isinstance(parent[0], dict) else list(parent[0])
+                parent[2][parent[3]] = result
+
+    def _settle(self, orig: Any, new: Any, key: str | None) -> tuple[bool, Any]:
+        """(True, what ``orig`` becomes) when that needs no look inside, else (False, None)."""
+        if new is orig:
+            return True, orig
+        if isinstance(orig, str):
+            return True, self._string(orig, new, key)
+        if isinstance(orig, list) and isinstance(new, list) and len(orig) == len(new):
+            return False, None
         if isinstance(orig, dict) and isinstance(new, dict):
             if key == "frames":
                 self.frames += _count_moves(orig, new)
-                return orig
-            obj: dict[str, Any] | None = None
-            for k, a in orig.items():
-                if k not in new:
-                    continue
-                c = self.take(a, new[k], k)
-                if c is not a:
-                    if obj is None:
-                        obj = dict(orig)
-                    obj[k] = c
-            return orig if obj is None else obj
-        return orig
+                return True, orig
+            return False, None
+        return True, orig
 
     def _string(self, orig: str, new: Any, key: str | None) -> str:
         if not (isinstance(new, str) and new.startswith(BLOB_PREFIX)) or orig.startswith(BLOB_PREFIX):
@@ -162,16 +183,29 @@ class _Graft:
         return new
 
 
+def _pairs(orig: Any, new: Any, key: str | None) -> Iterator[tuple[Any, Any, Any, str | None]]:
+    """(slot, orig member, new member, key) of two containers of one kind, in ``orig``'s order."""
+    if isinstance(orig, dict):
+        keys = [k for k in orig if k in new]
+        return zip(keys, map(orig.__getitem__, keys), map(new.__getitem__, keys), keys, strict=True)
+    # array items inherit the array's key, as in the walk (the lengths are equal: see _settle)
+    return zip(range(len(orig)), orig, new, repeat(key, len(orig)), strict=True)
+
+
 def _count_moves(orig: Any, new: Any) -> int:
-    if new is orig:
-        return 0
-    if isinstance(orig, str):
-        return 1 if isinstance(new, str) and new.startswith(BLOB_PREFIX) else 0
-    if isinstance(orig, list) and isinstance(new, list):
-        return sum(_count_moves(a, b) for a, b in zip(orig, new, strict=False))
-    if isinstance(orig, dict) and isinstance(new, dict):
-        return sum(_count_moves(v, new[k]) for k, v in orig.items() if k in new)
-    return 0
+    count = 0
+    todo: list[tuple[Any, Any]] = [(orig, new)]  # a stack, not recursion: any nesting depth
+    while todo:
+        a, b = todo.pop()
+        if b is a:
+            continue
+        if isinstance(a, str):
+            count += isinstance(b, str) and b.startswith(BLOB_PREFIX)
+        elif isinstance(a, list) and isinstance(b, list):
+            todo.extend(zip(a, b, strict=False))
+        elif isinstance(a, dict) and isinstance(b, dict):
+            todo.extend((v, b[k]) for k, v in a.items() if k in b)
+    return count
 
 
 def _count_small_images(value: Any, key: str | None) -> int:
@@ -221,6 +255,14 @@ def externalize_record(journal: Journal, i: int, raw: bytes, result: Externalize
     small = b'"image"' in raw or b'"images"' in raw
     if not small and not _is_candidate(raw):
         return None
+    # a record nested deep allocates a container per level in every pass below; collections
+    # meanwhile would walk all of them again and again (JSON values and the walk's frames make no cycles)
+    with gc_paused():
+        return _externalize_candidate(journal, i, raw, small, result, sink)
+
+
+def _externalize_candidate(journal: Journal, i: int, raw: bytes, small: bool, result: ExternalizeResult,
+                           sink: BlobSink | None) -> bytes | None:
     value = _value(journal, i)
     if not isinstance(value, dict):
         return None
@@ -230,13 +272,7 @@ def externalize_record(journal: Journal, i: int, raw: bytes, result: Externalize
         return None
     recorder = _Recorder()
     graft = _Graft(recorder)
-    try:
-        walked = truncate_for_persistence(value, recorder)
-        new = graft.take(value, walked, None)
-    except RecursionError:
-        # omp's own walk recurses too and throws on such a record (RangeError): it stays as it is
-        result.kept_too_deep += 1
-        return None
+    new = graft.take(value, truncate_for_persistence(value, recorder), None)
     result.kept_noncanonical += graft.noncanonical
     result.kept_frames += graft.frames
     if new is value:
