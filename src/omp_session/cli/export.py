@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import click
 
 from omp_session.errors import SessionError
 from omp_session.ops.export.formats import export_chunks
-from omp_session.ops.export.html import render_html_bytes
+from omp_session.ops.export.html import render_html_pieces
 from omp_session.store.atomic import check_output, write_new_file
 
-from ._errors import command
+from ._errors import command, os_errors
 from ._options import force_option, output_option, session_argument
 from ._store import active_store, open_stored, resolve_any, store_option
 
@@ -30,6 +30,13 @@ def write_atomically(path: Path, data: bytes, *, force: bool, source: str | None
     unless ``force`` (omp_session.atomic), nor ``source`` even then; a refusal or failure is a
     one-line SessionError."""
     write_new_file(path, [data], force=force, error=SessionError, source=source, stdout=True)
+
+
+def _read(pieces: Iterable[bytes], path: str) -> Iterator[bytes]:
+    """``pieces``, made while they are written: a failure to read the session names it, not the
+    output (whose own write errors are reported as such)."""
+    with os_errors(path):
+        yield from pieces
 
 
 _SUFFIXES = {".md": "md", ".markdown": "md", ".json": "json", ".html": "html", ".htm": "html"}
@@ -89,12 +96,12 @@ def export(session: str, fmt: str | None, output: Path | None, leaf_id: str | No
     path = resolve_any(session)
     with open_stored(path) as s:
         pieces: Iterable[bytes]
-        if fmt == "html":  # bytes: a big session's entries are copied, never decoded
+        if fmt == "html":  # bytes: a big session's entries are copied one by one, never decoded
             # subagent transcripts live in a file session's artifacts folder; a store has none
             subagents = not no_subagents and active_store() is None
-            pieces = [render_html_bytes(s, leaf=leaf_id, subagents=subagents, on_problem=_warn)]
+            pieces = _read(render_html_pieces(s, leaf=leaf_id, subagents=subagents, on_problem=_warn), path)
         else:  # written as it is made: memory stays bounded whatever the session's size
-            pieces = export_chunks(s, fmt, leaf=leaf_id, all_branches=all_branches, lossy=lossy)
+            pieces = _read(export_chunks(s, fmt, leaf=leaf_id, all_branches=all_branches, lossy=lossy), path)
         if output is None:
             for piece in pieces:
                 sys.stdout.buffer.write(piece)

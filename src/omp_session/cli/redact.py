@@ -14,8 +14,7 @@ import click
 
 from omp_session.catalog.resolve import resolve_session
 from omp_session.errors import SessionError
-from omp_session.ops.redact.rewrite import RedactResult, RedactRules, write_redacted
-from omp_session.ops.redact.rewrite import redact as redact_session
+from omp_session.ops.redact.rewrite import RedactReport, RedactRules, redact_to
 from omp_session.store.atomic import check_output
 
 from ._errors import command, os_errors
@@ -24,7 +23,7 @@ from ._options import force_option, json_option, output_option, session_argument
 __all__ = ["redact"]
 
 
-def _print_report(result: RedactResult, out: Path, as_json: bool, report: bool) -> None:
+def _print_report(result: RedactReport, out: Path, as_json: bool, report: bool) -> None:
     if as_json:
         payload = {"output": str(out), "counts": result.counts(),
                    "findings": [f.to_json() for f in result.findings] if report else None}
@@ -85,8 +84,7 @@ def redact(session: str, out: Path, report: bool, as_json: bool, secrets: tuple[
     check_output(out, force=force, error=SessionError)  # before the work, not after
     try:
         with os_errors(path):
-            result = redact_session(path, rules)
-            written = write_redacted(result, out, force=force)
+            result = redact_to(path, rules, out, force=force)  # record by record: bounded memory
     except RecursionError:  # the reader's JSON parser has a depth limit too
         raise SessionError(f"{path}: nested too deeply to read") from None
-    _print_report(result, written, as_json, report)
+    _print_report(result, result.output, as_json, report)

@@ -12,7 +12,7 @@ URLs. Rendering never writes and never changes the session.
 from __future__ import annotations
 
 import html
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, Final
 
 from omp_session.errors import EntryNotFoundError, SessionError
@@ -28,7 +28,7 @@ from .viewer_css import VIEWER_CSS
 from .viewer_js import VIEWER_JS
 
 __all__ = ["DATA_ELEMENT_ID", "MAX_SUBAGENT_DEPTH", "SUBAGENT_ELEMENT_PREFIX", "VIEWER_FORMAT", "embed_json",
-           "render_html", "render_html_bytes", "viewer_data"]
+           "render_html", "render_html_bytes", "render_html_pieces", "viewer_data"]
 
 VIEWER_FORMAT: Final = "omp-session-viewer"
 VIEWER_FORMAT_VERSION: Final = 1
@@ -76,12 +76,13 @@ def _json_bytes(value: Any) -> bytes:
 def _entry_records(session: Session, blob_store: BlobReader | None) -> Callable[[int], bytes]:
     """Entry k as JSON bytes for the page. The file's own line when loading did not change the
     entry (no migration, no blob reference, no Copilot replay data stripped): a 100 MB session
-    is then copied, not decoded and encoded again. Otherwise the loaded entry, serialized."""
+    is then copied, not decoded and encoded again. Otherwise the loaded entry, serialized (and
+    not kept decoded: memory stays bounded on a big session)."""
     j = session.journal
     changed = set(copilot_records(j)) if session.sanitized else set()
 
     def loaded(k: int) -> bytes:
-        entry = session.entry_at(k)
+        entry = session.peek_entry(k)
         if blob_store is not None:
             # the session resolves refs itself when opened with a store; this covers a store
             # given only to the export
@@ -100,55 +101,81 @@ def _entry_records(session: Session, blob_store: BlobReader | None) -> Callable[
     return record
 
 
-def _document(session: Session, leaf: str | None,
-              blob_store: BlobReader | None) -> tuple[dict[str, Any], list[bytes], dict[str, list[int]]]:
-    """The page's data for one session: its fields but the entries, the entries as JSON bytes
-    ready for the page (:func:`_embed_bytes`), and the agents each task result names (entry
-    indices). Embedding entry by entry copies only the few entries that need it, not the whole
-    payload three times over."""
-    if leaf is not None and session.index_of(leaf) is None:
-        raise EntryNotFoundError(f"{session.path or 'session'}: no entry {leaf}")
-    ids = session.ids
-    record = _entry_records(session, blob_store)
-    entries: list[bytes] = []
-    labels: dict[str, Any] = {}
-    task_refs: dict[str, list[int]] = {}
-    for k in range(len(session)):
-        raw = record(k)
-        entries.append(_embed_bytes(raw))
-        if b'"task"' in raw and b"toolResult" in raw:  # decode only what can be a task result
-            for agent in task_agent_ids(session.entry_at(k)):
-                task_refs.setdefault(agent, []).append(k)
-        if ids[k] is not UNDEFINED:
-            label = session.get_label(ids[k])
-            if label is not None:
-                labels[str(k)] = label
-    leaf_id = leaf if leaf is not None else session.get_leaf_id()
-    leaf_index = session.index_of(leaf_id) if leaf_id is not None else None
-    header = session.header if isinstance(session.header, dict) else {}
-    return {
-        "format": VIEWER_FORMAT,
-        "format_version": VIEWER_FORMAT_VERSION,
-        "title": session.get_session_name(),
-        "session_id": header.get("id"),
-        "cwd": header.get("cwd") if isinstance(header.get("cwd"), str) else None,
-        "header": header,
-        "ids": [_plain_id(i) for i in ids],
-        "parents": list(session.parent_index),
-        "labels": labels,
-        "leaf": -1 if leaf_index is None else leaf_index,
-        "tips": branch_tips(session),
-        "subagents": [],
-    }, entries, task_refs
+class _Document:
+    """The page's data for one session: its fields but the entries (:attr:`fields`), the entries
+    as JSON bytes ready for the page, each made when asked for (:meth:`entry`), and the agents
+    each task result names (entry indices). Embedding entry by entry copies only the few entries
+    that need it, not the whole payload three times over, and never holds them all."""
+
+    def __init__(self, session: Session, leaf: str | None, blob_store: BlobReader | None) -> None:
+        if leaf is not None and session.index_of(leaf) is None:
+            raise EntryNotFoundError(f"{session.path or 'session'}: no entry {leaf}")
+        ids = session.ids
+        self.record = _entry_records(session, blob_store)
+        self.count = len(session)
+        labels: dict[str, Any] = {}
+        self.task_refs: dict[str, list[int]] = {}
+        for k in range(self.count):
+            raw = self.record(k)
+            if b'"task"' in raw and b"toolResult" in raw:  # decode only what can be a task result
+                for agent in task_agent_ids(session.peek_entry(k)):
+                    self.task_refs.setdefault(agent, []).append(k)
+            if ids[k] is not UNDEFINED:
+                label = session.get_label(ids[k])
+                if label is not None:
+                    labels[str(k)] = label
+        leaf_id = leaf if leaf is not None else session.get_leaf_id()
+        leaf_index = session.index_of(leaf_id) if leaf_id is not None else None
+        header = session.header if isinstance(session.header, dict) else {}
+        self.fields: dict[str, Any] = {
+            "format": VIEWER_FORMAT,
+            "format_version": VIEWER_FORMAT_VERSION,
+            "title": session.get_session_name(),
+            "session_id": header.get("id"),
+            "cwd": header.get("cwd") if isinstance(header.get("cwd"), str) else None,
+            "header": header,
+            "ids": [_plain_id(i) for i in ids],
+            "parents": list(session.parent_index),
+            "labels": labels,
+            "leaf": -1 if leaf_index is None else leaf_index,
+            "tips": branch_tips(session),
+            "subagents": [],
+        }
+
+    def entry(self, k: int) -> bytes:
+        return _embed_bytes(self.record(k))
+
+    def payload(self) -> Iterator[bytes]:
+        """The data block's JSON, ready for the page: the fields, then the (embedded) entries,
+        in pieces of about a megabyte."""
+        yield _fields_json(self.fields) + b'"entries":['
+        batch: list[bytes] = []
+        size = 0
+        for k in range(self.count):
+            piece = self.entry(k)
+            batch.append(piece if k == 0 else b"," + piece)
+            size += len(piece)
+            if size >= _PIECE:
+                yield b"".join(batch)
+                batch, size = [], 0
+        batch.append(b"]}")
+        yield b"".join(batch)
 
 
-def _payload(fields: dict[str, Any], entries: list[bytes]) -> bytes:
-    """The data block's JSON, ready for the page: the fields, then the (embedded) entries."""
+_PIECE = 1024 * 1024
+
+
+def _fields_json(fields: dict[str, Any]) -> bytes:
+    """The data block's start: ``{`` and each field, ready for the page, each followed by ``,``."""
     parts = [b"{"]
     for key, value in fields.items():
         parts += [_json_bytes(key), b":", _embed_bytes(_json_bytes(value)), b","]
-    parts += [b'"entries":[', b",".join(entries), b"]}"]
     return b"".join(parts)
+
+
+def _payload(fields: dict[str, Any], entries: list[bytes]) -> bytes:
+    """A whole data block in memory (a subagent's, read while its file is open)."""
+    return _fields_json(fields) + b'"entries":[' + b",".join(entries) + b"]}"
 
 
 def viewer_data(session: Session, *, leaf: str | None = None,
@@ -158,8 +185,8 @@ def viewer_data(session: Session, *, leaf: str | None = None,
     and the branch tips. Blob references left in the entries are resolved from ``blob_store``
     when given; those still unresolved show as placeholders in the page. ``subagents`` is
     empty here: render_html fills it."""
-    fields, entries, _ = _document(session, leaf, blob_store)
-    data: dict[str, Any] = codec.loads(_payload(fields, entries).decode("utf-8", "replace"))
+    payload = b"".join(_Document(session, leaf, blob_store).payload())
+    data: dict[str, Any] = codec.loads(payload.decode("utf-8", "replace"))
     return data
 
 
@@ -197,13 +224,15 @@ class _Subagents:
                 continue
             try:
                 with open_session(found.path, blob_store=self.blob_store) as sub:
-                    fields, entries, sub_refs = _document(sub, None, None)
+                    doc = _Document(sub, None, None)
+                    entries = [doc.entry(k) for k in range(doc.count)]
             except (SessionError, OSError) as e:
                 self._problem(f"subagent transcript not readable: {e}")
                 reason = str(e).removeprefix(f"{found.path}: ")
                 item["note"] = f"{item['file']}: subagent transcript not readable: {reason}"
                 continue
-            fields["subagents"] = self.listing(str(found.path), sub_refs, depth + 1)
+            fields = doc.fields
+            fields["subagents"] = self.listing(str(found.path), doc.task_refs, depth + 1)
             self.blocks.append(_payload(fields, entries))
             item["doc"] = len(self.blocks)
             item["entries"] = len(entries)
@@ -211,14 +240,18 @@ class _Subagents:
         return out
 
 
-def render_html_bytes(session: Session, *, leaf: str | None = None, blob_store: BlobReader | None = None,
-                      subagents: bool = True, on_problem: Callable[[str], None] | None = None) -> bytes:
-    """:func:`render_html` as the UTF-8 bytes of the page, what a file gets: a big session's
-    entries are copied from the file into the page without ever becoming text."""
-    fields, entries, refs = _document(session, leaf, blob_store)
+def render_html_pieces(session: Session, *, leaf: str | None = None, blob_store: BlobReader | None = None,
+                       subagents: bool = True, on_problem: Callable[[str], None] | None = None
+                       ) -> Iterator[bytes]:
+    """:func:`render_html_bytes` in pieces, to be written as they come: a big session's entries
+    are copied from the file into the page one at a time, without ever becoming text. The page's
+    fields and subagents are worked out first, so an unknown ``leaf`` is refused here, before
+    any piece."""
+    doc = _Document(session, leaf, blob_store)
+    fields = doc.fields
     embedder = _Subagents(blob_store if blob_store is not None else session.blob_store, on_problem)
     if subagents and session.path:
-        fields["subagents"] = embedder.listing(session.path, refs, 1)
+        fields["subagents"] = embedder.listing(session.path, doc.task_refs, 1)
     title = fields["title"] if isinstance(fields["title"], str) and fields["title"] else "omp session"
     head = "".join([
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n",
@@ -230,12 +263,25 @@ def render_html_bytes(session: Session, *, leaf: str | None = None, blob_store: 
         '<noscript>This viewer needs JavaScript.</noscript></div>\n',
         f'<script type="application/json" id="{DATA_ELEMENT_ID}">',
     ])
-    parts = [head.encode("utf-8", "surrogatepass"), _payload(fields, entries), b"</script>\n"]
-    for n, block in enumerate(embedder.blocks, start=1):
-        parts += [f'<script type="application/json" id="{SUBAGENT_ELEMENT_PREFIX}{n}">'.encode(), block,
-                  b"</script>\n"]
-    parts.append(f"<script>\n{VIEWER_JS}</script>\n</body>\n</html>\n".encode())
-    return b"".join(parts)
+
+    def pieces() -> Iterator[bytes]:
+        yield head.encode("utf-8", "surrogatepass")
+        yield from doc.payload()
+        yield b"</script>\n"
+        for n, block in enumerate(embedder.blocks, start=1):
+            yield f'<script type="application/json" id="{SUBAGENT_ELEMENT_PREFIX}{n}">'.encode() + block \
+                + b"</script>\n"
+        yield f"<script>\n{VIEWER_JS}</script>\n</body>\n</html>\n".encode()
+
+    return pieces()
+
+
+def render_html_bytes(session: Session, *, leaf: str | None = None, blob_store: BlobReader | None = None,
+                      subagents: bool = True, on_problem: Callable[[str], None] | None = None) -> bytes:
+    """:func:`render_html` as the UTF-8 bytes of the page, what a file gets: a big session's
+    entries are copied from the file into the page without ever becoming text."""
+    return b"".join(render_html_pieces(session, leaf=leaf, blob_store=blob_store, subagents=subagents,
+                                       on_problem=on_problem))
 
 
 def render_html(session: Session, *, leaf: str | None = None, blob_store: BlobReader | None = None,

@@ -12,24 +12,28 @@ and a marker text block takes its place. The report says what was redacted where
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import orjson
 
 from omp_session.errors import PatternError, RedactError, SecretsFileError
 from omp_session.format.blobs import BLOB_PREFIX
 from omp_session.format.title import TitleSlot, build_title_slot
 from omp_session.js import codec
 from omp_session.model.session import Session
-from omp_session.store.atomic import write_new_file
+from omp_session.store.atomic import open_output, write_new_file
 
 from .detectors import Hit, Matcher, marker, parse_secrets_file, secret_key_name
+from .prefilter import Prefilter
 
-__all__ = ["Finding", "PatternError", "RedactResult", "RedactRules", "SecretsFileError",
-           "redact", "write_redacted"]
+__all__ = ["Finding", "PatternError", "RedactReport", "RedactResult", "RedactRules", "SecretsFileError",
+           "redact", "redact_to", "write_redacted"]
 
 CWD_PLACEHOLDER = "<cwd>"
 HOME_PLACEHOLDER = "~"
@@ -110,10 +114,26 @@ class RedactResult:
         return b"".join(parts)
 
     def counts(self) -> dict[str, int]:
-        out: dict[str, int] = {}
-        for f in self.findings:
-            out[f.category] = out.get(f.category, 0) + 1
-        return dict(sorted(out.items()))
+        return _counts(self.findings)
+
+
+@dataclass
+class RedactReport:
+    """What :func:`redact_to` wrote (``output``) and found."""
+
+    findings: list[Finding]
+    source: str | None
+    output: Path
+
+    def counts(self) -> dict[str, int]:
+        return _counts(self.findings)
+
+
+def _counts(findings: list[Finding]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for f in findings:
+        out[f.category] = out.get(f.category, 0) + 1
+    return dict(sorted(out.items()))
 
 
 class _Removed:
@@ -398,18 +418,24 @@ def _home_dirs(rules: RedactRules, cwd: Any) -> list[str]:
     return [h.rstrip("/") for h in homes if h and h.rstrip("/").count("/") >= 1 and len(h.rstrip("/")) > 1]
 
 
-def _literals(rules: RedactRules, header: dict[str, Any]) -> list[tuple[re.Pattern[str], str, str]]:
+def _literal_texts(rules: RedactRules, header: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """(path, placeholder, category) for ``--paths``: the cwd, then the home directories."""
     if not rules.paths:
         return []
-    out: list[tuple[re.Pattern[str], str, str]] = []
+    out: list[tuple[str, str, str]] = []
     cwd = header.get("cwd")
+    if isinstance(cwd, str) and len(cwd.rstrip("/")) > 1:
+        out.append((cwd.rstrip("/"), CWD_PLACEHOLDER, "path-cwd"))
+    for home in sorted(_home_dirs(rules, cwd), key=len, reverse=True):
+        out.append((home, HOME_PLACEHOLDER, "path-home"))
+    return out
+
+
+def _literals(rules: RedactRules, header: dict[str, Any]) -> list[tuple[re.Pattern[str], str, str]]:
     # a path ends where a path name could not go on (so /home/u/app does not eat /home/u/app2)
     end = r"(?![A-Za-z0-9._\-])"
-    if isinstance(cwd, str) and len(cwd.rstrip("/")) > 1:
-        out.append((re.compile(re.escape(cwd.rstrip("/")) + end), CWD_PLACEHOLDER, "path-cwd"))
-    for home in sorted(_home_dirs(rules, cwd), key=len, reverse=True):
-        out.append((re.compile(re.escape(home) + end), HOME_PLACEHOLDER, "path-home"))
-    return out
+    return [(re.compile(re.escape(text) + end), placeholder, category)
+            for text, placeholder, category in _literal_texts(rules, header)]
 
 
 def build_matcher(rules: RedactRules) -> Matcher:
@@ -420,63 +446,205 @@ def build_matcher(rules: RedactRules) -> Matcher:
     return Matcher(builtin=rules.builtin, secrets=secrets, patterns=rules.patterns)
 
 
+def _escaped(text: str) -> bytes:
+    """``text`` as it appears inside a JSON string of the file (omp's serializer)."""
+    return (codec.stringify(text) or '""')[1:-1].encode("utf-8", "surrogatepass")
+
+
+def _shallow(raw: bytes, value: Any) -> bool:
+    """Whether the walk surely fits ``value`` in Python's stack (a few frames per level: a record
+    it cannot walk is reported, so one is never copied unwalked). orjson refuses more than 254
+    levels, and the walk takes about 450."""
+    if raw.count(b"[") + raw.count(b"{") <= 254:
+        return True
+    try:
+        orjson.dumps(value)
+    except orjson.JSONEncodeError:
+        return False
+    return True
+
+
+class _Job:
+    """One redaction of one session, record by record: the title slot and header first (their
+    errors come before anything is written), then :meth:`entries`, then :meth:`finish`."""
+
+    def __init__(self, session: Session, rules: RedactRules, matcher: Matcher) -> None:
+        self.session = session
+        self.matcher = matcher
+        if session.header is None:
+            raise RedactError(f"{session.path or 'session'}: not a session file (no valid header); nothing to redact")
+        literals = _literals(rules, session.header)
+        self.r = r = _Redactor(rules, self.matcher, literals)
+        user_rules = any(d.category in ("secret", "secrets-file", "pattern") for d in self.matcher.detectors)
+        self.prefilter = Prefilter(
+            matcher.hits, builtin=rules.builtin, user_rules=user_rules,
+            literals=[_escaped(text) for text, _, _ in _literal_texts(rules, session.header)],
+            drop_images=rules.drop_images, drop_thinking=rules.drop_thinking,
+            drop_tool_output=rules.drop_tool_output, drop_custom=rules.drop_custom)
+        j = session.journal
+        slot = session.title_slot
+        if slot is not None:
+            r.line = 1
+            slot = TitleSlot(r.text(slot.title, "$.title"), slot.source, r.text(slot.updated_at, "$.updatedAt"))
+            try:
+                build_title_slot(slot.title, slot.source, slot.updated_at)
+            except ValueError:  # omp reads a slot of any width; one whose metadata passes 256 bytes cannot be rebuilt
+                raise RedactError(f"{session.path or 'session'}: line 1: title slot metadata longer than 256 bytes; "
+                                  "cannot rewrite it") from None
+        self.title_slot = slot
+        r.line = j.line_of(j.start(0)) if len(j) else None
+        header = self._guarded(lambda: r.obj(session.header, "$", None, _ENVELOPE))
+        assert isinstance(header, dict)
+        self.header: dict[str, Any] = header
+        self.deferred: list[Finding] = []  # tool results of removed calls: reported after every entry
+        r.removed_calls |= self._removed_calls()
+        self._removed_json = [_escaped(c) for c in r.removed_calls]
+
+    def _guarded(self, walk: Any) -> Any:
+        r = self.r
+        try:
+            return walk()
+        except RecursionError:
+            # the reader accepts deeper nesting than this recursive walk fits in Python's stack
+            raise RedactError(f"{self.session.path or 'session'}: line {r.line}"
+                              + (f" entry {r.entry_id}" if r.entry_id else "") + ": nested too deeply to redact"
+                              ) from None
+
+    def _plain(self, k: int, raw: bytes) -> bool:
+        """Whether entry ``k`` is what its bytes say (not migrated, sanitized or blob-resolved)."""
+        j = self.session.journal
+        return not j.is_decoded(k + 1) and (j.decode_hook is None or BLOB_PREFIX.encode() not in raw)
+
+    def _removed_calls(self) -> set[str]:
+        """The ids of the signed tool calls the walk removes, known before the first entry is
+        written: a tool result can come before its call in the file, and its content goes too."""
+        s, j = self.session, self.session.journal
+        probe = _Redactor(self.r.rules, self.matcher, self.r.literals)
+        for k in range(len(s)):
+            raw = j.raw(k + 1)
+            if b"thoughtSignature" not in raw and b"\\u" not in raw and self._plain(k, raw):
+                continue  # no signed tool call (its key is spelled out unless escaped)
+            value = s.peek_entry(k)
+            if not _has_signed_call(value) or (self._plain(k, raw) and not self.prefilter.may_change(raw, value)):
+                continue
+            with contextlib.suppress(RecursionError):  # the main walk reports it, with its line
+                probe.entry(value)
+            probe.findings.clear()
+        return probe.removed_calls
+
+    def entries(self) -> Iterator[tuple[Any, bool]]:
+        """Each redacted entry, and whether it is the entry as read (a copy needs no walk)."""
+        s, j, r = self.session, self.session.journal, self.r
+        for k in range(len(s)):
+            raw = j.raw(k + 1)
+            value = s.peek_entry(k)
+            if (self._plain(k, raw) and not any(c in raw for c in self._removed_json)
+                    and _shallow(raw, value) and not self.prefilter.may_change(raw, value)):
+                yield value, True
+                continue
+            r.line = s.line_of_entry(k)
+            eid = value.get("id") if isinstance(value, dict) else None
+            r.entry_id = eid if isinstance(eid, str) else None
+            out = self._guarded(lambda v=value: r.entry(v))
+            if r.removed_calls:
+                out = self._drop_removed_result(out)
+            yield out, False
+
+    def _drop_removed_result(self, e: Any) -> Any:
+        """A removed tool call takes its result's content with it (the entry stays for the tree)."""
+        r = self.r
+        m = e.get("message") if isinstance(e, dict) else None
+        if not (isinstance(m, dict) and m.get("role") == "toolResult" and m.get("toolCallId") in r.removed_calls):
+            return e
+        r.entry_id = e.get("id") if isinstance(e.get("id"), str) else None
+        m = dict(m)
+        mark = len(r.findings)
+        r.drop_result(m, "tool-call-removed", TOOL_CALL_MARKER)
+        self.deferred.extend(r.findings[mark:])
+        del r.findings[mark:]
+        return dict(e, message=m)
+
+    def finish(self) -> list[Finding]:
+        """The report, once every entry was taken: malformed records are dropped and said so."""
+        r, j = self.r, self.session.journal
+        r.findings.extend(self.deferred)
+        self.deferred = []
+        r.entry_id = None
+        for span in j.malformed:
+            r.line = j.line_of(span.start)
+            r.note("malformed-record", "dropped", "$")
+        return r.findings
+
+    def head(self) -> bytes:
+        """The title slot (if the input had one) and the header, as written."""
+        s = self.title_slot
+        slot = build_title_slot(s.title, s.source, s.updated_at) if s is not None else b""
+        return slot + codec.dumps_line(self.header)
+
+
+def _has_signed_call(value: Any) -> bool:
+    """Whether ``value`` holds a tool call with a thought signature anywhere (the only blocks whose
+    removal takes a tool result's content too), found without recursion."""
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, dict):
+            if v.get("type") == "toolCall" and isinstance(v.get("thoughtSignature"), str) and v["thoughtSignature"]:
+                return True
+            stack.extend(x for x in v.values() if isinstance(x, dict | list))
+        elif isinstance(v, list):
+            stack.extend(x for x in v if isinstance(x, dict | list))
+    return False
+
+
+def _with_session(session: Session | str | os.PathLike[str], rules: RedactRules, run: Any) -> Any:
+    """``run(session, matcher)``; a bad rule is reported before the session is read."""
+    matcher = build_matcher(rules)
+    if isinstance(session, Session):
+        return run(session, matcher)
+    from omp_session.model.session import open_session
+
+    with open_session(session) as s:
+        return run(s, matcher)
+
+
 def redact(session: Session | str | os.PathLike[str], rules: RedactRules | None = None) -> RedactResult:
     """The redacted header, title slot and entries of ``session`` (a Session or a path), and the
-    report. Nothing is written; see :func:`write_redacted`. Malformed records are dropped (they
-    cannot be scanned structurally) and reported."""
+    report, in memory (:func:`redact_to` streams a big session to a file instead). Nothing is
+    written; see :func:`write_redacted`. Malformed records are dropped (they cannot be scanned
+    structurally) and reported."""
     rules = rules or RedactRules()
-    matcher = build_matcher(rules)
-    if not isinstance(session, Session):
-        from omp_session.model.session import open_session
 
-        with open_session(session) as s:
-            return redact(s, rules)
-    if session.header is None:
-        raise RedactError(f"{session.path or 'session'}: not a session file (no valid header); nothing to redact")
-    r = _Redactor(rules, matcher, _literals(rules, session.header))
-    j = session.journal
-    slot = session.title_slot
-    if slot is not None:
-        r.line = 1
-        slot = TitleSlot(r.text(slot.title, "$.title"), slot.source, r.text(slot.updated_at, "$.updatedAt"))
-        try:
-            build_title_slot(slot.title, slot.source, slot.updated_at)
-        except ValueError:  # omp reads a slot of any width; one whose metadata passes 256 bytes cannot be rebuilt
-            raise RedactError(f"{session.path or 'session'}: line 1: title slot metadata longer than 256 bytes; "
-                              "cannot rewrite it") from None
-    r.line = j.line_of(j.start(0)) if len(j) else None
-    entries: list[Any] = []
-    try:
-        header = r.obj(session.header, "$", None, _ENVELOPE)
-        for k, e in enumerate(session.entries):
-            r.line = session.line_of_entry(k)
-            eid = e.get("id") if isinstance(e, dict) else None
-            r.entry_id = eid if isinstance(eid, str) else None
-            entries.append(r.entry(e))
-    except RecursionError:
-        # the reader accepts deeper nesting than this recursive walk fits in Python's stack
-        raise RedactError(f"{session.path or 'session'}: line {r.line}"
-                          + (f" entry {r.entry_id}" if r.entry_id else "") + ": nested too deeply to redact") from None
-    assert isinstance(header, dict)
-    if r.removed_calls:
-        _drop_removed_results(r, session, entries)
-    r.entry_id = None
-    for span in j.malformed:
-        r.line = j.line_of(span.start)
-        r.note("malformed-record", "dropped", "$")
-    return RedactResult(header, entries, slot, r.findings, session.path)
+    def run(s: Session, matcher: Matcher) -> RedactResult:
+        job = _Job(s, rules, matcher)
+        entries = [e for e, _ in job.entries()]
+        return RedactResult(job.header, entries, job.title_slot, job.finish(), s.path)
+
+    result: RedactResult = _with_session(session, rules, run)
+    return result
 
 
-def _drop_removed_results(r: _Redactor, session: Session, entries: list[Any]) -> None:
-    """A removed tool call takes its result's content with it (the entry stays for the tree)."""
-    for k, e in enumerate(entries):
-        m = e.get("message") if isinstance(e, dict) else None
-        if isinstance(m, dict) and m.get("role") == "toolResult" and m.get("toolCallId") in r.removed_calls:
-            r.line = session.line_of_entry(k)
-            r.entry_id = e.get("id") if isinstance(e.get("id"), str) else None
-            m = dict(m)
-            r.drop_result(m, "tool-call-removed", TOOL_CALL_MARKER)
-            entries[k] = dict(e, message=m)
+def redact_to(session: Session | str | os.PathLike[str], rules: RedactRules | None,
+              out: str | os.PathLike[str], *, force: bool = False) -> RedactReport:
+    """Redact ``session`` straight into ``out``, one record at a time (memory stays bounded
+    whatever the session's size); the same bytes and report as :func:`redact` then
+    :func:`write_redacted`. ``out`` is written atomically (see store/atomic.py: a device or FIFO
+    is streamed into); refused when it is the input, or exists without ``force``. Errors in the
+    title slot or header come before anything is written."""
+    rules = rules or RedactRules()
+    target = Path(out)
+
+    def run(s: Session, matcher: Matcher) -> RedactReport:
+        job = _Job(s, rules, matcher)
+        with open_output(target, force=force, error=RedactError, source=s.path,
+                         in_place="is the input session; redact never writes in place") as f:
+            f.write(job.head())
+            for entry, _ in job.entries():
+                f.write(codec.dumps_line(entry))
+        return RedactReport(job.finish(), s.path, target)
+
+    report: RedactReport = _with_session(session, rules, run)
+    return report
 
 
 def write_redacted(result: RedactResult, out: str | os.PathLike[str], *, force: bool = False) -> Path:

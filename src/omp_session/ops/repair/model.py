@@ -6,7 +6,7 @@ See ``docs/repair.md`` for the rules; ``repair.py`` builds plans, this module on
 from __future__ import annotations
 
 import base64
-import hashlib
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -71,9 +71,10 @@ class Quarantined:
         return codec.dumps_line(self.to_json())
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, weakref_slot=True)
 class RepairPlan:
-    """Everything ``plan_repair`` found for one file; applying it writes ``output``.
+    """Everything ``plan_repair`` found for one file; applying it writes the repaired bytes
+    (:meth:`pieces`, or all at once :attr:`output`), ``output_size`` bytes hashing to ``output_sha256``.
 
     ``size``, ``mtime_ns`` and ``sha256`` identify the bytes the plan was made from, so an
     in-place apply can refuse when the file changed since.
@@ -83,9 +84,21 @@ class RepairPlan:
     size: int
     mtime_ns: int
     sha256: str
-    output: bytes
+    # the repaired bytes, piece by piece, each time it is called (from the file itself when it
+    # needs no change, else from a copy the plan keeps)
+    pieces_of: Callable[[], Iterable[bytes]] = field(repr=False, compare=False)
     fixes: list[Fix] = field(default_factory=list)
     quarantined: list[Quarantined] = field(default_factory=list)
+    output_size: int = 0
+    output_sha256: str = ""
+
+    def pieces(self) -> Iterator[bytes]:
+        yield from self.pieces_of()
+
+    @property
+    def output(self) -> bytes:
+        """The repaired file, all in memory (:meth:`pieces` for a big one)."""
+        return b"".join(self.pieces())
 
     @property
     def changes(self) -> list[Fix]:
@@ -108,8 +121,8 @@ class RepairPlan:
             "path": self.path,
             "size": self.size,
             "sha256": self.sha256,
-            "output_size": len(self.output),
-            "output_sha256": hashlib.sha256(self.output).hexdigest(),
+            "output_size": self.output_size,
+            "output_sha256": self.output_sha256,
             "fixes": [f.to_json() for f in self.changes],
             "notes": [f.to_json() for f in self.notes],
             "quarantined": [q.to_json() for q in self.quarantined],

@@ -12,26 +12,33 @@ S6, S14). ``docs/repair.md`` states every rule; applying writes atomically (S8.4
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
-from typing import Any
+import secrets
+import tempfile
+import weakref
+from collections.abc import Iterable, Iterator
+from typing import Any, BinaryIO
 
 from omp_session.catalog.listing import QUARANTINE_SUFFIX
 from omp_session.diagnostics import Severity
 from omp_session.errors import (
     NotASessionError,
+    PersistenceError,
     RepairConflictError,
     RepairError,
     SessionFileError,
     WriteConflictError,
 )
 from omp_session.format.migrate import needs_migration
-from omp_session.format.reader import Journal, scan_bytes
+from omp_session.format.reader import Journal, scan_bytes, scan_file
 from omp_session.format.title import TITLE_SLOT_BYTES, build_title_slot
 from omp_session.js import codec
 from omp_session.store.atomic import check_output, copy_mode, write_new_file
-from omp_session.store.base import FileStorage
+from omp_session.store.base import conflict_message
+from omp_session.store.locking import publish_lock
 from omp_session.write.ids import iso_timestamp, new_session_id
 
 from .model import Fix, Quarantined, RepairPlan, RepairResult
@@ -42,6 +49,8 @@ __all__ = ["Fix", "NotASessionError", "Quarantined", "RepairConflictError", "Rep
            "RepairResult", "apply_repair", "plan_repair", "plan_repair_bytes", "quarantine_path"]
 
 _SNIFF = 1024 * 1024
+_CHUNK = 1024 * 1024
+_PAD = b" \t\r\n\x00"
 _FILE_NAME = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d)-(\d\d)-(\d\d)-(\d{3}Z)_([0-9a-fA-F-]{36})\.jsonl$")
 
 
@@ -52,11 +61,14 @@ def quarantine_path(target: str | os.PathLike[str]) -> str:
 
 
 def plan_repair(path: str | os.PathLike[str], *, blob_store: Any = None) -> RepairPlan:
-    """Read ``path`` and work out its repair; writes nothing.
+    """Read ``path`` and work out its repair; writes nothing (a damaged file's repaired bytes are
+    kept in a temporary file until the plan is gone).
 
     Raises :class:`NotASessionError` for a directory, an empty file or bytes that are not a
     session (a PNG, random data), :class:`SessionFileError` when the file cannot be read.
     ``blob_store`` (default: omp's blob directory) is only used to report missing blobs.
+    The file is read a chunk at a time and its records decoded one at a time: memory does not
+    grow with its size.
     """
     name = os.fspath(path)
     if os.path.isdir(name):
@@ -66,7 +78,10 @@ def plan_repair(path: str | os.PathLike[str], *, blob_store: Any = None) -> Repa
     try:
         with open(name, "rb") as f:
             st = os.fstat(f.fileno())
-            data = f.read()
+            head, digest, blank = _read_facts(f)
+        _refuse(head, st.st_size, blank, name)
+        del head
+        j = scan_file(name)
     except FileNotFoundError:
         raise SessionFileError(name, "no such file") from None
     except OSError as e:
@@ -76,26 +91,52 @@ def plan_repair(path: str | os.PathLike[str], *, blob_store: Any = None) -> Repa
         from omp_session.paths import blobs_dir
 
         blob_store = BlobStore(blobs_dir())
-    return plan_repair_bytes(data, name, mtime_ns=st.st_mtime_ns, blob_store=blob_store)
+    try:
+        return _plan(j, name, st.st_size, st.st_mtime_ns, digest, blob_store, source=name)
+    finally:
+        j.close()
+
+
+def _read_facts(f: BinaryIO) -> tuple[bytes, str, bool]:
+    """(the first ``_SNIFF`` bytes, the SHA-256, whether every byte is whitespace or NUL) of a file."""
+    sha = hashlib.sha256()
+    head = b""
+    blank = True
+    while block := f.read(_CHUNK):
+        sha.update(block)
+        if len(head) < _SNIFF:
+            head += block[:_SNIFF - len(head)]
+        blank = blank and not block.strip(_PAD)
+    return head, sha.hexdigest(), blank
+
+
+def _refuse(head: bytes, size: int, blank: bool, path: str) -> None:
+    if blank:
+        what = "is empty" if not size else "holds only whitespace or NUL bytes"
+        raise NotASessionError(f"{path}: {what}; there is nothing to repair (omp starts a new session in it)")
+    if b'"type"' not in head[:_SNIFF]:
+        raise NotASessionError(f"{path}: not an omp session file (no JSON record with a \"type\" near the start)")
 
 
 def plan_repair_bytes(data: bytes, path: str = "session.jsonl", *, mtime_ns: int = 0,
                       blob_store: Any = None) -> RepairPlan:
     """:func:`plan_repair` on bytes already read (``path`` names the file in messages and is where
     a lost header's id and timestamp are taken from)."""
-    if not data.strip(b" \t\r\n\x00"):
-        what = "is empty" if not data else "holds only whitespace or NUL bytes"
-        raise NotASessionError(f"{path}: {what}; there is nothing to repair (omp starts a new session in it)")
-    if b'"type"' not in data[:_SNIFF]:
-        raise NotASessionError(f"{path}: not an omp session file (no JSON record with a \"type\" near the start)")
-    j = scan_bytes(data)
+    _refuse(data[:_SNIFF], len(data), not data.strip(_PAD), path)
+    return _plan(scan_bytes(data), path, len(data), mtime_ns, hashlib.sha256(data).hexdigest(), blob_store,
+                 source=None)
+
+
+def _plan(j: Journal, path: str, size: int, mtime_ns: int, digest: str, blob_store: Any,
+          source: str | None) -> RepairPlan:
+    """The plan for the scanned file ``j``; ``source`` is its path when it is a file (else the
+    repaired bytes are small enough to be kept in memory)."""
     rs = read_records(j)
     if j.bom:
         rs.fixes.insert(0, Fix("bom", "leading UTF-8 BOM removed (omp never writes one, and cannot rewrite a "
                                "file that has one)", line=1, offset=0))
     near_miss = _take_near_miss_title(j, rs)
-    if j.slot is None and near_miss is None and not any(
-            isinstance(r.value, dict) and isinstance(r.value.get("type"), str) for r in rs.recs):
+    if j.slot is None and near_miss is None and not any(isinstance(r.kind(), str) for r in rs.recs):
         raise NotASessionError(f"{path}: not an omp session file (no session record could be read)")
     quarantine_crashers(rs, 0)
     _fix_header(rs, path)
@@ -106,15 +147,81 @@ def plan_repair_bytes(data: bytes, path: str = "session.jsonl", *, mtime_ns: int
         break_cycles(rs)
     else:
         drop_duplicates(rs)
-    slot = _fix_slot(j, data, near_miss, rs)
-    output = slot + b"".join(rec.out() for rec in rs.recs)
+    slot = _fix_slot(j, near_miss, rs)
+    recs = rs.recs
+
+    def pieces() -> Iterator[bytes]:
+        yield slot
+        for rec in recs:
+            yield rec.out()
+
+    out_size, out_digest = (size, digest) if _unchanged(j, slot, recs) else _measure(pieces())
     fixes = sorted(rs.fixes, key=lambda f: (f.line is not None, f.line or 0, f.offset or 0))
-    plan = RepairPlan(path, len(data), mtime_ns, hashlib.sha256(data).hexdigest(), output, fixes=fixes, quarantined=rs.quarantined)
-    if output == data and not plan.quarantined:
+    plan = RepairPlan(path, size, mtime_ns, digest, pieces, fixes=fixes, quarantined=rs.quarantined,
+                      output_size=out_size, output_sha256=out_digest)
+    same = out_size == size and out_digest == digest
+    if same and not plan.quarantined:
         # a record-level fix that re-serialised to the very same bytes changed nothing
         plan.fixes = [f for f in plan.fixes if not f.changes]
-    _check_output(plan, blob_store)
+    if source is None:
+        _check_output(plan, scan_bytes(plan.output), blob_store)
+        return plan
+    if same:  # the file is its own repair: read it, not a copy (the scan is done: reuse it)
+        plan.pieces_of = lambda: _file_chunks(source)
+        check = j
+    else:
+        spool = _spool(plan)
+        plan.pieces_of = lambda: _file_chunks(spool)
+        check = scan_file(spool)
+    recs.clear()  # the records are written: what the check builds takes their place
+    _check_output(plan, check, blob_store)
     return plan
+
+
+def _unchanged(j: Journal, slot: bytes, recs: list[Rec]) -> bool:
+    """Whether the repaired bytes are the file's, seen without reading them: the slot as it was,
+    then every record as it was, in file order, one per line, nothing between or after them."""
+    if j.bom or (slot and (j.slot is None or j.read(0, len(slot)) != slot)):
+        return False
+    end, line = len(slot) - 1, 1 if slot else 0  # where the previous line's LF is, and its number
+    for rec in recs:
+        span = rec.span()
+        if span is None or rec.dirty or span[0] != end + 1 or rec.line != line + 1:
+            return False  # a record that changed, moved, or has something before it on its line
+        end, line = span[1], line + 1
+    # (each record is one line: one holding a LF is dirty, so the byte after it is its line's LF)
+    return end + 1 == j.size and j.final_newline
+
+
+def _measure(pieces: Iterable[bytes]) -> tuple[int, str]:
+    sha = hashlib.sha256()
+    size = 0
+    for piece in pieces:
+        sha.update(piece)
+        size += len(piece)
+    return size, sha.hexdigest()
+
+
+def _file_chunks(path: str) -> Iterator[bytes]:
+    with open(path, "rb") as f:
+        while block := f.read(_CHUNK):
+            yield block
+
+
+def _spool(plan: RepairPlan) -> str:
+    """The repaired bytes written to a private temporary file (removed with the plan): read back
+    to check them, and copied from there when the plan is applied."""
+    fd, spool = tempfile.mkstemp(prefix="omp-repair-", suffix=".jsonl")
+    weakref.finalize(plan, _unlink, spool)
+    with os.fdopen(fd, "wb") as f:
+        for piece in plan.pieces():
+            f.write(piece)
+    return spool
+
+
+def _unlink(path: str) -> None:
+    with contextlib.suppress(OSError):
+        os.unlink(path)
 
 
 def _take_near_miss_title(j: Journal, rs: Records) -> Rec | None:
@@ -164,7 +271,7 @@ def _fix_header(rs: Records, path: str) -> None:
         if head.raw:
             rs.quarantine(head.line, head.offset, head.raw, "the header's cwd is not a string (omp's open() "
                           "throws); the header is kept without it")
-        del head.value["cwd"]
+        del head.own()["cwd"]
         head.dirty = True
         rs.fixes.append(Fix("header-cwd", f"the header's cwd {codec.stringify(cwd)} is not a string (omp cannot "
                             "open the file); removed, original header quarantined", line=head.line or None,
@@ -195,12 +302,12 @@ def _rebuild_header(base: dict[str, Any], path: str, recs: list[Rec]) -> dict[st
     return header
 
 
-def _fix_slot(j: Journal, data: bytes, near_miss: Rec | None, rs: Records) -> bytes:
+def _fix_slot(j: Journal, near_miss: Rec | None, rs: Records) -> bytes:
     """The title slot (S1.2): kept when valid and 256 bytes; rebuilt from what it holds otherwise."""
     start = 3 if j.bom else 0
     if j.slot is not None:
-        end = data.find(b"\n", start) + 1
-        line = data[start:end]
+        end = j.source.find(b"\n", start) + 1
+        line = j.read(start, end)
         try:
             pad = codec.loads(line.decode("utf-8")).get("pad", "")
         except (ValueError, AttributeError):
@@ -247,12 +354,13 @@ def _rebuilt_slot(title: str, source: str | None, updated: str, original: bytes 
     return slot
 
 
-def _check_output(plan: RepairPlan, blob_store: Any) -> None:
-    """Read the repaired bytes back: blob references omp cannot resolve are reported (left as they
-    are: the blob may come back), and anything still wrong is reported rather than hidden."""
+def _check_output(plan: RepairPlan, output: Journal, blob_store: Any) -> None:
+    """Read the repaired bytes back (``output``, scanned): blob references omp cannot resolve are
+    reported (left as they are: the blob may come back), and anything still wrong is reported
+    rather than hidden."""
     from omp_session.model.session import Session
 
-    with Session(scan_bytes(plan.output), plan.path, blob_store) as s:
+    with Session(output, plan.path, blob_store) as s:
         for d in s.diagnostics:
             if d.code in ("blob-missing", "blob-malformed-ref"):
                 plan.fixes.append(Fix(d.code, d.message + " (left as is; the line is in the repaired file)",
@@ -292,13 +400,31 @@ def apply_repair(plan: RepairPlan, *, out: str | os.PathLike[str] | None = None,
                           "output; write the repair to a file")
     quarantine = _write_quarantine(plan, target)
     # a copy of a session is never more readable than the session itself
-    write_new_file(target, [plan.output], force=force, error=RepairError, mode=copy_mode(plan.path))
+    write_new_file(target, _as_planned(plan), force=force, error=RepairError, mode=copy_mode(plan.path))
     return RepairResult(target, None, quarantine)
+
+
+def _as_planned(plan: RepairPlan) -> Iterator[bytes]:
+    """The plan's pieces, checked against the bytes it planned (the file it reads from may have
+    changed since): a difference raises before the last piece, so nothing is put in place."""
+    yield from _checked(plan.pieces(), plan.output_size, plan.output_sha256, plan.path)
+
+
+def _checked(pieces: Iterable[bytes], size: int, digest: str, path: str) -> Iterator[bytes]:
+    sha = hashlib.sha256()
+    n = 0
+    for piece in pieces:
+        sha.update(piece)
+        n += len(piece)
+        yield piece
+    if n != size or sha.hexdigest() != digest:
+        raise RepairConflictError(f"{path}: changed since the repair was planned; nothing was written "
+                                  "(plan again)")
 
 
 def _apply_in_place(plan: RepairPlan) -> RepairResult:
     path = plan.path
-    current = _read_if_unchanged(plan)
+    _check_unchanged(plan)
     if plan.is_empty:
         return RepairResult(path, None, None, written=False)
     backup = path + ".bak"
@@ -306,27 +432,53 @@ def _apply_in_place(plan: RepairPlan) -> RepairResult:
     while os.path.lexists(backup):  # an earlier backup is somebody's data: never overwrite it
         n += 1
         backup = f"{path}.bak.{n}"
-    write_new_file(backup, [current], force=False, error=RepairError,  # a link: never over a file
-                   mode=copy_mode(path))
+    write_new_file(backup, _checked(_file_chunks(path), plan.size, plan.sha256, path), force=False,
+                   error=RepairError, mode=copy_mode(path))  # a link: never over a file
     quarantine = _write_quarantine(plan, path)
     try:
-        FileStorage().replace(path, plan.output, plan.size)
+        _replace(path, _as_planned(plan), plan.size)
     except WriteConflictError as e:
         raise RepairConflictError(f"{path}: changed while being repaired; nothing was replaced ({e})") from None
     return RepairResult(path, backup, quarantine)
 
 
-def _read_if_unchanged(plan: RepairPlan) -> bytes:
+def _check_unchanged(plan: RepairPlan) -> None:
+    digest = ""
     try:
         with open(plan.path, "rb") as f:
             st = os.fstat(f.fileno())
-            data = f.read()
+            if st.st_size == plan.size and st.st_mtime_ns == plan.mtime_ns:
+                _, digest, _ = _read_facts(f)
     except OSError as e:
         raise RepairConflictError(f"{plan.path}: cannot be read again ({e.strerror}); nothing was written") from None
-    if st.st_size != plan.size or st.st_mtime_ns != plan.mtime_ns or hashlib.sha256(data).hexdigest() != plan.sha256:
+    if st.st_size != plan.size or st.st_mtime_ns != plan.mtime_ns or digest != plan.sha256:
         raise RepairConflictError(f"{plan.path}: changed since the repair was planned; nothing was written "
                                   "(plan again)")
-    return data
+
+
+def _replace(path: str, pieces: Iterable[bytes], expected_size: int) -> None:
+    """FileStorage.replace, written piece by piece: atomically replace ``path`` if its size is
+    still ``expected_size`` (omp's lock held for the check and the rename)."""
+    directory, base = os.path.split(os.path.abspath(path))
+    tmp = os.path.join(directory, f".{base}.{secrets.token_hex(8)}.tmp")
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        with os.fdopen(fd, "wb") as f:
+            for piece in pieces:
+                f.write(piece)
+            f.flush()
+            os.fsync(f.fileno())
+        with publish_lock(path):
+            found = os.stat(path).st_size if os.path.exists(path) else None
+            if found != expected_size:
+                raise WriteConflictError(conflict_message(path, expected_size, found))
+            os.replace(tmp, path)
+    except (WriteConflictError, RepairConflictError):
+        raise
+    except OSError as e:
+        raise PersistenceError(path, "rewriting the session file", e) from e
+    finally:
+        _unlink(tmp)
 
 
 def _write_quarantine(plan: RepairPlan, target: str) -> str | None:

@@ -10,6 +10,7 @@ quarantined, except whitespace and NUL padding, which hold no data.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,8 +19,9 @@ from omp_session.js import codec
 
 from .model import Fix, Quarantined
 
-__all__ = ["Rec", "Records", "read_records"]
+__all__ = ["Rec", "Records", "id_of", "read_records"]
 
+_CHUNK = 1024 * 1024
 _WS = b" \t\r\n"
 _PAD = _WS + b"\x00"
 _EMBEDDED = re.compile(rb'\{\s*"')
@@ -27,15 +29,140 @@ _ID = re.compile(rb'"id"\s*:\s*"([^"\\]{1,64})"')
 _PARENT = re.compile(rb'"parentId"\s*:\s*(null|"([^"\\]{1,64})")')
 
 
-@dataclass(slots=True)
-class Rec:
-    """One logical record. ``raw`` is written back unchanged unless ``dirty`` (then re-serialized)."""
+_LAZY: Any = object()
 
-    value: Any
-    raw: bytes
-    offset: int
-    line: int
-    dirty: bool = False
+
+class Rec:
+    """One logical record. ``raw`` is written back unchanged unless ``dirty`` (then re-serialized).
+
+    A record read from the file keeps only where its bytes are: ``raw`` is read again and
+    ``value`` decoded again when asked for (a big file is planned in bounded memory). A record
+    whose value is changed is first taken with :meth:`own`, which keeps it decoded.
+    """
+
+    # a lazy record's offset, end and line are the journal's (None) unless whitespace moved them:
+    # three ints fewer per record on a file of a million lines
+    __slots__ = ("_end", "_i", "_j", "_line", "_offset", "_raw", "_value", "dirty")
+
+    def __init__(self, value: Any, raw: bytes, offset: int, line: int, dirty: bool = False) -> None:
+        self._value = value
+        self._raw: bytes | None = raw
+        self._offset: int | None = offset
+        self._line: int | None = line
+        self.dirty = dirty
+        self._j: Journal | None = None
+        self._i = -1
+        self._end: int | None = -1
+
+    @classmethod
+    def lazy(cls, j: Journal, i: int, offset: int, end: int) -> Rec:
+        """Record ``i`` of ``j``, whose bytes (surrounding whitespace excluded) are [offset, end)."""
+        rec = cls(_LAZY, b"", offset, 0)
+        rec._raw = None
+        rec._j, rec._i = j, i
+        rec._offset = None if offset == j.starts[i] else offset
+        rec._end = None if end == j.ends[i] else end
+        rec._line = None
+        return rec
+
+    @property
+    def offset(self) -> int:
+        if self._offset is None:
+            assert self._j is not None
+            return self._j.starts[self._i]
+        return self._offset
+
+    @offset.setter
+    def offset(self, value: int) -> None:
+        self._offset = value
+
+    @property
+    def line(self) -> int:
+        if self._line is None:
+            assert self._j is not None
+            return self._j.line_of(self._j.starts[self._i])
+        return self._line
+
+    @line.setter
+    def line(self, value: int) -> None:
+        self._line = value
+
+    def _stop(self) -> int:
+        if self._end is None:
+            assert self._j is not None
+            return self._j.ends[self._i]
+        return self._end
+
+    def span(self) -> tuple[int, int] | None:
+        """Where the record's bytes are in the file ([start, end)), for one read from it."""
+        return (self.offset, self._stop()) if self._j is not None and self._raw is None else None
+
+    @property
+    def raw(self) -> bytes:
+        if self._raw is None:
+            assert self._j is not None
+            return self._j.read(self.offset, self._stop())
+        return self._raw
+
+    @raw.setter
+    def raw(self, data: bytes) -> None:
+        self._raw = data
+
+    @property
+    def value(self) -> Any:
+        """The record's value; for a lazy record decoded anew each time: never change it (:meth:`own`)."""
+        if self._value is _LAZY:
+            assert self._j is not None
+            return self._j.peek(self._i)
+        return self._value
+
+    @value.setter
+    def value(self, value: Any) -> None:
+        self._value = value
+
+    def own(self) -> Any:
+        """The value, kept decoded from now on, to be changed (the caller sets ``dirty``)."""
+        if self._value is _LAZY:
+            assert self._j is not None
+            self._value = self._j.peek(self._i)
+        return self._value
+
+    def own_id(self) -> str | None:
+        """The record's ``id`` when it is a non-empty string (the file's envelope, unless changed)."""
+        if self._value is _LAZY:
+            assert self._j is not None
+            v = self._j.ids[self._i]
+            return v if isinstance(v, str) and v else None
+        return id_of(self._value)
+
+    def kind(self) -> Any:
+        """``value.get("type")`` of an object (UNDEFINED for anything else), without decoding it."""
+        if self._value is _LAZY:
+            assert self._j is not None
+            return self._j.types[self._i]
+        return self._value.get("type", codec.UNDEFINED) if isinstance(self._value, dict) else codec.UNDEFINED
+
+    def cannot_crash(self) -> bool:
+        """True when the envelope alone shows omp loads this record: an object of a type whose
+        fields omp does not dig into, or a user message (``omp_crash_reason`` then says None)."""
+        if self._value is not _LAZY:
+            return False
+        assert self._j is not None
+        kind = self._j.types[self._i]
+        if type(kind) is not str:
+            return False  # not an object, or no type: decided on the value
+        if kind == "message":
+            head = self._j.heads[self._i]
+            return head is not None and head.role == "user"
+        return kind not in ("model_usage", "ttsr_injection")
+
+    def parent(self) -> Any:
+        """``value.get("parentId")`` of an object (None when absent), without decoding it."""
+        if self._value is _LAZY:
+            assert self._j is not None
+            p = self._j.parents[self._i]
+            return None if p is codec.UNDEFINED else p
+        return self._value.get("parentId") if isinstance(self._value, dict) else None
 
     def out(self) -> bytes:
         return codec.dumps_line(self.value) if self.dirty else self.raw + b"\n"
@@ -75,10 +202,8 @@ def _parse(data: bytes) -> Any:
 def read_records(j: Journal) -> Records:
     """Records of a scanned file in file order, with the fixes made while reading them."""
     out = Records()
-    items: list[tuple[int, int, Rec | None]] = []  # (offset, order, rec) - None marks a malformed span
-    for i in range(len(j)):
-        start, end = j.start(i), j.end(i)
-        items.append((start, 0, _take(j, i, start, end, out)))
+    recs = [_take(j, i, j.start(i), j.end(i), out) for i in range(len(j))]  # in file order
+    items: list[tuple[int, int, Rec]] = []  # (offset, order, rec): the records found besides
     nul = 0
     for span in j.malformed:
         for rec, kind in _rescue(j, span.start, span.end, out):
@@ -87,10 +212,12 @@ def read_records(j: Journal) -> Records:
             elif kind == "nul":
                 nul += 1
     items.extend((rec.offset, 1, rec) for rec in _rejoin(out))
-    items.sort(key=lambda t: (t[0], t[1]))
-    out.recs = [rec for _, _, rec in items if rec is not None]
-    data = j.read(j.body_start, j.size)
-    blank, crlf = _line_stats(data)
+    if items:  # a record read whole goes before one rescued at the same offset
+        items.extend((j.start(i), 0, rec) for i, rec in enumerate(recs))
+        items.sort(key=lambda t: (t[0], t[1]))
+        recs = [rec for _, _, rec in items]
+    out.recs = recs
+    blank, crlf = _line_stats(j)
     if crlf:
         out.fixes.append(Fix("crlf", f"{crlf} line(s) ended in CR LF; written with LF only (omp writes LF)"))
     if blank:
@@ -98,49 +225,82 @@ def read_records(j: Journal) -> Records:
     if nul:
         out.fixes.append(Fix("nul-padding", f"{nul} run(s) of NUL bytes removed (a preallocated block that was "
                              "never written, e.g. after a power loss)",
-                             offset=data.find(b"\x00") + j.body_start))
+                             offset=_first_nul(j)))
     if j.size and not j.final_newline:
         out.fixes.append(Fix("no-final-newline", "the last line had no final LF (omp would glue its next append "
                              "onto it and lose both); written with one", offset=j.size))
     return out
 
 
-def _line_stats(data: bytes) -> tuple[int, int]:
+def _chunks(j: Journal, start: int) -> Iterator[bytes]:
+    pos = start
+    while pos < j.size:
+        block = j.read(pos, pos + _CHUNK)
+        if not block:
+            return
+        yield block
+        pos += len(block)
+
+
+def _line_stats(j: Journal) -> tuple[int, int]:
+    """(blank lines, CR LF lines) of the body, as ``split(b"\\n")`` counts them, a chunk at a time."""
     blank = crlf = 0
-    for line in data.split(b"\n"):
-        if line.endswith(b"\r"):
-            crlf += 1
-        if line and not line.strip(_WS):
-            blank += 1
+    # the line read so far: its length, whether it is all whitespace, its last byte
+    length, spaces, last = 0, True, 0
+    for block in _chunks(j, j.body_start):
+        pieces = block.split(b"\n")
+        for k, piece in enumerate(pieces):
+            if piece:
+                length += len(piece)
+                spaces = spaces and not piece.strip(_WS)
+                last = piece[-1]
+            if k == len(pieces) - 1:
+                break  # the line goes on in the next block
+            crlf += last == 0x0D and length > 0
+            blank += length > 0 and spaces
+            length, spaces, last = 0, True, 0
+    crlf += last == 0x0D and length > 0
+    blank += length > 0 and spaces
     return blank, crlf
+
+
+def _first_nul(j: Journal) -> int:
+    """Offset of the first NUL byte of the body (``body_start - 1`` when there is none)."""
+    at = j.source.find(b"\x00", j.body_start)
+    return at if at >= 0 else j.body_start - 1
 
 
 def _take(j: Journal, i: int, start: int, end: int, out: Records) -> Rec:
     raw = j.read(start, end)
-    value = j.value(i)
-    line = j.line_of(start)
     clean = raw.strip(_WS)
-    rec = Rec(value, clean, start + (len(raw) - len(raw.lstrip(_WS))), line)
+    at = start + (len(raw) - len(raw.lstrip(_WS)))
+    rec = Rec.lazy(j, i, at, at + len(clean))
+    if raw == clean and _valid_utf8(raw) and not j.invalid_utf8 and b"\r" not in raw and b"\n" not in raw:
+        return rec  # nothing to fix: the line number is worked out only if something asks for it
+    line = j.line_of(start)
     if not _valid_utf8(raw):
         rec.dirty = True
+        value = rec.own()
         out.quarantine(line, start, raw, "invalid UTF-8: the record is kept with U+FFFD in place of the bad "
                        "bytes (as omp reads it); the original bytes are kept here")
         out.fixes.append(Fix("invalid-utf8", "invalid UTF-8 replaced by U+FFFD (original bytes quarantined)",
-                             line=line, offset=start, entry_id=_id_of(value)))
-    elif j.invalid_utf8 and not _same_value(clean, value):
+                             line=line, offset=start, entry_id=id_of(value)))
+    elif j.invalid_utf8 and not _same_value(clean, rec.value):
         # the reader's byte offsets can be off when invalid UTF-8 follows a value on its line
         # (U+FFFD is 3 bytes, the bad byte 1): write the value it read, not the misplaced bytes
         rec.dirty = True
+        value = rec.own()
         rec.raw = codec.dumps_line(value)[:-1]
         out.fixes.append(Fix("record-bytes", "a record whose line also holds invalid bytes, re-written from its "
-                             "value", line=line, offset=start, entry_id=_id_of(value)))
+                             "value", line=line, offset=start, entry_id=id_of(value)))
     elif b"\n" in clean or b"\r" in clean:
         rec.dirty = True
+        value = rec.own()
         out.fixes.append(Fix("multiline-record", "a record written over several lines, joined onto one",
-                             line=line, offset=start, entry_id=_id_of(value)))
+                             line=line, offset=start, entry_id=id_of(value)))
     elif clean != raw:
         out.fixes.append(Fix("whitespace", "whitespace around a record removed", line=line, offset=start,
-                             entry_id=_id_of(value)))
+                             entry_id=rec.own_id()))
     return rec
 
 
@@ -174,7 +334,7 @@ def _rescue(j: Journal, start: int, end: int, out: Records) -> list[tuple[Rec | 
                                "bad bytes; the original bytes are kept here")
             out.fixes.append(Fix("rescued-record", "a complete record that omp's reader skips (it sits in a "
                                  "span omp drops as malformed) is kept", line=line, offset=at,
-                                 entry_id=_id_of(rec.value)))
+                                 entry_id=id_of(rec.value)))
             found.append((rec, "rec"))
             continue
         # a torn write: the start of one record with a complete record glued after it
@@ -188,7 +348,7 @@ def _rescue(j: Journal, start: int, end: int, out: Records) -> list[tuple[Rec | 
                                      "quarantined", line=line, offset=at))
                 out.fixes.append(Fix("rescued-record", "a complete record glued onto an unfinished one (two "
                                      "writers at once); omp drops both, it is kept", line=line,
-                                     offset=rec.offset, entry_id=_id_of(rec.value)))
+                                     offset=rec.offset, entry_id=id_of(rec.value)))
                 found.append((rec, "rec"))
                 break
         else:
@@ -220,7 +380,7 @@ def _rejoin(out: Records) -> list[Rec]:
             found.append(rec)
             out.fixes.append(Fix("rejoined-record", f"a record torn in two by another writer: its start (line "
                                  f"{head.line}) and its end were joined and kept here", line=tail.line,
-                                 offset=tail.offset, entry_id=_id_of(rec.value)))
+                                 offset=tail.offset, entry_id=id_of(rec.value)))
             break
     if used:
         out.quarantined = [q for q in out.quarantined if id(q) not in used]
@@ -277,7 +437,7 @@ def _whole(core: bytes, at: int, line: int) -> Rec | None:
     return rec
 
 
-def _id_of(value: Any) -> str | None:
+def id_of(value: Any) -> str | None:
     if isinstance(value, dict):
         v = value.get("id")
         if isinstance(v, str):

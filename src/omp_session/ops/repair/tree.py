@@ -7,7 +7,6 @@ The rules, and why each is the one the evidence supports, are in ``docs/repair.m
 from __future__ import annotations
 
 import hashlib
-from collections import Counter
 from typing import Any
 
 from omp_session.js import codec
@@ -82,7 +81,7 @@ def quarantine_crashers(rs: Records, first: int) -> None:
     """Move records omp cannot load (from index ``first`` on) to the quarantine."""
     kept: list[Rec] = rs.recs[:first]
     for rec in rs.recs[first:]:
-        reason = omp_crash_reason(rec.value)
+        reason = None if rec.cannot_crash() else omp_crash_reason(rec.value)
         if reason is None:
             kept.append(rec)
             continue
@@ -107,10 +106,15 @@ def drop_duplicates(rs: Records) -> None:
     turn: dict[str, tuple[bytes, int]] = {}
     # only a record whose id comes back can have a copy: the others are never serialised, which
     # matters for a record nested 100,000 levels deep (the exact serialiser is pure Python)
-    seen = Counter(_id(rec.value) for rec in recs[1:])
+    once: set[str | None] = set()
+    again: set[str | None] = set()
+    for rec in recs[1:]:
+        own = rec.own_id()
+        (again if own in once else once).add(own)
+    once.clear()
     for i, rec in enumerate(recs):
-        own = _id(rec.value)
-        if i and own is not None and seen[own] > 1:
+        own = rec.own_id()
+        if i and own is not None and own in again:
             line = codec.dumps_line(rec.value)
             prev = turn.get(own)
             n = 0 if prev is None else prev[1] if prev[0] == line else prev[1] + 1
@@ -128,7 +132,7 @@ def drop_duplicates(rs: Records) -> None:
                 rec = recs[i]
                 kept_line = recs[keep].line
                 rs.fixes.append(Fix("duplicate-record", f"the same record is also on line {kept_line}; this "
-                                    "copy was removed", line=rec.line, offset=rec.offset, entry_id=_id(rec.value)))
+                                    "copy was removed", line=rec.line, offset=rec.offset, entry_id=rec.own_id()))
     if drop:
         rs.recs = [rec for i, rec in enumerate(recs) if i not in drop]
 
@@ -149,7 +153,11 @@ def fresh_ids(rs: Records) -> None:
     index resolved the id to it (S1.6.1), so a reference after it meant it; one before it can
     only have meant the earlier entry."""
     recs = rs.recs
-    taken = {i for rec in recs if (i := _id(rec.value)) is not None}
+    owns = [rec.own_id() for rec in recs]
+    taken = {i for i in owns if i is not None}
+    later = [i for i in owns[1:] if i is not None]
+    if len(set(later)) == len(later):
+        return  # no id is reused: nothing gets a fresh id, so no reference is re-pointed
     current: dict[str, str] = {}  # original id -> id of the latest entry that had it so far
     for k, rec in enumerate(recs[1:], 1):
         value = rec.value
@@ -158,6 +166,7 @@ def fresh_ids(rs: Records) -> None:
         for key in _REFS:
             ref = value.get(key)
             if isinstance(ref, str) and current.get(ref, ref) != ref:
+                value = rec.own()
                 value[key] = current[ref]
                 rec.dirty = True
                 rs.fixes.append(Fix("repointed-reference", f"{key} {ref!r} re-pointed to {current[ref]!r}: it was "
@@ -169,6 +178,7 @@ def fresh_ids(rs: Records) -> None:
         if own in current:
             new = _fresh(own, k, taken)
             taken.add(new)
+            value = rec.own()
             value["id"] = new
             rec.dirty = True
             current[own] = new
@@ -182,13 +192,13 @@ def reattach_orphans(rs: Records) -> None:
     """A parentId that names no entry: re-attach to the removed parent's own parent when the
     removed record (quarantined, or dropped as malformed) says what that was; else keep as a
     root (omp treats it as one, S1.6.2) and report it."""
-    present = {i for rec in rs.recs if (i := _id(rec.value)) is not None}
+    present = {i for rec in rs.recs if (i := rec.own_id()) is not None}
     for rec in rs.recs[1:]:
-        value = rec.value
-        if not isinstance(value, dict):
+        parent = rec.parent()
+        if not isinstance(parent, str) or not parent or parent in present:
             continue
-        parent = value.get("parentId")
-        if not isinstance(parent, str) or not parent or parent in present or parent == value.get("id"):
+        value = rec.value
+        if not isinstance(value, dict) or parent == value.get("id"):
             continue
         target: str | None = parent
         seen: set[str] = set()
@@ -196,6 +206,7 @@ def reattach_orphans(rs: Records) -> None:
             seen.add(target)
             target = rs.evidence[target]
         if target is None or (isinstance(target, str) and target in present):
+            value = rec.own()
             value["parentId"] = target
             rec.dirty = True
             where = "a root (its removed parent was one)" if target is None else repr(target)
@@ -214,9 +225,11 @@ def break_cycles(rs: Records) -> None:
     recs = rs.recs
     pos: dict[str, int] = {}
     for k, rec in enumerate(recs[1:], 1):
-        own = _id(rec.value)
+        own = rec.own_id()
         if own is not None:
             pos[own] = k
+    if all(not (isinstance(p := recs[k].parent(), str) and p and pos.get(p, -1) >= k) for k in pos.values()):
+        return  # every parent comes before its child: a walk up always ends, no cycle to look for
     state: dict[str, int] = {}  # 1: on the current walk, 2: done
     for start in list(pos):
         walk: list[str] = []
@@ -224,14 +237,15 @@ def break_cycles(rs: Records) -> None:
         while node is not None and node in pos and state.get(node, 0) == 0:
             state[node] = 1
             walk.append(node)
-            parent = recs[pos[node]].value.get("parentId")
+            parent = recs[pos[node]].parent()
             node = parent if isinstance(parent, str) and parent else None
         if node is not None and state.get(node) == 1:
             cycle = walk[walk.index(node):]
             cut = min(cycle, key=pos.__getitem__)
             rec = recs[pos[cut]]
-            old = rec.value.get("parentId")
-            rec.value["parentId"] = None
+            value = rec.own()
+            old = value.get("parentId")
+            value["parentId"] = None
             rec.dirty = True
             what = "its own parent" if old == cut else f"parent {old!r} leads back to it"
             rs.fixes.append(Fix("parent-cycle", f"{what} (a cycle of {len(cycle)}); made a root, the cycle's "
