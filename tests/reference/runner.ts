@@ -28,6 +28,12 @@ import {
 	type WorkerMessage,
 } from "./common.ts";
 
+// stdout, in order and to the last byte: Bun.write resolves once everything is written
+let output: Promise<unknown> = Promise.resolve();
+function emit(text: string): void {
+	output = output.then(() => Bun.write(Bun.stdout, text));
+}
+
 interface Options {
 	kind: Kind;
 	inputs: string[];
@@ -184,7 +190,7 @@ async function supervise(opts: Options): Promise<number> {
 
 	const flushOut = () => {
 		while (results.has(nextOut)) {
-			process.stdout.write(`${results.get(nextOut)}\n`);
+			emit(`${results.get(nextOut)}\n`);
 			results.delete(nextOut);
 			nextOut++;
 		}
@@ -345,7 +351,7 @@ async function main(): Promise<number> {
 	if (argv[0] === "version") {
 		const dir = installDir();
 		const pkg = JSON.parse(fs.readFileSync(ompModule(dir, "pi-coding-agent/package.json"), "utf8"));
-		process.stdout.write(`${JSON.stringify({ oracle: FORMAT, omp: pkg.version, bun: Bun.version })}\n`);
+		emit(`${JSON.stringify({ oracle: FORMAT, omp: pkg.version, bun: Bun.version })}\n`);
 		return 0;
 	}
 	let opts: Options;
@@ -364,7 +370,8 @@ async function main(): Promise<number> {
 
 const code = await main();
 if (code >= 0) {
-	// Flush stdout before exiting: records can be large.
-	await new Promise<void>(resolve => process.stdout.write("", () => resolve()));
+	// Every record written before exiting: records can be megabytes, and process.exit() with
+	// stdout still buffered cut them short on a loaded machine.
+	await output;
 	process.exit(code);
 }
