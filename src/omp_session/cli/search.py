@@ -94,6 +94,21 @@ def _print_hits(hits: list[SearchHit]) -> None:
         console.print(f"   [dim]resume: {escape(h.resume)}[/dim]")
 
 
+def _store_options(help_text: str) -> Callable[[Any], Any]:
+    def add(fn: Any) -> Any:
+        fn = click.option("--timeout", metavar="SECONDS", type=click.FloatRange(min=0, min_open=True, max=1e9),
+                          help="With --store: give up on a server that has not connected after SECONDS.")(fn)
+        return click.option("--store", "store_url", metavar="URL", help=help_text)(fn)
+    return add
+
+
+def _only_files(**given: object) -> None:
+    """Options of the file index that mean nothing for a store's search tables: a usage error."""
+    for name, value in given.items():
+        if value:
+            raise click.UsageError(f"--{name.replace('_', '-')} applies to the file index, not with --store")
+
+
 @command("search")
 @click.argument("query", nargs=-1, required=True)
 @click.option("--role", type=click.Choice(["user", "assistant", "tool"]), help="Only messages of this role "
@@ -112,10 +127,13 @@ def _print_hits(hits: list[SearchHit]) -> None:
 @click.option("--index", "index_path", type=click.Path(dir_okay=False), help="Index file (default: "
               "$XDG_CACHE_HOME/omp-session/search.sqlite).")
 @click.option("--no-update", is_flag=True, help="Search the index as it is, without reading changed sessions.")
+@_store_options("Search this PostgreSQL or SQLite store's search tables (made by index --store) instead of the "
+                "files; PostgreSQL reads QUERY in its websearch syntax (docs/team.md).")
 @json_option("One JSON array of hits (snippet hits in [brackets]).")
 def search_command(query: tuple[str, ...], role: str | None, cwd: str | None, cwd_alias: str | None, since: int | None, until: int | None,
                    session_arg: str | None, one_per_session: bool, current_branch: bool, thinking: bool, limit: int,
-                   root: str | None, index_path: str | None, no_update: bool, as_json: bool) -> None:
+                   root: str | None, index_path: str | None, no_update: bool, store_url: str | None,
+                   timeout: float | None, as_json: bool) -> None:
     """Search the text of every session: messages, tool calls and results, summaries, titles and
     labels (thinking with --thinking). Best matches first (bm25), newer first among equals; a
     session's title counts once.
@@ -132,6 +150,17 @@ def search_command(query: tuple[str, ...], role: str | None, cwd: str | None, cw
       omp-session search 'NEAR(cursor pagination, 5)' --sessions
     """
     cwd = cwd or cwd_alias
+    if store_url is not None:
+        _only_files(session=session_arg, current_branch=current_branch, root=root, index=index_path, no_update=no_update)
+        from ._store_search import search_store
+
+        hits = search_store(store_url, " ".join(query), role=role, cwd=cwd, since_ms=since, until_ms=until,
+                            thinking=thinking, limit=limit, sessions=one_per_session, timeout=timeout)
+        if as_json:
+            click.echo(json.dumps([h.to_json() for h in hits], ensure_ascii=False, indent=1))
+        else:
+            _print_hits(hits)
+        return
     base = Path(root) if root else sessions_dir()
     session = resolve_session(session_arg, root=base) if session_arg is not None else None
     with _progress() as progress:
@@ -150,8 +179,11 @@ def search_command(query: tuple[str, ...], role: str | None, cwd: str | None, cw
 @click.option("--index", "index_path", type=click.Path(dir_okay=False), help="Index file (default: "
               "$XDG_CACHE_HOME/omp-session/search.sqlite).")
 @click.option("--rebuild", is_flag=True, help="Delete the index and build it again from scratch.")
+@_store_options("Make or update the search tables of this PostgreSQL or SQLite store instead of the file index "
+                "(beside omp's table; sync --to keeps them up to date afterwards; docs/team.md).")
 @json_option("Print what was done as one JSON object.")
-def index_command(root: str | None, index_path: str | None, rebuild: bool, as_json: bool) -> None:
+def index_command(root: str | None, index_path: str | None, rebuild: bool, store_url: str | None,
+                  timeout: float | None, as_json: bool) -> None:
     """Bring the search index up to date (search does this by itself; this is for cron or a
     first build with a progress bar). New and grown sessions are read (grown ones only from
     where they were indexed), rewritten ones again, deleted ones leave the index.
@@ -161,6 +193,13 @@ def index_command(root: str | None, index_path: str | None, rebuild: bool, as_js
       omp-session index
       omp-session index --rebuild --json
     """
+    if store_url is not None:
+        _only_files(root=root, index=index_path)
+        from ._store_search import index_store
+
+        with _progress() as progress:
+            index_store(store_url, rebuild=rebuild, as_json=as_json, timeout=timeout, progress=progress)
+        return
     base = Path(root) if root else sessions_dir()
     if rebuild:
         path = Path(index_path) if index_path else default_index_path()

@@ -68,6 +68,8 @@ class SyncItem:
 class SyncReport:
     items: list[SyncItem] = field(default_factory=list)
     dry_run: bool = False
+    # the target's search tables brought up to date (docs/team.md): what that did, when it has them
+    derived: dict[str, object] | None = None
 
     def count(self, action: str) -> int:
         return sum(1 for i in self.items if i.action == action)
@@ -84,7 +86,8 @@ class SyncReport:
         return {"dry_run": self.dry_run, "bytes": self.bytes_moved,
                 "counts": {a: self.count(a) for a in ACTIONS},
                 "sessions": [{"source": i.source, "target": i.target, "action": i.action, "bytes": i.bytes,
-                              "reason": i.reason or None, "backup": i.backup or None} for i in self.items]}
+                              "reason": i.reason or None, "backup": i.backup or None} for i in self.items],
+                **({} if self.derived is None else {"derived": self.derived})}
 
 
 @dataclass(frozen=True)
@@ -356,9 +359,19 @@ def sync_urls(source_url: str, target_url: str, *, project: str | None = None, s
             pair = f"{src_url.name}?{src_opts}", f"{dst_url.name}?{dst_opts}"
             state = SyncState(state_path(pair[0], pair[1], cache_dir()) if use_state else None)
             bucket = project_dir_name(project) if project is not None else None
-            return sync(source, target, source_root=src_url.root, target_root=dst_url.root, state=state,
-                        bucket=bucket, since_ms=since_ms, dry_run=dry_run, progress=progress, prefer=prefer)
+            report = sync(source, target, source_root=src_url.root, target_root=dst_url.root, state=state,
+                          bucket=bucket, since_ms=since_ms, dry_run=dry_run, progress=progress, prefer=prefer)
         finally:
             target.close()
     finally:
         source.close()
+    if not dry_run and dst_url.kind in ("postgres", "sqlite"):
+        # a target with search tables (made once by `index --store`) has them brought up to date;
+        # what this sync wrote is recorded as this machine's
+        from omp_session.catalog.derived import default_namespace, refresh_url
+
+        ns = default_namespace()
+        wrote = {i.target: ns for i in report.items if i.action in ("copied", "appended", "titled", "replaced")}
+        derived = refresh_url(dst_url, create=False, namespaces=wrote, timeout=timeout)
+        report.derived = None if derived is None else derived.to_json()
+    return report

@@ -1,0 +1,572 @@
+"""What a store's derived tables hold of each session, read from its bytes, and the update that
+keeps them in step (``omp-session index --store``, ``sync --to``; docs/team.md).
+
+The tables and their writes are ``store.derived``; this module decides what the bytes mean:
+
+* the searchable texts of each record, exactly as the file index has them (the rules of
+  ``ops/search/text.py``, restated here because no ``ops`` job may be imported below ``ops``;
+  a test compares the two on every record kind);
+* the usage records of each record (an assistant turn, a ``model_usage`` entry, each agent of a
+  ``task`` result), as ``ops/stats`` reads them;
+* what ``list --stats`` shows: entries, messages, models, and omp's cost and token totals.
+
+A session is read from where it was last derived on (only its appended bytes move), like the file
+index reads a grown file: a last line without LF is a write in progress, left for the next update.
+A session whose head, title or the bytes just before that point changed, or that shrank or was
+rewritten at the same size, is derived again from scratch; one whose row is gone leaves the tables.
+"""
+
+from __future__ import annotations
+
+import getpass
+import math
+import os
+import socket
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from typing import Any
+
+from omp_session.errors import ContextError
+from omp_session.format.reader import Journal, scan_bytes
+from omp_session.js.codec import parse_jsonl
+from omp_session.js.date import date_parse
+from omp_session.model.text import clean_text, text_of
+from omp_session.model.tree import js_key, js_truthy
+from omp_session.model.usage import usage_statistics
+from omp_session.store import open_store
+from omp_session.store.derived import (
+    HEAD_BYTES,
+    TEXT_LIMIT,
+    DerivedState,
+    DerivedTables,
+    Facts,
+    Pending,
+    TextRow,
+    UsageRow,
+    open_derived,
+)
+from omp_session.store.url import StoreURL, parse_store_url
+
+__all__ = ["DeriveReport", "default_namespace", "derive_whole", "derived_texts", "indexed_key", "refresh",
+           "refresh_url"]
+
+_ANCHOR = 64
+
+
+def default_namespace() -> str:
+    """``user@host`` of this machine: where the sessions ``sync`` uploads come from."""
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):
+        user = str(os.getuid()) if hasattr(os, "getuid") else "user"
+    return f"{user}@{socket.gethostname()}"
+
+
+def indexed_key(key: str, root: str) -> bool:
+    """A session the file index would index under ``root``: ``<bucket>/<file>.jsonl`` or a
+    subagent's ``<bucket>/<session>/<file>.jsonl`` (advisors and hidden names left out)."""
+    if not key.startswith(root) or not key.endswith(".jsonl"):
+        return False
+    parts = key[len(root):].split("/")
+    if any(not p or p.startswith(".") for p in parts):
+        return False
+    return len(parts) == 2 or (len(parts) == 3 and not parts[2].startswith("__advisor"))
+
+
+# ----- the searchable texts of one record (ops/search/text.py's rules) ----------------------------
+
+
+def _id(value: Any) -> str | None:
+    """An id as the file index shows it: strings as they are, other truthy scalars by their JS key."""
+    if type(value) is str:
+        return value or None
+    if not js_truthy(value) or isinstance(value, dict | list):
+        return None
+    return repr(js_key(value))
+
+
+def _time_ms(value: Any) -> int | None:
+    if not isinstance(value, str):
+        return None
+    if len(value) == 24 and value[23] == "Z" and value[10] == "T":
+        try:
+            return int(datetime.fromisoformat(value).timestamp() * 1000)
+        except ValueError:
+            pass
+    ms = date_parse(value)
+    return None if ms != ms else int(ms)
+
+
+def _stored_text(text: str) -> str:
+    """Text a database keeps (no NUL, no lone surrogates, no snippet markers), at most TEXT_LIMIT."""
+    if "\x02" in text or "\x03" in text:
+        text = text.replace("\x02", " ").replace("\x03", " ")
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            text = clean_text(text)
+    if "\x00" in text:
+        text = text.replace("\x00", " ")
+    return text[:TEXT_LIMIT]
+
+
+def _strings(value: Any, out: list[str], depth: int = 0) -> None:
+    if isinstance(value, str):
+        out.append(value)
+    elif isinstance(value, dict) and depth < 32:
+        for v in value.values():
+            _strings(v, out, depth + 1)
+    elif isinstance(value, list) and depth < 32:
+        for v in value:
+            _strings(v, out, depth + 1)
+    elif isinstance(value, int | float) and not isinstance(value, bool):
+        out.append(str(value))
+
+
+def _add(docs: dict[str, list[str]], kind: str, text: Any) -> None:
+    if isinstance(text, str) and text:
+        docs.setdefault(kind, []).append(text)
+
+
+def _message_docs(m: dict[str, Any], role: Any, docs: dict[str, list[str]]) -> None:
+    content = m.get("content")
+    plain = "tool_result" if role == "toolResult" else "text"
+    if isinstance(content, str):
+        _add(docs, plain, content)
+    elif isinstance(content, list):
+        for block in content:
+            if not isinstance(block, dict):
+                continue
+            kind = block.get("type")
+            if kind == "text":
+                _add(docs, plain, block.get("text"))
+            elif kind == "thinking":
+                _add(docs, "thinking", block.get("thinking"))
+            elif kind == "toolCall":
+                parts = [block["name"]] if isinstance(block.get("name"), str) else []
+                _strings(block.get("arguments"), parts)
+                _add(docs, "tool_call", "\n".join(parts))
+    if role in ("bashExecution", "pythonExecution"):
+        _add(docs, "tool_call", m.get("command") if role == "bashExecution" else m.get("code"))
+        _add(docs, "tool_result", m.get("output"))
+    elif role in ("branchSummary", "compactionSummary"):
+        _add(docs, "summary", m.get("summary"))
+    elif role == "fileMention" and isinstance(m.get("files"), list):
+        _add(docs, "text", "\n".join(f["path"] for f in m["files"] if isinstance(f, dict)
+                                     and isinstance(f.get("path"), str)))
+
+
+def derived_texts(value: Any, seq: int) -> list[TextRow]:
+    """The searchable texts of one record (any JSON value), one row per kind."""
+    if not isinstance(value, dict):
+        return []
+    kind = value.get("type")
+    docs: dict[str, list[str]] = {}
+    role: Any = None
+    target: Any = None
+    if kind == "message":
+        m = value.get("message")
+        if isinstance(m, dict):
+            role = m.get("role")
+            _message_docs(m, role, docs)
+    elif kind == "custom_message":
+        role = "custom"
+        _add(docs, "text", text_of(value.get("content")))
+    elif kind in ("compaction", "branch_summary"):
+        _add(docs, "summary", value.get("summary"))
+        _add(docs, "summary", value.get("shortSummary"))
+    elif kind == "label":
+        _add(docs, "label", value.get("label"))
+        target = _id(value.get("targetId"))
+    elif kind in ("title_change", "session"):
+        _add(docs, "title", value.get("title"))
+    if not docs:
+        return []
+    entry_id, ts = _id(value.get("id")), _time_ms(value.get("timestamp"))
+    type_ = kind if isinstance(kind, str) else None
+    role_ = role if isinstance(role, str) else None
+    return [TextRow(seq, k, entry_id, type_, role_, ts, target, _stored_text("\n".join(texts)))
+            for k, texts in docs.items()]
+
+
+# ----- usage records (ops/stats/report.py's rules) ------------------------------------------------
+
+_LEVELS = frozenset({"off", "minimal", "low", "medium", "high", "xhigh", "max"})
+_MODEL_KEYS = ("resolvedModel", "resolvedModelIdentity", "model")
+
+
+def _count(value: Any) -> float:
+    if value.__class__ in (int, float) and math.isfinite(value):
+        return float(value)
+    return 0.0
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _ms(message_ts: Any, entry_ts: Any) -> float | None:
+    if message_ts.__class__ in (int, float) and math.isfinite(message_ts) and message_ts > 0:
+        return float(message_ts)
+    ms = date_parse(entry_ts) if isinstance(entry_ts, str) else math.nan
+    return ms if math.isfinite(ms) else None
+
+
+def _split_model(resolved: Any) -> tuple[str | None, str | None]:
+    if not isinstance(resolved, str) or "/" not in resolved:
+        return None, _str(resolved)
+    provider, model = resolved.split("/", 1)
+    base, _, level = model.rpartition(":")
+    if level in _LEVELS:
+        model = base
+    return provider or None, model or None
+
+
+def _named_model(d: dict[str, Any]) -> tuple[str | None, str | None]:
+    for k in _MODEL_KEYS:
+        provider, model = _split_model(d.get(k))
+        if model is not None:
+            return provider, model
+    return None, None
+
+
+def _row(seq: int, n: int, eid: str | None, kind: str, usage: dict[str, Any], ms: float | None, provider: Any,
+         model: Any, dedup: str | None, agent: str | None = None) -> UsageRow:
+    cost = usage.get("cost")
+    return UsageRow(seq, n, eid, ms, kind, _str(provider), _str(model), _count(usage.get("input")),
+                    _count(usage.get("output")), _count(usage.get("cacheRead")), _count(usage.get("cacheWrite")),
+                    _count(usage.get("totalTokens")), _count(cost.get("total")) if isinstance(cost, dict) else 0.0,
+                    dedup, agent)
+
+
+def _task_rows(seq: int, eid: str | None, message: dict[str, Any], ms: float | None,
+               key: str | None) -> list[UsageRow]:
+    details = message.get("details")
+    usage = details.get("usage") if isinstance(details, dict) else None
+    if not isinstance(usage, dict):
+        return []
+    assert isinstance(details, dict)
+    overall = _named_model(details)
+    results = details.get("results")
+    if isinstance(results, list) and results and all(isinstance(r, dict) for r in results) \
+            and any(isinstance(r.get("usage"), dict) for r in results):
+        out = []
+        for n, r in enumerate(results):
+            if not isinstance(r.get("usage"), dict):
+                continue
+            provider, model = _named_model(r)
+            if model is None:
+                provider, model = overall
+            agent = r.get("id") if isinstance(r.get("id"), str) else None
+            out.append(_row(seq, n, eid, "task", r["usage"], ms, provider, model,
+                            None if key is None else f"{key} {n}", agent))
+        return out
+    provider, model = overall
+    if model is None and isinstance(results, list):
+        named = {_named_model(r) for r in results if isinstance(r, dict)}
+        if len(named) == 1:
+            provider, model = named.pop()
+    return [_row(seq, 0, eid, "task", usage, ms, provider, model, key)]
+
+
+def derived_usage(entry: Any, seq: int) -> list[UsageRow]:
+    """The usage records of one record."""
+    if not isinstance(entry, dict):
+        return []
+    kind = entry.get("type")
+    raw_id, ets = entry.get("id"), entry.get("timestamp")
+    eid = _id(raw_id)
+    key = f"{raw_id} {ets}" if isinstance(raw_id, str) and raw_id and isinstance(ets, str) else None
+    if kind == "model_usage":
+        usage = entry.get("usage")
+        if not isinstance(usage, dict):
+            return []
+        return [_row(seq, 0, eid, "model_usage", usage, _ms(None, ets), entry.get("provider"), entry.get("model"),
+                     key)]
+    if kind != "message":
+        return []
+    message = entry.get("message")
+    if not isinstance(message, dict):
+        return []
+    role = message.get("role")
+    if role == "assistant":
+        usage = message.get("usage")
+        if not isinstance(usage, dict):
+            return []
+        return [_row(seq, 0, eid, "assistant", usage, _ms(message.get("timestamp"), ets), message.get("provider"),
+                     message.get("model"), key)]
+    if role == "toolResult" and message.get("toolName") == "task":
+        return _task_rows(seq, eid, message, _ms(message.get("timestamp"), ets), key)
+    return []
+
+
+# ----- what list --stats shows ---------------------------------------------------------------------
+
+
+def _fold(facts: Facts, value: Any) -> None:
+    """Add one record (after the header) to the list facts."""
+    facts.entries += 1
+    if not isinstance(value, dict):
+        return
+    kind = value.get("type")
+    message = value.get("message") if kind == "message" else None
+    if kind == "message":
+        facts.messages += 1
+    if isinstance(message, dict) and message.get("role") == "assistant":
+        provider, model = message.get("provider"), message.get("model")
+        name = f"{provider}/{model}" if isinstance(provider, str) and isinstance(model, str) else \
+            model if isinstance(model, str) else None
+        if name is not None:
+            if name in facts.models:
+                facts.models.remove(name)
+            facts.models.append(name)
+    if kind != "model_usage" and not (isinstance(message, dict) and message.get("role") in ("assistant", "toolResult")):
+        return
+    # omp's getUsageStatistics, summed entry by entry in file order (the same float additions)
+    try:
+        totals = usage_statistics([value])
+    except ContextError:
+        facts.cost = facts.tokens = None
+        return
+    cost, tokens = totals.get("cost"), totals.get("totalTokens")
+    facts.cost = _plus(facts.cost, cost)
+    facts.tokens = _plus(facts.tokens, tokens)
+
+
+def _plus(total: float | None, value: Any) -> float | None:
+    if total is None or value.__class__ not in (int, float) or not math.isfinite(value):
+        return None
+    return total + value
+
+
+# ----- one session -----------------------------------------------------------------------------------
+
+
+def _line_start(j: Journal, pos: int) -> int:
+    while pos > 0:
+        start = max(0, pos - 65536)
+        at = j.read(start, pos).rfind(b"\n")
+        if at >= 0:
+            return start + at + 1
+        pos = start
+    return 0
+
+
+@dataclass(frozen=True)
+class Derived:
+    state: DerivedState
+    texts: list[TextRow]
+    usage: list[UsageRow]
+
+
+def derive_whole(key: str, body: bytes, size: int, raw_head: bytes, modified: int, title_columns: str | None,
+                 namespace: str | None) -> Derived:
+    """Everything derived from a whole session (``body`` as omp reads it; ``size`` and
+    ``raw_head``: the stored body's bytes and its first bytes, without the title overlay), up to
+    its last complete line."""
+    j = scan_bytes(body)
+    try:
+        offset = _line_start(j, j.size)
+        n = len(j)
+        while n and j.end(n - 1) > offset:  # on the unterminated last line, or a value open across it
+            if j.start(n - 1) < offset:
+                offset = _line_start(j, j.start(n - 1))
+            n -= 1
+        header = j.value(0) if n else None
+        facts = Facts()
+        values: list[Any] = [j.value(i) for i in range(n)]
+        if isinstance(header, dict) and header.get("type") == "session":
+            session_id = header.get("id") if isinstance(header.get("id"), str) else None
+            title: Any = header.get("title")
+            if j.slot is not None and session_id is not None:  # the slot overlays the header (S1.2.6)
+                title = j.slot.title or None
+            cwd, created = header.get("cwd"), header.get("timestamp")
+            shown = {k: v for k, v in header.items() if k != "title"}
+            if isinstance(title, str):
+                shown["title"] = title
+            values[0] = shown
+            facts.cwd = cwd if isinstance(cwd, str) else None
+            facts.created = created if isinstance(created, str) else None
+            facts.title = _stored_text(title) if isinstance(title, str) and title else None
+        else:
+            session_id = None
+        if session_id is None:
+            stem = key.rsplit("/", 1)[-1].removesuffix(".jsonl")
+            session_id = stem.split("_", 1)[1] if "_" in stem else stem
+        facts.id = session_id
+        texts: list[TextRow] = []
+        usage: list[UsageRow] = []
+        for seq, value in enumerate(values):
+            texts += derived_texts(value, seq)
+            usage += derived_usage(value, seq)
+            if seq:
+                _fold(facts, value)
+        facts.next_seq = n
+        facts.damaged = sum(1 for m in j.malformed if m.start < offset)
+        state = DerivedState(key, modified, size, offset, raw_head[:min(HEAD_BYTES, offset)],
+                             body[max(0, offset - _ANCHOR):offset], title_columns, facts, namespace)
+        return Derived(state, texts, usage)
+    finally:
+        j.close()
+
+
+def derive_tail(state: DerivedState, raw_head: bytes, data: bytes, size: int, modified: int,
+                title_columns: str | None) -> Derived | str:
+    """What the bytes appended since ``state`` add (``data`` starts ``len(state.anchor)`` bytes
+    before ``state.derived``); or why the session must be derived again from scratch."""
+    if size < state.derived:
+        return "shrank"
+    if title_columns != state.title_columns:
+        return "title changed"
+    if raw_head[:len(state.head)] != state.head:
+        return "title slot or header rewritten"
+    if state.facts.next_seq == 0:
+        return "header completed"
+    if not data.startswith(state.anchor):
+        return "rewritten"
+    if size == state.size:
+        return "rewritten at the same size"  # omp bumped its mtime: a same-size rewrite, or a stamp
+    new = data[len(state.anchor):]
+    cut = new.rfind(b"\n") + 1
+    facts = replace(state.facts, models=list(state.facts.models))
+    texts: list[TextRow] = []
+    usage: list[UsageRow] = []
+    derived, anchor = state.derived, state.anchor
+    if cut:
+        chunk = new[:cut]
+        records, malformed = parse_jsonl(chunk.decode("utf-8", "replace"))
+        seq = facts.next_seq
+        for value, _, _ in records:
+            texts += derived_texts(value, seq)
+            usage += derived_usage(value, seq)
+            _fold(facts, value)
+            seq += 1
+        facts.next_seq = seq
+        facts.damaged += len(malformed)
+        derived += cut
+        anchor = (state.anchor + chunk)[-_ANCHOR:]
+    return Derived(DerivedState(state.key, modified, size, derived, state.head, anchor, title_columns, facts,
+                                state.namespace), texts, usage)
+
+
+# ----- every session under a root ------------------------------------------------------------------
+
+
+@dataclass
+class DeriveReport:
+    """What one update of the derived tables did."""
+
+    store: str
+    sessions: int = 0  # sessions under the root that are derived
+    added: list[str] = field(default_factory=list)
+    grown: list[str] = field(default_factory=list)
+    rederived: list[tuple[str, str]] = field(default_factory=list)  # (key, why)
+    removed: list[str] = field(default_factory=list)
+    skipped: int = 0  # another indexer derived them meanwhile
+    bytes_read: int = 0
+    seconds: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {"store": self.store, "sessions": self.sessions, "added": len(self.added), "grown": len(self.grown),
+                "rederived": [{"key": k, "reason": r} for k, r in self.rederived], "removed": self.removed,
+                "skipped": self.skipped, "bytes_read": self.bytes_read, "seconds": round(self.seconds, 4)}
+
+
+def _whole(tables: DerivedTables, key: str, namespace: str | None, report: DeriveReport) -> Derived | None:
+    found = tables.read_body(key)
+    if found is None:
+        return None
+    body, size, raw_head, modified, tcols = found
+    report.bytes_read += size
+    return derive_whole(key, body, size, raw_head, modified, tcols, namespace)
+
+
+_BATCH_BYTES = 8 * 1024 * 1024  # sessions read per transaction: a commit per small session costs more than it
+
+
+def refresh(tables: DerivedTables, root: str, *, namespaces: Mapping[str, str] | None = None,
+            progress: Callable[[int, int], None] | None = None) -> DeriveReport:
+    """Bring the derived tables up to date with every session under ``root`` (a key prefix
+    ending with ``/``). ``namespaces``: key → the namespace to record for it (kept otherwise)."""
+    t0 = time.perf_counter()
+    report = DeriveReport(tables.name)
+    pending, gone = tables.pending(root)
+    work = [p for p in pending if indexed_key(p.key, root)]
+    stray = [p.state.key for p in pending if p.state is not None and not indexed_key(p.key, root)]
+    batch: list[tuple[Pending, Derived, str]] = []
+    read = 0
+    for done, p in enumerate(work, 1):
+        before = report.bytes_read
+        found = _one(tables, p, (namespaces or {}).get(p.key), report)
+        if found is not None:
+            batch.append((p, *found))
+        read += report.bytes_read - before
+        if read >= _BATCH_BYTES or done == len(work):
+            _store(tables, batch, report)
+            batch, read = [], 0
+        if progress is not None:
+            progress(done, len(work))
+    if gone or stray:
+        tables.delete(gone + stray)
+        report.removed += gone + stray
+    report.sessions = tables.count(root)
+    report.seconds = time.perf_counter() - t0
+    return report
+
+
+def _one(tables: DerivedTables, p: Pending, namespace: str | None,
+         report: DeriveReport) -> tuple[Derived, str] | None:
+    """What to write for one changed session, and what happened to it (added, grown, or why it
+    was derived again); None when its row is gone meanwhile (the next update removes it)."""
+    state = p.state
+    ns = namespace if namespace is not None else (state.namespace if state is not None else None)
+    if state is None:
+        result = _whole(tables, p.key, ns, report)
+        return None if result is None else (result, "added")
+    tail = tables.read_tail(p.key, state.derived - len(state.anchor))
+    if tail is None:
+        return None
+    raw_head, data, size, modified, tcols = tail
+    report.bytes_read += len(data)
+    step = derive_tail(state, raw_head, data, size, modified, tcols)
+    if isinstance(step, Derived):
+        return replace(step, state=replace(step.state, namespace=ns)), "grown"
+    result = _whole(tables, p.key, ns, report)
+    return None if result is None else (result, step)
+
+
+def _store(tables: DerivedTables, batch: list[tuple[Pending, Derived, str]], report: DeriveReport) -> None:
+    if not batch:
+        return
+    written = tables.write([(d.state, d.texts, d.usage, p.state, outcome != "grown") for p, d, outcome in batch])
+    for (p, _d, outcome), ok in zip(batch, written, strict=True):
+        if not ok:
+            report.skipped += 1
+        elif outcome == "added":
+            report.added.append(p.key)
+        elif outcome == "grown":
+            report.grown.append(p.key)
+        else:
+            report.rederived.append((p.key, outcome))
+
+
+def refresh_url(url: str | StoreURL, *, create: bool = True, namespaces: Mapping[str, str] | None = None,
+                timeout: float | None = None, progress: Callable[[int, int], None] | None = None,
+                rebuild: bool = False) -> DeriveReport | None:
+    """:func:`refresh` for the store ``url`` names, under its root. ``create``: make the tables
+    (and omp's) when they do not exist yet; otherwise a store without them is left alone (None).
+    ``rebuild``: forget what was derived first."""
+    parsed = parse_store_url(url) if isinstance(url, str) else url
+    if create:  # omp's table too, as omp and `sync --to` make it; and its layout checked
+        open_store(parsed, create=True, timeout=timeout).close()
+    with open_derived(parsed, timeout=timeout) as tables:
+        if not tables.exists():
+            if not create:
+                return None
+            tables.create()
+        elif rebuild:
+            tables.drop_rows()
+        return refresh(tables, parsed.root, namespaces=namespaces, progress=progress)

@@ -1,0 +1,54 @@
+"""``search --store URL`` and ``index --store URL``: the search in a PostgreSQL or SQLite store's
+derived tables (docs/team.md), with the same hits as the file search."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+
+import click
+
+from omp_session.catalog.derived import refresh_url
+from omp_session.ops.search.query import ROLES, SearchHit, to_fts
+from omp_session.store.derived import open_derived
+from omp_session.store.derived.query import search_derived
+from omp_session.store.url import parse_store_url
+
+__all__ = ["index_store", "search_store"]
+
+
+def search_store(url: str, query: str, *, role: str | None, cwd: str | None, since_ms: int | None,
+                 until_ms: int | None, thinking: bool, limit: int, sessions: bool,
+                 timeout: float | None) -> list[SearchHit]:
+    """The hits of ``query`` in the store's derived tables (made by ``index --store``): every
+    session in them, whichever machine's sessions root its key starts with."""
+    parsed = parse_store_url(url)
+    with open_derived(parsed, timeout=timeout) as tables:
+        if not tables.exists():
+            raise click.ClickException(f"{parsed.name}: no search tables yet: run omp-session index --store URL "
+                                       "once (sync --to keeps them up to date from then on)")
+        fts5 = to_fts(query) if tables.dialect == "sqlite" else None
+        hits = search_derived(tables, query, fts5=fts5, roles=ROLES[role] if role else None,
+                              cwd=cwd, since_ms=since_ms, until_ms=until_ms, thinking=thinking, limit=limit,
+                              sessions=sessions)
+    return [SearchHit(h.session_id, h.title, h.key, h.cwd, h.entry_id, h.entry_type, h.role, h.kind, h.ts,
+                      h.snippet, h.score, h.target_id) for h in hits]
+
+
+def index_store(url: str, *, rebuild: bool, as_json: bool, timeout: float | None,
+                progress: Callable[[int, int], None] | None) -> None:
+    """Make or bring up to date the store's derived tables, and say what was done."""
+    parsed = parse_store_url(url)
+    report = refresh_url(parsed, create=True, timeout=timeout, progress=progress, rebuild=rebuild)
+    assert report is not None  # create=True
+    if as_json:
+        click.echo(json.dumps(report.to_json(), ensure_ascii=False, indent=1))
+        return
+    click.echo(f"{report.sessions} session(s) in {parsed.name} under {parsed.root}: {len(report.added)} added, "
+               f"{len(report.grown)} grown, {len(report.rederived)} re-derived, {len(report.removed)} removed "
+               f"({report.bytes_read:,} bytes read in {report.seconds:.2f} s)")
+    for key, why in report.rederived:
+        click.echo(f"  re-derived {key}: {why}")
+    if report.skipped:
+        print(f"omp-session: {report.skipped} session(s) were derived by another indexer meanwhile", file=sys.stderr)

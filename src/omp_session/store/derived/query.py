@@ -1,0 +1,164 @@
+"""Searching the derived tables (``omp-session search --store``; docs/team.md).
+
+PostgreSQL: ``websearch_to_tsquery('simple', …)`` over the GIN-indexed ``tsvector`` column, ranked
+by ``ts_rank_cd`` with newer entries first among equal ranks; snippets by ``ts_headline``, only
+for the hits shown. SQLite: the FTS5 table, ranked by bm25 (the caller translates the query with
+the file search's own language). Scores are "lower is better" on both (PostgreSQL's rank negated),
+as the file search's bm25.
+
+A word in more texts than :data:`RANK_CAP` is ranked among its newest RANK_CAP matches only, as
+the file search does: ranking every one of a million matches costs seconds and tells nothing.
+Filters (role, project, time, thinking) apply before that cut.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from omp_session.errors import QueryError
+
+from .schema import SPLIT
+from .tables import DerivedTables
+
+__all__ = ["RANK_CAP", "StoreHit", "search_derived"]
+
+RANK_CAP: Final = 2000
+_SLACK: Final = 50
+_SNIPPET_WORDS: Final = 24
+_HEADLINE: Final = ("'StartSel=' || chr(2) || ', StopSel=' || chr(3) || "
+                    f"', MaxWords={_SNIPPET_WORDS}, MinWords=12, ShortWord=0, MaxFragments=1, FragmentDelimiter=…'")
+
+
+_TSQUERY: Final = f"websearch_to_tsquery('simple', {SPLIT.format('?')})"
+
+
+@dataclass(frozen=True, slots=True)
+class StoreHit:
+    """One matching text; ``snippet`` marks the matches with ``\\x02`` … ``\\x03``."""
+
+    key: str
+    session_id: str | None
+    title: str | None
+    cwd: str | None
+    seq: int
+    kind: str
+    entry_id: str | None
+    entry_type: str | None
+    role: str | None
+    ts: int | None
+    target_id: str | None
+    snippet: str
+    score: float
+
+
+def search_derived(tables: DerivedTables, query: str, *, root: str | None = None, fts5: str | None = None,
+                   roles: Sequence[str] | None = None, cwd: str | None = None, since_ms: int | None = None,
+                   until_ms: int | None = None, thinking: bool = False, limit: int = 20,
+                   sessions: bool = False) -> list[StoreHit]:
+    """The best ``limit`` hits for ``query`` among every derived session (only those whose key
+    starts with ``root``, when given: a condition PostgreSQL's planner cannot estimate, which
+    costs a common word the fast path). PostgreSQL reads ``query`` in websearch syntax; SQLite
+    needs ``fts5``, the query as an FTS5 expression. ``roles``: only these message roles;
+    ``cwd``: sessions of that directory or below; ``since_ms``/``until_ms``: entry times;
+    ``sessions``: one hit per session. A session's title is one hit at most (its
+    ``title_change`` entries repeat the header's)."""
+    e, d = tables.names.entries, tables.names.sessions
+    where: list[str] = []
+    args: list[Any] = []
+    join = ""
+    if root is not None:
+        where.append("substr(e.key, 1, ?) = ?")
+        args += [len(root), root]
+    if not thinking:
+        where.append("e.kind <> 'thinking'")
+    if roles:
+        where.append(f"e.role IN ({', '.join('?' * len(roles))})")
+        args += list(roles)
+    if cwd is not None:
+        base = os.path.abspath(cwd).rstrip(os.sep) or os.sep
+        below = base.rstrip(os.sep) + os.sep
+        join = f" JOIN {d} d ON d.key = e.key"
+        where.append("(d.cwd = ? OR substr(d.cwd, 1, ?) = ?)")
+        args += [base, len(below), below]
+    if since_ms is not None:
+        where.append("e.ts >= ?")
+        args.append(since_ms)
+    if until_ms is not None:
+        where.append("e.ts < ?")
+        args.append(until_ms)
+    if tables.dialect == "postgres":
+        empty = tables.rows(f"SELECT numnode({_TSQUERY})", (query,))
+        if not empty or int(empty[0][0]) == 0:
+            raise QueryError(f"nothing to search for in {query!r}: no words (PostgreSQL's simple parser found none)")
+        # the tsquery inline, not in a CTE: the planner then sees how common the words are and
+        # walks the newest rows for a common word, the GIN index for a rare one
+        matched = (f"SELECT e.id, e.ts, e.tsv FROM {e} e{join} WHERE "
+                   + " AND ".join([f"e.tsv @@ {_TSQUERY}", *where]) + f" ORDER BY e.id DESC LIMIT {RANK_CAP}")
+        ranked = (f"SELECT m.id, -ts_rank_cd(m.tsv, {_TSQUERY}) AS score FROM ({matched}) m "
+                  "ORDER BY score, m.ts DESC NULLS LAST, m.id DESC LIMIT ?")
+        params: list[Any] = [query, query, *args]
+    else:
+        if not fts5:
+            raise QueryError("an SQLite store's search needs the query as an FTS5 expression")
+        f = tables.names.fts
+        conditions = " AND ".join([f"{f} MATCH ?", *where])
+        cap = (f"SELECT e.id FROM {f} JOIN {e} e ON e.id = {f}.rowid{join} WHERE {conditions} "
+               f"ORDER BY e.id DESC LIMIT 1 OFFSET {RANK_CAP - 1}")
+        ranked = (f"SELECT e.id, bm25({f}) AS score FROM {f} JOIN {e} e ON e.id = {f}.rowid{join} "
+                  f"WHERE {conditions} AND e.id >= coalesce(({cap}), 0) "
+                  "ORDER BY score, e.ts DESC NULLS LAST, e.id DESC LIMIT ?")
+        params = [fts5, *args, fts5, *args]
+    fetch = limit + _SLACK
+    while True:
+        rows = tables.rows(ranked, [*params, fetch], "searching the derived tables")
+        ids = [int(r[0]) for r in rows]
+        scores = {int(r[0]): float(r[1]) for r in rows}
+        found = _details(tables, ids, query, fts5)
+        kept = _keep([found[i] for i in ids if i in found], scores, limit, sessions)
+        if len(kept) >= limit or len(rows) < fetch:
+            return kept
+        fetch *= 4  # repeated titles (or one hit per session) left too few
+
+
+def _details(tables: DerivedTables, ids: list[int], query: str, fts5: str | None) -> dict[int, tuple[Any, ...]]:
+    if not ids:
+        return {}
+    e, d = tables.names.entries, tables.names.sessions
+    cols = "e.id, e.key, d.id, d.title, d.cwd, e.seq, e.kind, e.entry_id, e.type, e.role, e.ts, e.target_id"
+    marks = ", ".join("?" * len(ids))
+    if tables.dialect == "postgres":
+        sql = (f"SELECT {cols}, ts_headline('simple', e.text, {_TSQUERY}, {_HEADLINE}) "
+               f"FROM {e} e LEFT JOIN {d} d ON d.key = e.key WHERE e.id IN ({marks})")
+        params: list[Any] = [query, *ids]
+    else:
+        f = tables.names.fts
+        sql = (f"SELECT {cols}, snippet({f}, 0, char(2), char(3), '…', {_SNIPPET_WORDS}) FROM {f} "
+               f"JOIN {e} e ON e.id = {f}.rowid LEFT JOIN {d} d ON d.key = e.key "
+               f"WHERE {f} MATCH ? AND {f}.rowid IN ({marks})")
+        params = [fts5, *ids]
+    return {int(r[0]): tuple(r) for r in tables.rows(sql, params, "cutting the snippets")}
+
+
+def _keep(rows: list[tuple[Any, ...]], scores: dict[int, float], limit: int, sessions: bool) -> list[StoreHit]:
+    """The ranked hits to show: one title per session, and with ``sessions`` one hit per session."""
+    kept: list[StoreHit] = []
+    shown: dict[str, int] = {}
+    for row in rows:
+        rid, key, sid, title, cwd, seq, kind, eid, etype, role, ts, target, snippet = row
+        hit = StoreHit(key, sid, title, cwd, int(seq), kind, None if seq == 0 else eid, etype, role,
+                       None if ts is None else int(ts), target, " ".join(str(snippet or "").split()), scores[rid])
+        if sessions or kind == "title":
+            at = shown.get(key)
+            if at is not None:
+                other = kept[at]
+                if seq == 0 and kind == "title" and other.kind == "title" and other.score == hit.score:
+                    kept[at] = hit  # the same rank: the session's title, not an audit entry
+                continue
+            shown[key] = len(kept)
+        kept.append(hit)
+        if len(kept) >= limit:
+            break
+    return kept

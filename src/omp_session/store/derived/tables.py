@@ -1,0 +1,415 @@
+"""The derived tables of one SQL store: what was derived from each session, and the writes that
+keep them in step with omp's table (docs/team.md).
+
+:class:`DerivedTables` has a connection of its own (the store's URL names the database and omp's
+table); it reads omp's table and writes only ours. What a session's bytes mean (its texts, its
+usage, its list facts) is decided above this layer (``catalog.derived``): here are rows.
+
+Incremental by bytes, like the file index: per session we keep how many bytes were derived
+(``derived``: up to the last complete line), the first bytes and the 64 bytes before that point,
+omp's title columns and the row's ``mtime_ms``. :meth:`DerivedTables.pending` lists what changed
+in one query; a session that grew with the same head and anchor is read from ``derived`` on only.
+Every write first checks, inside its transaction, that the session's derived state is still the
+one the caller started from, so two indexers never derive the same bytes twice.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sqlite3
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
+from typing import Any
+
+from omp_session.errors import StoreError, StoreMissingError
+
+from ..sql import DEFAULT_TABLE, check_table_name, overlay_title
+from ..url import StoreURL, check_timeout, parse_store_url
+from .schema import DerivedNames, derived_names, schema
+
+__all__ = ["HEAD_BYTES", "NOT_SUPPORTED", "DerivedState", "DerivedTables", "Facts", "Pending", "TextRow",
+           "UsageRow", "open_derived", "title_columns"]
+
+HEAD_BYTES = 259  # the 256-byte title slot and a little more: a rewritten slot or header shows here
+NOT_SUPPORTED = "not supported: use PostgreSQL or SQLite for team search"
+
+
+@dataclass(frozen=True, slots=True)
+class TextRow:
+    """One searchable text of one record (``seq`` 0 is the session's header)."""
+
+    seq: int
+    kind: str
+    entry_id: str | None
+    type: str | None
+    role: str | None
+    ts: int | None  # ms since the epoch
+    target_id: str | None
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class UsageRow:
+    """One usage record: an assistant turn, a ``model_usage`` entry, or one agent of a ``task``
+    result (``n`` numbers the agents of one entry)."""
+
+    seq: int
+    n: int
+    entry_id: str | None
+    ts: float | None
+    kind: str
+    provider: str | None
+    model: str | None
+    input: float
+    output: float
+    cache_read: float
+    cache_write: float
+    total_tokens: float
+    cost: float
+    dedup: str | None
+    agent: str | None
+
+
+@dataclass
+class Facts:
+    """What ``list --stats`` shows of a session, as far as it was derived."""
+
+    id: str | None = None
+    cwd: str | None = None
+    title: str | None = None
+    created: str | None = None
+    entries: int = 0
+    messages: int = 0
+    next_seq: int = 0
+    damaged: int = 0
+    models: list[str] = field(default_factory=list)
+    cost: float | None = 0.0  # None: omp's total is not a number (or omp cannot sum it)
+    tokens: float | None = 0.0
+
+
+@dataclass(frozen=True)
+class DerivedState:
+    """What was derived from one session, and how far."""
+
+    key: str
+    modified: int
+    size: int
+    derived: int
+    head: bytes
+    anchor: bytes
+    title_columns: str | None
+    facts: Facts
+    namespace: str | None
+
+
+@dataclass(frozen=True)
+class Pending:
+    """A session whose row changed since it was derived (``state`` None: never derived)."""
+
+    key: str
+    size: int
+    modified: int
+    state: DerivedState | None
+
+
+_STATE_COLUMNS = ("key", "modified", "size", "derived", "head", "anchor", "title_columns", "id", "cwd", "title",
+                  "created", "entries", "messages", "next_seq", "damaged", "models", "cost", "tokens", "namespace")
+
+
+def title_columns(title: Any, source: Any, updated: Any) -> str | None:
+    """omp's three title columns as one comparable value (None when no title was ever set)."""
+    if title is None and source is None and updated is None:
+        return None
+    return json.dumps([title, source, updated])
+
+
+def _finite(x: float | None) -> float | None:
+    return x if x is not None and math.isfinite(x) else None
+
+
+class DerivedTables:
+    """The derived tables of omp's table ``table`` in one database (PostgreSQL or SQLite)."""
+
+    def __init__(self, parsed: StoreURL, *, timeout: float | None = None) -> None:
+        if parsed.kind not in ("postgres", "sqlite"):
+            raise StoreError(f"{parsed.name}: {NOT_SUPPORTED}")
+        self.name = parsed.name
+        self.dialect = parsed.kind
+        self.table = check_table_name(parsed.options.get("table", DEFAULT_TABLE), parsed.name)
+        self.names: DerivedNames = derived_names(self.table)
+        self._p = "%s" if self.dialect == "postgres" else "?"
+        seconds = check_timeout(timeout, parsed.name) if timeout is not None else parsed.timeout
+        if self.dialect == "postgres":
+            import psycopg
+
+            self._errors: tuple[type[BaseException], ...] = (psycopg.Error,)
+            try:
+                kwargs: dict[str, Any] = {}
+                if "connect_timeout=" not in parsed.location:
+                    kwargs["connect_timeout"] = max(2, math.ceil(seconds))
+                self.conn: Any = psycopg.connect(parsed.location, autocommit=True, **kwargs)
+                # no prepared statements: a generic plan cannot tell a common word from a rare one
+                # and ranks a million matches (seconds) where the custom plan walks the newest rows
+                self.conn.prepare_threshold = None
+            except psycopg.Error as e:
+                raise StoreError(f"{parsed.name}: cannot connect: {_one_line(e)}") from e
+        else:
+            import os
+
+            self._errors = (sqlite3.Error,)
+            if parsed.location != ":memory:" and not os.path.exists(parsed.location):
+                raise StoreMissingError(f"{parsed.name}: no database file {parsed.location}")
+            self.conn = sqlite3.connect(parsed.location, isolation_level=None, timeout=60.0, check_same_thread=False)
+        if not self._has_table(self.table):
+            self.close()
+            raise StoreMissingError(f"{parsed.name}: there is no table {self.table} (omp creates it on first use)")
+
+    # ----- plumbing -----------------------------------------------------------------------------
+
+    def sql(self, sql: str) -> str:
+        """``sql`` written with ``?`` placeholders, in the driver's style."""
+        return sql.replace("?", self._p) if self._p != "?" else sql
+
+    def rows(self, sql: str, params: Sequence[Any] = (), action: str = "reading the derived tables") -> list[Any]:
+        """The rows of one statement (``?`` placeholders); a driver error is one line naming the store."""
+        try:
+            cur = self.conn.execute(self.sql(sql), params)
+            return list(cur.fetchall()) if cur.description else []
+        except self._errors as e:
+            raise StoreError(f"{self.name}: {action} failed: {_one_line(e)}") from e
+
+    @contextmanager
+    def transaction(self, action: str) -> Iterator[Any]:
+        """One write transaction (SQLite: ``BEGIN IMMEDIATE``); a driver error rolls back and
+        becomes one line naming the store."""
+        try:
+            self.conn.execute("BEGIN" if self.dialect == "postgres" else "BEGIN IMMEDIATE")
+            yield self.conn
+            self.conn.execute("COMMIT")
+        except BaseException as e:
+            with suppress(*self._errors):
+                self.conn.execute("ROLLBACK")
+            if isinstance(e, self._errors):
+                raise StoreError(f"{self.name}: {action} failed: {_one_line(e)}; nothing was changed") from e
+            raise
+
+    def _has_table(self, name: str) -> bool:
+        if self.dialect == "postgres":
+            sql = "SELECT 1 FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = ?"
+        else:
+            sql = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?"
+        return bool(self.rows(sql, (name.lower() if self.dialect == "postgres" else name,)))
+
+    def exists(self) -> bool:
+        """Whether the derived tables were made (``omp-session index --store`` makes them)."""
+        return self._has_table(self.names.sessions)
+
+    def create(self) -> None:
+        with self.transaction("creating the derived tables") as conn:
+            for statement in schema(self.dialect, self.names):
+                conn.execute(statement)
+
+    def close(self) -> None:
+        with suppress(*self._errors):
+            self.conn.close()
+
+    def __enter__(self) -> DerivedTables:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ----- omp's table --------------------------------------------------------------------------
+
+    @property
+    def _len(self) -> str:
+        return "octet_length(t.content)" if self.dialect == "postgres" else "length(cast(t.content AS blob))"
+
+    def _bytes(self, start: str, count: str | None = None) -> str:
+        """``content``'s bytes from 1-based ``start`` (``count`` of them, or to the end)."""
+        if self.dialect == "postgres":
+            return (f"substring(convert_to(t.content, 'UTF8') from {start}::integer"
+                    + (f" for {count}::integer)" if count else ")"))
+        return f"substr(cast(t.content AS blob), {start}" + (f", {count})" if count else ")")
+
+    def _under(self, root: str) -> tuple[str, list[Any]]:
+        """A condition on ``t.path``: a session key under ``root``."""
+        tail = "right(t.path, 6)" if self.dialect == "postgres" else "substr(t.path, -6)"
+        return f"substr(t.path, 1, ?) = ? AND {tail} = '.jsonl'", [len(root), root]
+
+    def pending(self, root: str) -> tuple[list[Pending], list[str]]:
+        """Sessions under ``root`` whose row is new or changed since derived (by byte size and
+        ``mtime_ms``: omp bumps it on every write, a title change included), and the derived keys
+        under ``root`` whose row is gone."""
+        cond, args = self._under(root)
+        d = self.names.sessions
+        cols = ", ".join(f"d.{c}" for c in _STATE_COLUMNS)
+        rows = self.rows(
+            f"SELECT t.path, {self._len}, t.mtime_ms, {cols} FROM {self.table} t LEFT JOIN {d} d ON d.key = t.path "
+            f"WHERE {cond} AND (d.key IS NULL OR d.size <> {self._len} OR d.modified <> t.mtime_ms) ORDER BY t.path",
+            args, "listing the changed sessions")
+        pending = [Pending(str(r[0]), int(r[1]), int(r[2]), None if r[3] is None else _state(r[3:])) for r in rows]
+        gone_cond = cond.replace("t.path", "d.key")
+        gone = self.rows(f"SELECT d.key FROM {d} d LEFT JOIN {self.table} t ON t.path = d.key "
+                          f"WHERE t.path IS NULL AND {gone_cond} ORDER BY d.key", args, "listing deleted sessions")
+        return pending, [str(r[0]) for r in gone]
+
+    def read_body(self, key: str) -> tuple[bytes, int, bytes, int, str | None] | None:
+        """The whole session as omp reads it (title overlay included), the stored body's byte size
+        and first bytes (no overlay: what :meth:`read_tail` compares), its ``mtime_ms`` and title
+        columns; None when the row is gone."""
+        rows = self.rows(f"SELECT t.content, t.mtime_ms, t.title, t.title_source, t.title_updated_at "
+                          f"FROM {self.table} t WHERE t.path = ?", (key,), "reading a session")
+        if not rows:
+            return None
+        content, mtime, title, source, updated = rows[0]
+        raw = content.encode("utf-8") if isinstance(content, str) else bytes(content)
+        return (overlay_title(raw, title, source, updated), len(raw), raw[:HEAD_BYTES], int(mtime),
+                title_columns(title, source, updated))
+
+    def read_tail(self, key: str, start: int) -> tuple[bytes, bytes, int, int, str | None] | None:
+        """(raw head, the bytes from ``start`` on, size, ``mtime_ms``, title columns) of a stored
+        session, in one query that moves only those bytes; None when the row is gone."""
+        rows = self.rows(f"SELECT {self._bytes('1', str(HEAD_BYTES))}, {self._bytes('?')}, {self._len}, t.mtime_ms, "
+                          f"t.title, t.title_source, t.title_updated_at FROM {self.table} t WHERE t.path = ?",
+                          (start + 1, key), "reading a session's new bytes")
+        if not rows:
+            return None
+        head, tail, size, mtime, title, source, updated = rows[0]
+        return (bytes(head or b""), bytes(tail or b""), int(size), int(mtime),
+                title_columns(title, source, updated))
+
+    # ----- writing ours -------------------------------------------------------------------------
+
+    def _current(self, conn: Any, key: str) -> tuple[int, int] | None:
+        if self.dialect == "postgres":
+            # a lock on the key, not on its row: a session derived for the first time has no row
+            # yet, and two updates must not both add its texts (SQLite's BEGIN IMMEDIATE already
+            # lets one writer in at a time)
+            conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (key,))
+        row = conn.execute(self.sql(f"SELECT derived, size FROM {self.names.sessions} WHERE key = ?"),
+                           (key,)).fetchone()
+        return None if row is None else (int(row[0]), int(row[1]))
+
+    def _same(self, conn: Any, key: str, expected: DerivedState | None) -> bool:
+        found = self._current(conn, key)
+        return found == (None if expected is None else (expected.derived, expected.size))
+
+    def write(self, batch: Sequence[tuple[DerivedState, Sequence[TextRow], Sequence[UsageRow], DerivedState | None,
+                                         bool]]) -> list[bool]:
+        """Store what was derived from some sessions, in one transaction: per session (state,
+        texts, usage, expected, whole). ``whole`` replaces the session's rows, else its texts and
+        usage are added to them. A session whose derived state is no longer ``expected`` (another
+        indexer got there first) is left alone: False in its place."""
+        n = self.names
+        done: list[bool] = []
+        cols = ("key", "id", "cwd", "title", "created", "modified", "size", "derived", "head", "anchor",
+                "title_columns", "entries", "messages", "next_seq", "damaged", "models", "cost", "tokens", "namespace")
+        upsert = self.sql(f"INSERT INTO {n.sessions} ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))}) "
+                          f"ON CONFLICT (key) DO UPDATE SET {', '.join(f'{c} = excluded.{c}' for c in cols[1:])}")
+        with self.transaction("storing what was derived") as conn:
+            if self.dialect == "postgres":
+                # rows anyone can derive again: a crash may lose the last commits, never mix them up
+                conn.execute("SET LOCAL synchronous_commit TO OFF")
+            for state, texts, usage, expected, whole in batch:
+                if not self._same(conn, state.key, expected):
+                    done.append(False)
+                    continue
+                if whole:
+                    for table in (n.entries, n.usage):
+                        conn.execute(self.sql(f"DELETE FROM {table} WHERE key = ?"), (state.key,))
+                self._insert(conn, state.key, texts, usage)
+                f = state.facts
+                conn.execute(upsert, (state.key, f.id, f.cwd, f.title, f.created, state.modified, state.size,
+                                      state.derived, state.head, state.anchor, state.title_columns, f.entries,
+                                      f.messages, f.next_seq, f.damaged, json.dumps(f.models, ensure_ascii=False),
+                                      _finite(f.cost), _finite(f.tokens), state.namespace))
+                done.append(True)
+        return done
+
+    _TEXT_COLUMNS = ("key", "seq", "kind", "entry_id", "type", "role", "ts", "target_id", "text")
+    _USAGE_COLUMNS = ("key", "seq", "n", "entry_id", "ts", "kind", "provider", "model", "input", "output", "cache_read",
+                      "cache_write", "total_tokens", "cost", "dedup", "agent")
+
+    def _insert(self, conn: Any, key: str, texts: Sequence[TextRow], usage: Sequence[UsageRow]) -> None:
+        n = self.names
+        self._many(conn, n.entries, self._TEXT_COLUMNS,
+                   [(key, t.seq, t.kind, t.entry_id, t.type, t.role, t.ts, t.target_id, t.text) for t in texts])
+        self._many(conn, n.usage, self._USAGE_COLUMNS,
+                   [(key, u.seq, u.n, u.entry_id, u.ts, u.kind, u.provider, u.model, u.input, u.output, u.cache_read,
+                     u.cache_write, u.total_tokens, u.cost, u.dedup, u.agent) for u in usage])
+
+    def _many(self, conn: Any, table: str, columns: Sequence[str], rows: list[tuple[Any, ...]]) -> None:
+        if not rows:
+            return
+        if self.dialect == "postgres":  # COPY: a third of the time of one INSERT per row
+            with conn.cursor() as cur, cur.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN") as copy:
+                for row in rows:
+                    copy.write_row(row)
+        else:
+            conn.executemany(f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
+                             rows)
+
+    def delete(self, keys: Sequence[str]) -> None:
+        """Forget sessions whose row is gone (their rows in every derived table)."""
+        n = self.names
+        with self.transaction("removing deleted sessions") as conn:
+            for key in keys:
+                for table in (n.entries, n.usage):
+                    conn.execute(self.sql(f"DELETE FROM {table} WHERE key = ?"), (key,))
+                conn.execute(self.sql(f"DELETE FROM {n.sessions} WHERE key = ?"), (key,))
+
+    def count(self, root: str) -> int:
+        """Sessions derived under ``root``."""
+        rows = self.rows(f"SELECT count(*) FROM {self.names.sessions} WHERE substr(key, 1, ?) = ?", (len(root), root))
+        return int(rows[0][0])
+
+    def drop_rows(self) -> None:
+        """Forget everything derived (``index --rebuild``): the next update derives every session."""
+        with self.transaction("emptying the derived tables") as conn:
+            for table in (self.names.entries, self.names.usage, self.names.sessions):
+                conn.execute(f"DELETE FROM {table}")
+
+    def sizes(self) -> dict[str, int]:
+        """Bytes each derived table (with its indexes) takes, and omp's table's session bytes."""
+        n = self.names
+        out: dict[str, int] = {}
+        if self.dialect == "postgres":
+            for name in (n.sessions, n.entries, n.usage):
+                out[name] = int(self.rows("SELECT pg_total_relation_size(?::regclass)", (name,))[0][0])
+            out["sessions_bytes"] = int(self.rows(f"SELECT coalesce(sum(octet_length(content)), 0) "
+                                                   f"FROM {self.table}")[0][0])
+            return out
+        try:
+            rows = self.rows("SELECT name, sum(pgsize) FROM dbstat GROUP BY name")
+            sizes = {str(r[0]): int(r[1]) for r in rows}
+            for name in (n.sessions, n.entries, n.usage, n.fts):
+                out[name] = sum(v for k, v in sizes.items() if k == name or k.startswith(name + "_"))
+        except StoreError:  # an SQLite built without dbstat
+            pass
+        out["sessions_bytes"] = int(self.rows(f"SELECT coalesce(sum(length(cast(content AS blob))), 0) "
+                                               f"FROM {self.table}")[0][0])
+        return out
+
+
+def _state(r: Sequence[Any]) -> DerivedState:
+    (key, modified, size, derived, head, anchor, tcols, id_, cwd, title, created, entries, messages, next_seq,
+     damaged, models, cost, tokens, namespace) = r
+    facts = Facts(id_, cwd, title, created, int(entries), int(messages), int(next_seq), int(damaged),
+                  list(json.loads(models)), None if cost is None else float(cost),
+                  None if tokens is None else float(tokens))
+    return DerivedState(str(key), int(modified), int(size), int(derived), bytes(head), bytes(anchor), tcols, facts,
+                        namespace)
+
+
+def _one_line(e: BaseException) -> str:
+    lines = [" ".join(line.split()) for line in str(e).splitlines() if line.strip()]
+    return "; ".join(dict.fromkeys(lines)) or type(e).__name__
+
+
+def open_derived(url: str | StoreURL, *, timeout: float | None = None) -> DerivedTables:
+    """The derived tables of the store ``url`` names (PostgreSQL or SQLite; any other store is
+    :data:`NOT_SUPPORTED`, one line). Connects; creates nothing."""
+    return DerivedTables(parse_store_url(url) if isinstance(url, str) else url, timeout=timeout)
