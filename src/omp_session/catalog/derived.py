@@ -29,6 +29,7 @@ from datetime import datetime
 from typing import Any
 
 from omp_session.errors import ContextError
+from omp_session.format.migrate import needs_migration
 from omp_session.format.reader import Journal, scan_bytes
 from omp_session.js.codec import parse_jsonl
 from omp_session.js.date import date_parse
@@ -113,6 +114,21 @@ def _stored_text(text: str) -> str:
     return text[:TEXT_LIMIT]
 
 
+def _plain(value: str | None) -> str | None:
+    """An id, name, path or time as a database keeps it: lone surrogates (valid JSON escapes) and
+    NUL (which PostgreSQL refuses in text) become U+FFFD, as the file index's ``clean_text``
+    makes them; decided here, after the rules looked at the value as written."""
+    if value is None or ("\x00" not in value and value.isascii()):
+        return value
+    if "\x00" not in value:
+        try:
+            value.encode("utf-8")
+            return value
+        except UnicodeEncodeError:
+            pass
+    return clean_text(value)
+
+
 def _strings(value: Any, out: list[str], depth: int = 0) -> None:
     if isinstance(value, str):
         out.append(value)
@@ -188,7 +204,8 @@ def derived_texts(value: Any, seq: int) -> list[TextRow]:
     entry_id, ts = _id(value.get("id")), _time_ms(value.get("timestamp"))
     type_ = kind if isinstance(kind, str) else None
     role_ = role if isinstance(role, str) else None
-    return [TextRow(seq, k, entry_id, type_, role_, ts, target, _stored_text("\n".join(texts)))
+    return [TextRow(seq, k, _plain(entry_id), _plain(type_), _plain(role_), ts, _plain(target),
+                    _stored_text("\n".join(texts)))
             for k, texts in docs.items()]
 
 
@@ -236,10 +253,10 @@ def _named_model(d: dict[str, Any]) -> tuple[str | None, str | None]:
 def _row(seq: int, n: int, eid: str | None, kind: str, usage: dict[str, Any], ms: float | None, provider: Any,
          model: Any, dedup: str | None, agent: str | None = None) -> UsageRow:
     cost = usage.get("cost")
-    return UsageRow(seq, n, eid, ms, kind, _str(provider), _str(model), _count(usage.get("input")),
-                    _count(usage.get("output")), _count(usage.get("cacheRead")), _count(usage.get("cacheWrite")),
-                    _count(usage.get("totalTokens")), _count(cost.get("total")) if isinstance(cost, dict) else 0.0,
-                    dedup, agent)
+    return UsageRow(seq, n, _plain(eid), ms, kind, _plain(_str(provider)), _plain(_str(model)),
+                    _count(usage.get("input")), _count(usage.get("output")), _count(usage.get("cacheRead")),
+                    _count(usage.get("cacheWrite")), _count(usage.get("totalTokens")),
+                    _count(cost.get("total")) if isinstance(cost, dict) else 0.0, _plain(dedup), _plain(agent))
 
 
 def _task_rows(seq: int, eid: str | None, message: dict[str, Any], ms: float | None,
@@ -272,14 +289,15 @@ def _task_rows(seq: int, eid: str | None, message: dict[str, Any], ms: float | N
     return [_row(seq, 0, eid, "task", usage, ms, provider, model, key)]
 
 
-def derived_usage(entry: Any, seq: int) -> list[UsageRow]:
-    """The usage records of one record."""
+def derived_usage(entry: Any, seq: int, keyed: bool = True) -> list[UsageRow]:
+    """The usage records of one record; ``keyed``: with the key a fork's copy shares (not in a
+    session omp migrates: ops/stats does not trust its ids)."""
     if not isinstance(entry, dict):
         return []
     kind = entry.get("type")
     raw_id, ets = entry.get("id"), entry.get("timestamp")
     eid = _id(raw_id)
-    key = f"{raw_id} {ets}" if isinstance(raw_id, str) and raw_id and isinstance(ets, str) else None
+    key = f"{raw_id} {ets}" if keyed and isinstance(raw_id, str) and raw_id and isinstance(ets, str) else None
     if kind == "model_usage":
         usage = entry.get("usage")
         if not isinstance(usage, dict):
@@ -317,8 +335,8 @@ def _fold(facts: Facts, value: Any) -> None:
         facts.messages += 1
     if isinstance(message, dict) and message.get("role") == "assistant":
         provider, model = message.get("provider"), message.get("model")
-        name = f"{provider}/{model}" if isinstance(provider, str) and isinstance(model, str) else \
-            model if isinstance(model, str) else None
+        name = _plain(f"{provider}/{model}" if isinstance(provider, str) and isinstance(model, str) else
+                      model if isinstance(model, str) else None)
         if name is not None:
             if name in facts.models:
                 facts.models.remove(name)
@@ -380,6 +398,8 @@ def derive_whole(key: str, body: bytes, size: int, raw_head: bytes, modified: in
         values: list[Any] = [j.value(i) for i in range(n)]
         if isinstance(header, dict) and header.get("type") == "session":
             session_id = header.get("id") if isinstance(header.get("id"), str) else None
+            # ops/stats keys no record of a session omp migrates (read_session's header: an id)
+            facts.keyed = session_id is None or not needs_migration(header)
             title: Any = header.get("title")
             if j.slot is not None and session_id is not None:  # the slot overlays the header (S1.2.6)
                 title = j.slot.title or None
@@ -388,21 +408,21 @@ def derive_whole(key: str, body: bytes, size: int, raw_head: bytes, modified: in
             if isinstance(title, str):
                 shown["title"] = title
             values[0] = shown
-            facts.cwd = cwd if isinstance(cwd, str) else None
-            facts.created = created if isinstance(created, str) else None
+            facts.cwd = _plain(cwd) if isinstance(cwd, str) else None
+            facts.created = _plain(created) if isinstance(created, str) else None
             facts.title = _stored_text(title) if isinstance(title, str) and title else None
         else:
             session_id = None
         if session_id is None:
             stem = key.rsplit("/", 1)[-1].removesuffix(".jsonl")
             session_id = stem.split("_", 1)[1] if "_" in stem else stem
-        facts.id = session_id
+        facts.id = _plain(session_id)
         texts: list[TextRow] = []
         usage: list[UsageRow] = []
         for seq, value in enumerate(values):
             texts += derived_texts(value, seq)
-            usage += derived_usage(value, seq)
-            if seq:
+            if seq:  # the first line is the header's place: ops/stats reads no entry there
+                usage += derived_usage(value, seq, facts.keyed)
                 _fold(facts, value)
         facts.next_seq = n
         facts.damaged = sum(1 for m in j.malformed if m.start < offset)
@@ -441,14 +461,16 @@ def derive_tail(state: DerivedState, raw_head: bytes, data: bytes, size: int, mo
         seq = facts.next_seq
         for value, _, _ in records:
             texts += derived_texts(value, seq)
-            usage += derived_usage(value, seq)
+            usage += derived_usage(value, seq, facts.keyed)
             _fold(facts, value)
             seq += 1
         facts.next_seq = seq
         facts.damaged += len(malformed)
         derived += cut
         anchor = (state.anchor + chunk)[-_ANCHOR:]
-    return Derived(DerivedState(state.key, modified, size, derived, state.head, anchor, title_columns, facts,
+    # a head cut short by a short session grows with it, as a rebuild keeps it (raw_head is this read's)
+    head = state.head if len(state.head) >= HEAD_BYTES else raw_head[:min(HEAD_BYTES, derived)]
+    return Derived(DerivedState(state.key, modified, size, derived, head, anchor, title_columns, facts,
                                 state.namespace), texts, usage)
 
 

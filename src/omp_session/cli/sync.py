@@ -82,6 +82,8 @@ def sync(source: str, target: str, project: str | None, since: int | None, dry_r
         click.echo(json.dumps(report.to_json(), ensure_ascii=False, indent=2))
     else:
         _render(report, verbose=verbose, quiet=quiet)
+    if report.derived and "error" in report.derived:  # the copy succeeded: a warning, not a failure
+        click.echo(f"omp-session: warning: {report.derived['error']}", err=True)
     sys.exit(1 if report.conflicts or report.count("failed") else 0)
 
 

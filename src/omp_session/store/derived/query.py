@@ -14,6 +14,7 @@ Filters (role, project, time, thinking) apply before that cut.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
@@ -54,6 +55,15 @@ class StoreHit:
     score: float
 
 
+_UNSTORABLE: Final = re.compile("[\x00\ud800-\udfff]")
+
+
+def _storable(text: str, nul: str) -> str:
+    """``text`` as the derived tables hold it (catalog.derived): a lone surrogate (a shell's
+    argument that is not UTF-8) is U+FFFD, NUL is ``nul``. No driver sends either as text."""
+    return _UNSTORABLE.sub(lambda m: nul if m.group() == "\x00" else "\ufffd", text)
+
+
 def search_derived(tables: DerivedTables, query: str, *, root: str | None = None, fts5: str | None = None,
                    roles: Sequence[str] | None = None, cwd: str | None = None, since_ms: int | None = None,
                    until_ms: int | None = None, thinking: bool = False, limit: int = 20,
@@ -66,10 +76,16 @@ def search_derived(tables: DerivedTables, query: str, *, root: str | None = None
     ``sessions``: one hit per session. A session's title is one hit at most (its
     ``title_change`` entries repeat the header's)."""
     e, d = tables.names.entries, tables.names.sessions
+    # a text's NUL is stored as a space, an id's or a path's as U+FFFD
+    query = _storable(query, " ")
+    fts5 = None if fts5 is None else _storable(fts5, " ")
+    cwd = None if cwd is None else _storable(cwd, "\ufffd")
+    roles = None if roles is None else [_storable(r, "\ufffd") for r in roles]
     where: list[str] = []
     args: list[Any] = []
     join = ""
     if root is not None:
+        root = _storable(root, "\ufffd")
         where.append("substr(e.key, 1, ?) = ?")
         args += [len(root), root]
     if not thinking:

@@ -60,7 +60,8 @@ def schema(dialect: str, n: DerivedNames) -> list[str]:
         "title_columns TEXT, "  # omp's title columns when derived: a title change is a rewrite
         "entries INTEGER NOT NULL, messages INTEGER NOT NULL, next_seq INTEGER NOT NULL, damaged INTEGER NOT NULL, "
         f"models TEXT NOT NULL, cost {real}, tokens {real}, "
-        "namespace TEXT)"
+        "namespace TEXT, "
+        "keyed INTEGER NOT NULL)"  # 0: a session omp migrates, whose usage rows ops/stats does not key
     )
     entries = (
         f"CREATE TABLE IF NOT EXISTS {n.entries} ("

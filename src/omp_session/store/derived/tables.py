@@ -87,6 +87,7 @@ class Facts:
     models: list[str] = field(default_factory=list)
     cost: float | None = 0.0  # None: omp's total is not a number (or omp cannot sum it)
     tokens: float | None = 0.0
+    keyed: bool = True  # usage rows carry the key a fork's copy shares (False: a session omp migrates)
 
 
 @dataclass(frozen=True)
@@ -115,7 +116,8 @@ class Pending:
 
 
 _STATE_COLUMNS = ("key", "modified", "size", "derived", "head", "anchor", "title_columns", "id", "cwd", "title",
-                  "created", "entries", "messages", "next_seq", "damaged", "models", "cost", "tokens", "namespace")
+                  "created", "entries", "messages", "next_seq", "damaged", "models", "cost", "tokens", "namespace",
+                  "keyed")
 
 
 def title_columns(title: Any, source: Any, updated: Any) -> str | None:
@@ -306,7 +308,8 @@ class DerivedTables:
         n = self.names
         done: list[bool] = []
         cols = ("key", "id", "cwd", "title", "created", "modified", "size", "derived", "head", "anchor",
-                "title_columns", "entries", "messages", "next_seq", "damaged", "models", "cost", "tokens", "namespace")
+                "title_columns", "entries", "messages", "next_seq", "damaged", "models", "cost", "tokens", "namespace",
+                "keyed")
         upsert = self.sql(f"INSERT INTO {n.sessions} ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))}) "
                           f"ON CONFLICT (key) DO UPDATE SET {', '.join(f'{c} = excluded.{c}' for c in cols[1:])}")
         with self.transaction("storing what was derived") as conn:
@@ -325,7 +328,7 @@ class DerivedTables:
                 conn.execute(upsert, (state.key, f.id, f.cwd, f.title, f.created, state.modified, state.size,
                                       state.derived, state.head, state.anchor, state.title_columns, f.entries,
                                       f.messages, f.next_seq, f.damaged, json.dumps(f.models, ensure_ascii=False),
-                                      _finite(f.cost), _finite(f.tokens), state.namespace))
+                                      _finite(f.cost), _finite(f.tokens), state.namespace, int(f.keyed)))
                 done.append(True)
         return done
 
@@ -396,10 +399,10 @@ class DerivedTables:
 
 def _state(r: Sequence[Any]) -> DerivedState:
     (key, modified, size, derived, head, anchor, tcols, id_, cwd, title, created, entries, messages, next_seq,
-     damaged, models, cost, tokens, namespace) = r
+     damaged, models, cost, tokens, namespace, keyed) = r
     facts = Facts(id_, cwd, title, created, int(entries), int(messages), int(next_seq), int(damaged),
                   list(json.loads(models)), None if cost is None else float(cost),
-                  None if tokens is None else float(tokens))
+                  None if tokens is None else float(tokens), bool(keyed))
     return DerivedState(str(key), int(modified), int(size), int(derived), bytes(head), bytes(anchor), tcols, facts,
                         namespace)
 
