@@ -279,23 +279,31 @@ def read_file_usage(path: str | os.PathLike[str], storage: SessionStorage | None
         else:
             j = s.journal
             picked = usage_candidates(s.kinds, s.types, j.heads, lambda k: j.raw(k + 1))
-        entries = [s.entry_at(k) for k in picked]
-        try:
-            omp: dict[str, Any] | None = usage_statistics(entries)
-        except ContextError:
-            omp = None
-        if omp is not None:  # omp's NaN/Infinity (a missing count) as JSON.stringify and the cache write it
-            omp = {k: None if isinstance(v, float) and not math.isfinite(v) else v for k, v in omp.items()}
-        on_branch = set(s.branch_indices()) if entries else set()
-        parents = s.parent_index if entries else []
+        on_branch = set(s.branch_indices()) if picked else set()
+        parents = s.parent_index if picked else []
         # v1 ids are made up on every load: they identify nothing across files
         keyed = not s.migrated
-        records = []
-        for k, e in zip(picked, entries, strict=True):
+        records: list[Any] = []
+        done = 0
+
+        def take(k: int) -> Any:
+            nonlocal done
+            e = s.peek_entry(k)  # decoded, not kept: memory stays flat on a 1 GB session
             # a side call (model_usage) hangs off the branch without becoming part of it (S3.15):
             # it belongs to the conversation it was made for
             side = isinstance(e, dict) and e.get("type") == "model_usage" and parents[k] in on_branch
-            records += _records_of(e, k in on_branch or side, keyed)
+            records.extend(_records_of(e, k in on_branch or side, keyed))
+            done += 1
+            return e
+
+        try:
+            omp: dict[str, Any] | None = usage_statistics(take(k) for k in picked)
+        except ContextError:
+            omp = None
+            for k in picked[done:]:  # omp threw there: our records go on past it
+                take(k)
+        if omp is not None:  # omp's NaN/Infinity (a missing count) as JSON.stringify and the cache write it
+            omp = {k: None if isinstance(v, float) and not math.isfinite(v) else v for k, v in omp.items()}
         cwd = header.get("cwd")
         return FileUsage(path, _str(header.get("id")), s.get_session_name(), cwd if isinstance(cwd, str) else None,
                          _str(header.get("timestamp")), omp, records)
