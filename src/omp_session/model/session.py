@@ -137,6 +137,9 @@ def usage_or_model_candidates(s: Session) -> bytearray:
             out[k] = b"task" in raw or b"\\u007" in raw or b"\\u006" in raw
         else:
             out[k] = 1
+    for i in j.values:  # appended or maybe changed in memory: its bytes and envelope say nothing
+        if i:
+            out[i - 1] = 1
     return out
 
 

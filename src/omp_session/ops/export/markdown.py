@@ -33,6 +33,8 @@ from omp_session.model.usage import usage_statistics
 
 __all__ = ["markdown", "markdown_chunks"]
 
+_BATCH = 64  # entries rendered before their text is handed on
+
 
 # ----- rendering ----------------------------------------------------------------------------------
 
@@ -375,13 +377,10 @@ def _rendered(s: Session, leaf: str | None, all_branches: bool) -> Iterator[byte
     _header(s, r, branch, leaf_id, tips)
     which = "Current branch" if leaf is None else "Branch"
     r.para(f"## {which}: {len(branch):,} entries up to {inline_code(leaf_id) if leaf_id is not None else 'none'}")
-    held = 0
-    for k in branch:
+    for done, k in enumerate(branch, start=1):
         r.entry(k, 3)
-        held += 1
-        if held >= 64:
+        if done % _BATCH == 0:
             yield r.take()
-            held = 0
     if all_branches:
         yield from _other_branches(s, r, branch, tips)
     yield r.take()
@@ -430,7 +429,9 @@ def _other_branches(s: Session, r: _Renderer, branch: Sequence[int], tips: list[
             r.para(f"*Forks from {origin} after entry {inline_code(s.ids[fork])}* "
                    f"({inline(preview(s.entry_at(fork)))})")
         r.last_model = _last_model(s, path_to(fork, parent), counted) if fork is not None else None
-        for k in new:
+        for done, k in enumerate(new, start=1):
             r.entry(k, 4)
             shown.setdefault(k, n)
+            if done % _BATCH == 0:  # a side branch can be nearly the whole session
+                yield r.take()
         yield r.take()
