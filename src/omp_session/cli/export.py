@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from collections.abc import Iterable, Iterator
@@ -15,8 +16,8 @@ from omp_session.ops.export.html import render_html_pieces
 from omp_session.store.atomic import check_output, write_new_file
 
 from ._errors import command, os_errors
-from ._options import force_option, output_option, session_argument
-from ._store import active_store, open_stored, resolve_any, store_option
+from ._options import force_option, json_option, output_option, session_argument
+from ._store import EVERY_PROJECT, active_store, open_stored, resolve_any, store_option
 
 __all__ = ["export", "write_atomically"]
 
@@ -54,7 +55,7 @@ def _format_of(output: Path | None) -> str:
 
 
 @command()
-@session_argument()
+@session_argument(required=False)
 @store_option
 @click.option("--format", "fmt", type=click.Choice(["md", "json", "html"]),
               help="md: readable Markdown; json: every record, tree intact (or --lossy); html: a self-contained "
@@ -66,9 +67,17 @@ def _format_of(output: Path | None) -> str:
 @click.option("--lossy", is_flag=True, help="JSON: a plain transcript of one branch instead of every record.")
 @click.option("--no-subagents", is_flag=True, help="html: leave out the subagent transcripts found next to the "
               "session (embedded and linked by default; a missing one is a warning, never a failure).")
-@force_option("Replace OUTPUT if it exists.")
-def export(session: str, fmt: str | None, output: Path | None, leaf_id: str | None, all_branches: bool, lossy: bool,
-           no_subagents: bool, force: bool) -> None:
+@click.option("--site", type=click.Path(file_okay=False), metavar="DIR", help="Write every session of the current "
+              "project (--project DIR, --all: every project) as a static site in DIR, browsable from file:// "
+              "(docs/serve.md); a second run re-renders only the sessions that changed.")
+@click.option("--project", type=click.Path(file_okay=False), metavar="DIR",
+              help="--site: the sessions of this project directory.")
+@click.option("--root", type=click.Path(file_okay=False), help="--site: the sessions root (default: omp's).")
+@force_option("Replace OUTPUT if it exists (--site: write into a non-empty DIR that holds no site).")
+@json_option("--site: print the summary as one JSON object.")
+def export(session: str | None, fmt: str | None, output: Path | None, leaf_id: str | None, all_branches: bool,
+           lossy: bool, no_subagents: bool, site: str | None, project: str | None, root: str | None, force: bool,
+           as_json: bool) -> None:
     """Export a session as Markdown, JSON or a self-contained HTML viewer (docs/export.md).
 
     SESSION is a path, a session id or a unique prefix of one, or ``latest``. Without -o the
@@ -80,7 +89,17 @@ def export(session: str, fmt: str | None, output: Path | None, leaf_id: str | No
       omp-session export latest --format md --all-branches -o review.md
       omp-session export 0197 --format json --lossy | jq '.messages[].role'
       omp-session export latest --format html -o session.html
+      omp-session export --site ~/sessions-site --all
     """
+    if site is not None:
+        given = [name for name, on in (("--format", fmt), ("-o", output), ("--leaf", leaf_id), ("--all-branches",
+                 all_branches), ("--lossy", lossy), ("--no-subagents", no_subagents)) if on]
+        _export_site(site, session, given, project, root, force, as_json)
+        return
+    if session is None:
+        raise click.UsageError("Missing argument 'SESSION'.")
+    if project is not None or root is not None or as_json:
+        raise click.UsageError("--project, --root and --json apply to --site only")
     if fmt is None:
         fmt = _format_of(output)
     if fmt == "html" and all_branches:
@@ -111,3 +130,40 @@ def export(session: str, fmt: str | None, output: Path | None, leaf_id: str | No
         source = os.path.expanduser(path)
         write_new_file(output, pieces, force=force, error=SessionError,
                        source=source if os.path.exists(source) else None, stdout=True)
+
+
+def _export_site(site: str, session: str | None, given: list[str], project: str | None, root: str | None,
+                 force: bool, as_json: bool) -> None:
+    """``export --site DIR``: the static site (omp_session.serve.site), its summary on stdout."""
+    if session is not None:
+        raise click.UsageError("--site writes every session of a project (or --all): drop SESSION")
+    if given:
+        raise click.UsageError(f"{given[0]} does not apply to --site")
+    every = bool(click.get_current_context().meta.get(EVERY_PROJECT))
+    if every and project is not None:
+        raise click.UsageError("--all and --project: choose one")
+    if active_store() is not None:
+        raise click.UsageError("--site reads the session files: drop --store")
+    from omp_session.paths import sessions_dir
+    from omp_session.serve.site import build_site
+
+    cwd = None if every else os.path.abspath(os.path.expanduser(project if project is not None else os.getcwd()))
+    tty = sys.stderr.isatty() and not as_json
+
+    def progress(done: int, total: int) -> None:
+        if tty and (done == total or done % 25 == 0):
+            click.echo(f"\rrendering {done}/{total}", err=True, nl=done == total)
+
+    with os_errors(site):
+        report = build_site(site, root if root is not None else sessions_dir(), project=cwd, force=force,
+                            progress=progress)
+    for problem in report.problems:
+        _warn(problem)
+    if as_json:
+        click.echo(json.dumps(report.to_json(), ensure_ascii=False))
+    else:
+        search = "search index written" if report.search_index else "no search index (too big: use serve)"
+        click.echo(f"{report.directory}: {report.written} page(s) written, {report.unchanged} unchanged, "
+                   f"{report.removed} removed; {report.sessions} session(s), {search}")
+    if report.problems:
+        sys.exit(1)  # the site is written; the sessions named above have no page
