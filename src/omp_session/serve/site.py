@@ -18,6 +18,7 @@ a non-empty DIR without a manifest is refused unless ``force``.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import html
 import json
@@ -25,6 +26,7 @@ import os
 import re
 import secrets
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from importlib import resources
@@ -54,6 +56,10 @@ _OURS: Final = re.compile(r"(?:s/[A-Za-z0-9][A-Za-z0-9._-]*\.html|search/[A-Za-z
                           r"|projects/[A-Za-z0-9][A-Za-z0-9._-]*\.html|static/[a-z.-]+|index\.html|search\.html"
                           r"|search-index\.js)")
 _STATIC: Final = ("serve.css", "site.js")
+_FOLDERS: Final = ("s", "search", "projects", "static")
+# the form of a hashed page name: an id of that form is hashed too, so that no plain name is ever
+# another id's hashed one
+_HASH_FORM: Final = re.compile(r"x-[0-9a-f]{32}", re.IGNORECASE)
 
 
 @dataclass
@@ -87,6 +93,8 @@ def _write(directory: str, rel: str, pieces: Iterable[bytes]) -> None:
     half a page, and a symlink put at the name is replaced, never written through."""
     target = os.path.join(directory, rel)
     folder, base = os.path.split(target)
+    if folder != directory and os.path.islink(folder):
+        raise SessionError(f"{folder}: is a symbolic link; the site is written only inside {directory}")
     os.makedirs(folder, exist_ok=True)
     tmp = os.path.join(folder, f".{base}.{secrets.token_hex(4)}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
@@ -103,13 +111,26 @@ def _write(directory: str, rel: str, pieces: Iterable[bytes]) -> None:
         raise
 
 
-def _remove(directory: str, rel: str) -> bool:
-    """Delete a file the manifest says this command wrote; anything else is left alone."""
+def _identity(path: str) -> tuple[int, int] | None:
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+def _remove(directory: str, rel: str, keep: Callable[[], set[tuple[int, int]]] = set) -> bool:
+    """Delete a file the manifest says this command wrote; anything else is left alone: nothing
+    through a symlinked folder, and not a file that is one of ``keep`` (the files this run keeps)
+    under another name — on a file system that ignores case, the gone session "abc"'s page
+    ``s/abc.html`` is the new session "ABC"'s ``s/ABC.html``."""
     if not _OURS.fullmatch(rel):
         return False
     path = os.path.join(directory, rel)
     try:
-        if not os.path.isfile(path) or os.path.islink(path):
+        if os.path.islink(os.path.dirname(path)) or not os.path.isfile(path) or os.path.islink(path):
+            return False
+        if _identity(path) in keep():
             return False
         os.unlink(path)
     except OSError:
@@ -152,7 +173,8 @@ def _hashed(text: str) -> str:
 def page_stem(session_id: str) -> str:
     """A file name for an id: the id itself when it is a plain name, else a hash of it (an id is
     the file's own text: "/", "..", "#" or a NUL may be in it)."""
-    return session_id if _SAFE_NAME.fullmatch(session_id) and ".." not in session_id else _hashed(session_id)
+    plain = _SAFE_NAME.fullmatch(session_id) and ".." not in session_id and not _HASH_FORM.fullmatch(session_id)
+    return session_id if plain else _hashed(session_id)
 
 
 def project_stem(cwd: str) -> str:
@@ -221,7 +243,10 @@ _SESSION_EXTRA: Final = b"""<style>#site-bar { position: fixed; right: 12px; bot
       return;
     }
   }
-  function fromHash() { if (location.hash.length > 1) goToEntry(decodeURIComponent(location.hash.slice(1))); }
+  function fromHash() {
+    if (location.hash.length < 2) return;
+    try { goToEntry(decodeURIComponent(location.hash.slice(1))); } catch (err) { /* a hand-made "#%" */ }
+  }
   fromHash();
   window.addEventListener('hashchange', fromHash);
 })();
@@ -391,6 +416,10 @@ def build_site(directory: str | os.PathLike[str], root: str | os.PathLike[str], 
         os.makedirs(out, exist_ok=True)
     except OSError as e:
         raise SessionError(f"{out}: cannot create: {e.strerror or e}") from None
+    for name in _FOLDERS:  # written into and deleted from: a link would take both outside DIR
+        if os.path.islink(os.path.join(out, name)):
+            raise SessionError(f"{os.path.join(out, name)}: is a symbolic link; the site is written only "
+                               f"inside {out} (remove the link or choose another folder)")
     report = SiteReport(out)
 
     catalog = Catalog(root)
@@ -398,25 +427,23 @@ def build_site(directory: str | os.PathLike[str], root: str | os.PathLike[str], 
     bucket = None if project is None else project_dir_name(project)
     parents = [r for r in catalog.rows() if bucket is None or os.path.basename(os.path.dirname(r.path)) == bucket]
     report.problems += [f"{p}: not a readable session (no page)" for p in catalog.skipped
-                        if project is None]
+                        if bucket is None or os.path.basename(os.path.dirname(p)) == bucket]
 
     # one page per id (a copy of a session under another name shares its id: the newest wins),
-    # and one name per page even on a file system that ignores case
+    # and one name per page even on a file system that ignores case: ids that differ only in
+    # case are all hashed, whichever is newer, so a page keeps its name from run to run
     pages: dict[str, str] = {}
     chosen: list[Row] = []
-    taken: set[str] = set()
     for row in (r for p in parents for r in (p, *p.children)):
         if not row.id:
             report.problems.append(f"{row.path}: the header holds no session id (no page)")
             continue
-        if row.id in pages:
-            continue
-        stem = page_stem(row.id)
-        if stem.lower() in taken:
-            stem = _hashed(row.id)
-        taken.add(stem.lower())
-        pages[row.id] = f"s/{stem}.html"
-        chosen.append(row)
+        if row.id not in pages:
+            pages[row.id] = ""
+            chosen.append(row)
+    folded = Counter(sid.lower() for sid in pages)
+    for sid in pages:
+        pages[sid] = f"s/{page_stem(sid) if folded[sid.lower()] == 1 else _hashed(sid)}.html"
     report.sessions = len(chosen)
 
     sessions: dict[str, Any] = {}
@@ -448,11 +475,16 @@ def build_site(directory: str | os.PathLike[str], root: str | os.PathLike[str], 
 
     # what the last run wrote and this one does not: the pages of sessions gone (or failed)
     kept = {f for done in sessions.values() for f in (done["page"], done["search"])}
+
+    @functools.cache
+    def keep() -> set[tuple[int, int]]:
+        return {i for i in (_identity(os.path.join(out, rel)) for rel in kept) if i is not None}
+
     for before in old_sessions.values():
         if not isinstance(before, dict):
             continue
         for rel in (before.get("page"), before.get("search")):
-            if isinstance(rel, str) and rel not in kept and _remove(out, rel):
+            if isinstance(rel, str) and rel not in kept and _remove(out, rel, keep):
                 report.removed += 1 if rel.startswith("s/") else 0
 
     files = _write_indexes(out, parents, pages, sessions, search_cap, report)

@@ -57,6 +57,11 @@
     div.appendChild(document.createTextNode(textValue.slice(at + word.length, end) + (end < textValue.length ? '\u2026' : '')));
     return div;
   }
+  // an id is the file's own text: encodeURIComponent throws on a lone surrogate in it (that hit
+  // then links to the session's page, and the search goes on)
+  function permalink(id) {
+    try { return '#' + encodeURIComponent(id); } catch (err) { return ''; }
+  }
   function run(query) {
     while (results.firstChild) results.removeChild(results.firstChild);
     var words = query.toLowerCase().split(/\s+/).filter(function (w) { return w; });
@@ -76,7 +81,7 @@
           list = el('ol'); section.appendChild(list); results.appendChild(section); groups++;
         }
         var e = s.entries[j], li = el('li', 'hit'), link = el('a', 'hit-link');
-        link.href = s.page + '#' + encodeURIComponent(e[0]);
+        link.href = s.page + permalink(e[0]);
         link.appendChild(el('span', 'what', e[1]));
         if (e[2]) link.appendChild(el('span', 'when', ' ' + new Date(e[2]).toISOString().slice(0, 19).replace('T', ' ')));
         link.appendChild(snippet(e[3], low, words[0]));
@@ -91,5 +96,8 @@
     run(q.value);
   });
   var m = /^#q=(.*)$/.exec(location.hash);
-  if (m) { q.value = decodeURIComponent(m[1]); run(q.value); }
+  if (m) {
+    try { q.value = decodeURIComponent(m[1]); } catch (err) { q.value = m[1]; }  // a hand-made "#q=%"
+    run(q.value);
+  }
 })();
