@@ -17,7 +17,7 @@ from builders import TS, assistant, entry, header, jsonl, line, usage, user
 from omp_session.catalog.derived import derive_tail, derived_texts, refresh_url
 from omp_session.errors import StoreError
 from omp_session.format.title import build_title_slot
-from omp_session.ops.search.text import index_text, searchable
+from omp_session.model.search_text import index_text, searchable
 from omp_session.store import open_store
 from omp_session.store.base import SessionStorage
 from omp_session.store.derived import DerivedTables, derived_names, open_derived
@@ -275,8 +275,8 @@ RECORDS: list[Any] = [
 
 @pytest.mark.parametrize("value", RECORDS)
 def test_the_texts_are_the_file_index_s(value: Any) -> None:
-    """catalog.derived restates ops/search/text.py's rules (ops jobs are not importable below
-    ops): the same kinds, texts and envelope for every record kind."""
+    """catalog.derived stores what model/search_text.py finds, as the file index does: the same
+    kinds, texts and envelope for every record kind."""
     rows = derived_texts(value, 5)
     ref = searchable(value)
     entry_id, _parent, etype, role, ts, target = ref.row

@@ -3,9 +3,8 @@ keeps them in step (``omp-session index --store``, ``sync --to``; docs/team.md).
 
 The tables and their writes are ``store.derived``; this module decides what the bytes mean:
 
-* the searchable texts of each record, exactly as the file index has them (the rules of
-  ``ops/search/text.py``, restated here because no ``ops`` job may be imported below ``ops``;
-  a test compares the two on every record kind);
+* the searchable texts of each record, exactly as the file index has them (model/search_text.py,
+  shared with ``ops/search``);
 * the usage records of each record (an assistant turn, a ``model_usage`` entry, each agent of a
   ``task`` result), as ``ops/stats`` reads them;
 * what ``list --stats`` shows: entries, messages, models, and omp's cost and token totals.
@@ -25,7 +24,6 @@ import socket
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from datetime import datetime
 from typing import Any
 
 from omp_session.errors import ContextError
@@ -33,7 +31,8 @@ from omp_session.format.migrate import needs_migration
 from omp_session.format.reader import Journal, scan_bytes
 from omp_session.js.codec import parse_jsonl
 from omp_session.js.date import date_parse
-from omp_session.model.text import clean_text, text_of
+from omp_session.model.search_text import searchable
+from omp_session.model.text import clean_text
 from omp_session.model.tree import js_key, js_truthy
 from omp_session.model.usage import usage_statistics
 from omp_session.store import open_store
@@ -76,7 +75,7 @@ def indexed_key(key: str, root: str) -> bool:
     return len(parts) == 2 or (len(parts) == 3 and not parts[2].startswith("__advisor"))
 
 
-# ----- the searchable texts of one record (ops/search/text.py's rules) ----------------------------
+# ----- the searchable texts of one record (model/search_text.py) ---------------------------------
 
 
 def _id(value: Any) -> str | None:
@@ -86,18 +85,6 @@ def _id(value: Any) -> str | None:
     if not js_truthy(value) or isinstance(value, dict | list):
         return None
     return repr(js_key(value))
-
-
-def _time_ms(value: Any) -> int | None:
-    if not isinstance(value, str):
-        return None
-    if len(value) == 24 and value[23] == "Z" and value[10] == "T":
-        try:
-            return int(datetime.fromisoformat(value).timestamp() * 1000)
-        except ValueError:
-            pass
-    ms = date_parse(value)
-    return None if ms != ms else int(ms)
 
 
 def _stored_text(text: str) -> str:
@@ -129,84 +116,19 @@ def _plain(value: str | None) -> str | None:
     return clean_text(value)
 
 
-def _strings(value: Any, out: list[str], depth: int = 0) -> None:
-    if isinstance(value, str):
-        out.append(value)
-    elif isinstance(value, dict) and depth < 32:
-        for v in value.values():
-            _strings(v, out, depth + 1)
-    elif isinstance(value, list) and depth < 32:
-        for v in value:
-            _strings(v, out, depth + 1)
-    elif isinstance(value, int | float) and not isinstance(value, bool):
-        out.append(str(value))
-
-
-def _add(docs: dict[str, list[str]], kind: str, text: Any) -> None:
-    if isinstance(text, str) and text:
-        docs.setdefault(kind, []).append(text)
-
-
-def _message_docs(m: dict[str, Any], role: Any, docs: dict[str, list[str]]) -> None:
-    content = m.get("content")
-    plain = "tool_result" if role == "toolResult" else "text"
-    if isinstance(content, str):
-        _add(docs, plain, content)
-    elif isinstance(content, list):
-        for block in content:
-            if not isinstance(block, dict):
-                continue
-            kind = block.get("type")
-            if kind == "text":
-                _add(docs, plain, block.get("text"))
-            elif kind == "thinking":
-                _add(docs, "thinking", block.get("thinking"))
-            elif kind == "toolCall":
-                parts = [block["name"]] if isinstance(block.get("name"), str) else []
-                _strings(block.get("arguments"), parts)
-                _add(docs, "tool_call", "\n".join(parts))
-    if role in ("bashExecution", "pythonExecution"):
-        _add(docs, "tool_call", m.get("command") if role == "bashExecution" else m.get("code"))
-        _add(docs, "tool_result", m.get("output"))
-    elif role in ("branchSummary", "compactionSummary"):
-        _add(docs, "summary", m.get("summary"))
-    elif role == "fileMention" and isinstance(m.get("files"), list):
-        _add(docs, "text", "\n".join(f["path"] for f in m["files"] if isinstance(f, dict)
-                                     and isinstance(f.get("path"), str)))
-
-
 def derived_texts(value: Any, seq: int) -> list[TextRow]:
-    """The searchable texts of one record (any JSON value), one row per kind."""
-    if not isinstance(value, dict):
+    """The searchable texts of one record (any JSON value), one row per kind: the file index's
+    (``searchable``), with ids as their display form (a database text holds no NUL tag)."""
+    rec = searchable(value)
+    if not rec.docs:
         return []
-    kind = value.get("type")
-    docs: dict[str, list[str]] = {}
-    role: Any = None
-    target: Any = None
-    if kind == "message":
-        m = value.get("message")
-        if isinstance(m, dict):
-            role = m.get("role")
-            _message_docs(m, role, docs)
-    elif kind == "custom_message":
-        role = "custom"
-        _add(docs, "text", text_of(value.get("content")))
-    elif kind in ("compaction", "branch_summary"):
-        _add(docs, "summary", value.get("summary"))
-        _add(docs, "summary", value.get("shortSummary"))
-    elif kind == "label":
-        _add(docs, "label", value.get("label"))
-        target = _id(value.get("targetId"))
-    elif kind in ("title_change", "session"):
-        _add(docs, "title", value.get("title"))
-    if not docs:
-        return []
-    entry_id, ts = _id(value.get("id")), _time_ms(value.get("timestamp"))
-    type_ = kind if isinstance(kind, str) else None
-    role_ = role if isinstance(role, str) else None
+    _entry, _parent, type_, role_, ts, _target = rec.row
+    assert isinstance(value, dict)  # only a record object has texts
+    entry_id = _id(value.get("id"))
+    target = _id(value.get("targetId")) if value.get("type") == "label" else None
     return [TextRow(seq, k, _plain(entry_id), _plain(type_), _plain(role_), ts, _plain(target),
                     _stored_text("\n".join(texts)))
-            for k, texts in docs.items()]
+            for k, texts in rec.docs.items()]
 
 
 # ----- usage records (ops/stats/report.py's rules) ------------------------------------------------

@@ -34,9 +34,9 @@ from typing import Any, Final
 
 from omp_session._version import __version__
 from omp_session.errors import SessionError
+from omp_session.model.search_text import searchable
 from omp_session.model.session import open_session
 from omp_session.ops.export.html import MAX_SUBAGENT_DEPTH, render_html_pieces
-from omp_session.ops.search.text import searchable
 from omp_session.paths import project_dir_name
 
 from .sessions import Catalog, Row

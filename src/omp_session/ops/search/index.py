@@ -53,9 +53,8 @@ from omp_session.catalog.summaries import cache_dir
 from omp_session.errors import IndexBusyError, SearchIndexError
 from omp_session.format.reader import Journal, scan_file
 from omp_session.js.codec import parse_jsonl
+from omp_session.model.search_text import index_text, searchable, time_ms
 from omp_session.paths import sessions_dir
-
-from .text import index_text, searchable, time_ms
 
 __all__ = [
     "FILE_SHIFT",
