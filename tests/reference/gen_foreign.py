@@ -42,10 +42,72 @@ def _line(value: Any) -> bytes:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
+IDENTS = ["path", "data", "entry", "record", "value", "session", "parent", "line", "count", "result", "config",
+          "items", "reader", "writer", "buffer", "offset", "size", "index", "name", "cwd", "handler", "cache",
+          "request", "response", "token", "user", "état", "payload", "options", "store"]
+TYPES = ["str", "int", "bytes", "list[str]", "dict[str, Any]", "Path", "None", "bool", "Session", "Record"]
+PROSE = ["I", "need", "to", "check", "whether", "the", "function", "handles", "this", "case", "so", "let", "me",
+         "look", "at", "how", "file", "is", "read", "first", "then", "test", "should", "pass", "because", "error",
+         "comes", "from", "parser", "when", "input", "empty", "user", "wants", "it", "seems", "like", "we", "can",
+         "just", "update", "call", "site", "and", "run", "suite", "again", "naïve", "approach", "café", "中文"]
+
+
+class Corpus:
+    """Lines of code, of logs and of prose to cut long tool outputs, file reads and thinking from:
+    built once (from its own seed) so that megabytes of sessions cost slicing, not word-by-word draws."""
+
+    def __init__(self, r: random.Random) -> None:
+        self.code = [self._code(r) for _ in range(20_000)]
+        self.log = [self._log(r) for _ in range(20_000)]
+        self.prose = [self._sentence(r) for _ in range(5_000)]
+
+    @staticmethod
+    def _code(r: random.Random) -> str:
+        i, j, k = r.choice(IDENTS), r.choice(IDENTS), r.choice(IDENTS)
+        words = " ".join(r.choice(WORDS) for _ in range(r.randint(2, 8)))
+        line = r.choice([f"def {i}_{j}({k}: {r.choice(TYPES)}, {j}: {r.choice(TYPES)}) -> {r.choice(TYPES)}:",
+                         f'{i} = {j}.{k}({i}, "{words}")', f"if {i} is not None and {j}.{k}:", f"return {i}",
+                         f"# {words}", f"for {i} in {j}.{k}:", f'raise ValueError(f"{words}: {{{i}!r}}")',
+                         f"{i}[{j}] = {k} + {r.randrange(1000)}", "", f"class {i.title()}{j.title()}:",
+                         f"    await self.{i}.{k}({j}=True)", f"{i}.append({{{j!r}: {k}, 'n': {r.randrange(99)}}})"])
+        return " " * (4 * r.randrange(4)) + line if line else line
+
+    @staticmethod
+    def _log(r: random.Random) -> str:
+        i, j = r.choice(IDENTS), r.choice(IDENTS)
+        words = " ".join(r.choice(WORDS) for _ in range(r.randint(3, 12)))
+        return r.choice([f"2025-06-{r.randint(1, 28):02d}T{r.randrange(24):02d}:{r.randrange(60):02d}:"
+                         f"{r.randrange(60):02d}.{r.randrange(1000):03d}Z {r.choice(['INFO', 'DEBUG', 'WARN'])} "
+                         f"{i}.{j}: {words}",
+                         f"tests/test_{i}.py::test_{j}_{r.choice(WORDS)} {r.choice(['PASSED', 'PASSED', 'FAILED'])}"
+                         f" [{r.randrange(101):3d}%]",
+                         f"src/{i}/{j}.ts({r.randrange(1, 900)},{r.randrange(1, 80)}): error TS{r.randrange(2000, 2800)}"
+                         f": {words}", f"  File \"/work/src/{i}/{j}.py\", line {r.randrange(1, 900)}, in {i}_{j}",
+                         f"drwxr-xr-x  {r.randrange(2, 9)} user user {r.randrange(99999):>6} Jun {r.randint(1, 28):2d}"
+                         f" 10:{r.randrange(60):02d} {i}_{j}", f"+ {words}", f"- {words}", f"@@ -{r.randrange(900)},7 "
+                         f"+{r.randrange(900)},9 @@ def {i}_{j}("])
+
+    @staticmethod
+    def _sentence(r: random.Random) -> str:
+        words = [r.choice(PROSE if r.random() < 0.8 else WORDS + IDENTS) for _ in range(r.randint(6, 24))]
+        return " ".join(words).capitalize() + r.choice([".", ".", ".", "?", ":"])
+
+    @staticmethod
+    def cut(r: random.Random, pool: list[str], count: int) -> list[str]:
+        start = r.randrange(len(pool))
+        out = pool[start:start + count]
+        while len(out) < count:
+            out += pool[:count - len(out)]
+        return out
+
+
 class Gen:
-    def __init__(self, seed: int, home: Path, *, huge: bool = True) -> None:
+    def __init__(self, seed: int, home: Path, *, huge: bool = True, claude_bytes: int = 0) -> None:
         self.r = random.Random(seed)
+        self.seed = seed
         self.huge = huge
+        self.claude_bytes = claude_bytes
+        self.corpus: Corpus | None = None
         self.home = home
         self.clock = BASE + timedelta(days=self.r.randrange(0, 200))
 
@@ -274,6 +336,8 @@ class Gen:
                 uuids.append(record["uuid"])
                 if not record.get("isSidechain"):
                     parent = record["uuid"]
+        if self.claude_bytes:
+            self.claude_work(lines, index, parent=parent, sid=sid, cwd=record_cwd or cwd, model=model)
         self.write(path, lines)
         if r.random() < 0.4:
             for _ in range(r.randint(1, 3)):
@@ -283,6 +347,115 @@ class Gen:
                 if r.random() < 0.2:
                     del entry["project"]
                 history.append(_line(entry))
+
+    def claude_work(self, lines: list[bytes], index: int, *, parent: str | None, sid: str, cwd: str,
+                    model: str) -> None:
+        """Append working turns until the session is about ``claude_bytes`` long (0.6-1.4 times): what
+        makes real sessions megabytes, thinking, file reads (numbered, with the file again in
+        ``toolUseResult``), command outputs, edits (with the original file), writes, searches and
+        screenshots. Its own random stream: every other byte of the output is as without it."""
+        g = random.Random(f"work-{self.seed}-{index}")
+        if self.corpus is None:
+            self.corpus = Corpus(random.Random(f"corpus-{self.seed}"))
+        c = self.corpus
+        target = int(self.claude_bytes * g.uniform(0.6, 1.4))
+        size = sum(len(line) + 1 for line in lines)
+        clock = self.clock
+
+        def emit(kind: str, message: dict[str, Any], **extra: Any) -> None:
+            nonlocal clock, parent, size
+            clock += timedelta(milliseconds=g.randrange(200, 60_000))
+            u = str(uuid.UUID(int=g.getrandbits(128), version=4))
+            record = {"parentUuid": parent, "isSidechain": False, "userType": "external", "cwd": cwd,
+                      "sessionId": sid, "version": "2.0.14", "gitBranch": "main", "uuid": u,
+                      "timestamp": clock.isoformat(timespec="milliseconds").replace("+00:00", "Z"), "type": kind,
+                      "message": message, **extra}
+            parent = u
+            line = _line(record)
+            lines.append(line)
+            size += len(line) + 1
+
+        def prose(lo: int, hi: int) -> str:
+            return " ".join(Corpus.cut(g, c.prose, g.randint(lo, hi)))
+
+        def many(scale: int, cap: int) -> int:  # long-tailed, as outputs are
+            return min(cap, int(g.paretovariate(1.3) * scale))
+
+        def numbered(body: list[str], first: int) -> str:
+            return "\n".join(f"{first + n:>6}\u2192{text}" for n, text in enumerate(body))
+
+        def screenshot() -> dict[str, Any]:
+            data = base64.b64encode(g.randbytes(g.randrange(30_000, 250_000))).decode()
+            return {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": data}}
+
+        def tool() -> tuple[str, dict[str, Any], Any, Any]:
+            """A tool's name, its input, its result's content and Claude Code's ``toolUseResult``."""
+            path = f"{cwd}/src/{g.choice(IDENTS)}/{g.choice(IDENTS)}.py"
+            pick = g.random()
+            if pick < 0.4:
+                first, body = g.randint(1, 400), Corpus.cut(g, c.code, many(40, 2000))
+                raw = "\n".join(body)
+                return ("Read", {"file_path": path, "offset": first} if first > 1 else {"file_path": path},
+                        numbered(body, first), {"type": "text", "file": {
+                            "filePath": path, "content": raw, "numLines": len(body), "startLine": first,
+                            "totalLines": first + len(body) + g.randrange(300)}})
+            if pick < 0.7:
+                out = "\n".join(Corpus.cut(g, c.log, many(30, 4000)))
+                command = g.choice(["pytest -q tests", "npm run build", "git log --stat -30", "ls -la src",
+                                    f"rg -n {g.choice(IDENTS)} src", "git diff"])
+                return "Bash", {"command": command, "description": prose(1, 1)}, out, {
+                    "stdout": out, "stderr": "", "interrupted": False, "isImage": False}
+            if pick < 0.85:
+                old, new = Corpus.cut(g, c.code, g.randint(2, 40)), Corpus.cut(g, c.code, g.randint(2, 60))
+                original = "\n".join(Corpus.cut(g, c.code, many(120, 3000)))
+                first = g.randint(1, 500)
+                return ("Edit", {"file_path": path, "old_string": "\n".join(old), "new_string": "\n".join(new)},
+                        f"The file {path} has been updated. Here's the result of running `cat -n` on a snippet "
+                        f"of the edited file:\n" + numbered(Corpus.cut(g, c.code, g.randint(8, 20)), first),
+                        {"filePath": path, "oldString": "\n".join(old), "newString": "\n".join(new),
+                         "originalFile": original, "userModified": False, "replaceAll": False})
+            if pick < 0.92:
+                content = "\n".join(Corpus.cut(g, c.code, many(60, 1500)))
+                return ("Write", {"file_path": path, "content": content}, f"File created successfully at: {path}",
+                        {"type": "create", "filePath": path, "content": content, "structuredPatch": []})
+            if pick < 0.97:
+                hits = [f"{path}:{g.randrange(1, 900)}:{text.strip()}" for text in Corpus.cut(g, c.code, many(10, 400))]
+                return ("Grep", {"pattern": g.choice(IDENTS), "path": "src", "output_mode": "content"}, "\n".join(hits),
+                        {"mode": "content", "numFiles": len(hits), "filenames": [], "content": "\n".join(hits)})
+            image = screenshot()
+            return "Read", {"file_path": f"{cwd}/screenshot.png"}, [image], {"type": "image", "file": {
+                "base64": image["source"]["data"], "type": "image/png"}}
+
+        emit("user", {"role": "user", "content": prose(1, 5)})
+        while size < target:
+            content: list[dict[str, Any]] = []
+            if g.random() < 0.6:
+                content.append({"type": "thinking", "thinking": prose(3, 60),
+                                "signature": base64.b64encode(g.randbytes(g.choice([24, 300]))).decode()})
+            if g.random() < 0.4:
+                content.append({"type": "text", "text": prose(1, 10)})
+            calls = []
+            for _ in range(g.choice([0, 1, 1, 1, 1, 2, 3])):
+                tid = "toolu_" + str(uuid.UUID(int=g.getrandbits(128))).replace("-", "")[:24]
+                name, args, result, detail = tool()
+                content.append({"type": "tool_use", "id": tid, "name": name, "input": args})
+                calls.append((tid, result, detail))
+            emit("assistant", {"id": "msg_" + str(uuid.UUID(int=g.getrandbits(128)))[:24], "type": "message",
+                               "role": "assistant", "model": model, "content": content,
+                               "stop_reason": "tool_use" if calls else "end_turn",
+                               "usage": {"input_tokens": g.randrange(9), "output_tokens": g.randrange(4000),
+                                         "cache_read_input_tokens": g.randrange(150_000),
+                                         "cache_creation_input_tokens": g.randrange(9000)}}, requestId="req_1")
+            for tid, result, detail in calls:
+                block: dict[str, Any] = {"tool_use_id": tid, "type": "tool_result", "content": result}
+                if g.random() < 0.08:
+                    block["is_error"] = True
+                emit("user", {"role": "user", "content": [block]}, toolUseResult=detail)
+            if not calls:
+                said: list[Any] = [{"type": "text", "text": prose(1, 6)}]
+                if g.random() < 0.1:
+                    said.append(screenshot())
+                emit("user", {"role": "user", "content": said})
 
     def claude(self, count: int) -> None:
         root = self.home / ".claude"
@@ -465,9 +638,11 @@ def main() -> None:
     parser.add_argument("--codex", type=int, default=100, help="Codex sessions")
     parser.add_argument("--out", type=Path, required=True, help="the stand-in home directory")
     parser.add_argument("--small", action="store_true", help="huge outputs of 3,000 characters (for fixtures)")
+    parser.add_argument("--claude-mb", type=float, default=0.0,
+                        help="grow each Claude Code session to about this many MiB with working turns (benchmarks)")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
-    gen = Gen(args.seed, args.out.resolve(), huge=not args.small)
+    gen = Gen(args.seed, args.out.resolve(), huge=not args.small, claude_bytes=int(args.claude_mb * 2**20))
     gen.claude(args.claude)
     gen = Gen(args.seed + 1_000_003, args.out.resolve(), huge=not args.small)
     gen.codex(args.codex)
