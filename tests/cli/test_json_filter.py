@@ -94,3 +94,14 @@ def test_without_a_json_word_args_are_left_alone(args: list[str]) -> None:
     show = _command()
     if not any(a == "--json" or a.startswith("--json=") for a in args):
         assert json_fields_args(show, args) == args
+
+
+def test_a_document_printed_before_exit_1_is_filtered_too(capsys: pytest.CaptureFixture[str]) -> None:
+    import sys
+
+    from omp_session.cli._jsonout import filtered_stdout
+
+    with pytest.raises(SystemExit), filtered_stdout(".conflicts", None):
+        print(json.dumps({"conflicts": 2, "items": []}, indent=2))  # as sync --json prints, then exits 1
+        sys.exit(1)
+    assert capsys.readouterr().out == "2\n"

@@ -140,7 +140,13 @@ def filtered_stdout(jq: str | None, fields: list[str] | None) -> Iterator[None]:
     sink = JsonFilter(real, jq=jq, fields=fields)
     sys.stdout = sink
     try:
-        yield
+        try:
+            yield
+        except SystemExit as e:  # a command that found problems (validate, sync) still printed them
+            if e.code not in (None, 0, 1):
+                raise
+            sink.close_filter()
+            raise
         sink.close_filter()
     finally:
         sys.stdout = real

@@ -23,8 +23,8 @@ if TYPE_CHECKING:
 else:  # older click (pyproject allows 8.1) has no type parameters to subscript
     _ParamType = click.ParamType
 
-__all__ = ["JSON_FIELDS", "WHEN", "When", "every_project_option", "force_option", "json_option", "output_option", "session_argument", "since_option",
-           "until_option"]
+__all__ = ["JSON_FIELDS", "WHEN", "When", "complete_sessions", "every_project_option", "force_option", "json_option",
+           "output_option", "session_argument", "since_option", "until_option"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
