@@ -11,7 +11,7 @@ import math
 import re
 from collections import Counter
 from collections.abc import Iterator
-from string import ascii_letters, digits
+from string import ascii_letters, ascii_lowercase, ascii_uppercase, digits
 
 __all__ = ["ASSIGNMENT", "NAME_HINTS", "find_assignments", "looks_secret", "name_strength", "secret_span"]
 
@@ -157,13 +157,16 @@ def secret_span(m: re.Match[str]) -> tuple[int, int] | None:
 _NAME_CHARS = frozenset(ascii_letters + digits + "_.-")
 _NAME_START = frozenset(ascii_letters + "_")
 _NOT_BEFORE = frozenset(ascii_letters + digits + "_.")
+_ASCII_LOWER = str.maketrans(ascii_uppercase, ascii_lowercase)
 
 
 def find_assignments(text: str) -> Iterator[re.Match[str]]:
     """``ASSIGNMENT.finditer(text)``, faster: the regex is tried only on the names around each
     occurrence of a hint word (``str.find``), once per run of name characters (a name always ends
     where its run does, so a later start in the same run cannot match either). Linear in ``text``."""
-    lower = text.lower()
+    # ASCII letters only: a name is ASCII, and str.lower() would move offsets ("\u0130" lowers to
+    # two characters), so a hint found in it would point past the name it is in
+    lower = text.lower() if text.isascii() else text.translate(_ASCII_LOWER)
     hits: list[int] = []
     for hint in NAME_HINTS:
         i = lower.find(hint)

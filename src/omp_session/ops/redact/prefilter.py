@@ -24,6 +24,8 @@ test: with them every record is walked):
 * A secret split across adjacent text (or thinking) blocks is found in their joined text: a
   record that may hold such a run has each run's joined text tested the same way.
 * The drop options and ``--paths`` are tested by the words and paths they act on.
+* Hints and key words are looked for in the raw bytes lowercased as ASCII; the one non-ASCII
+  character ``str.lower()`` turns into an ASCII letter (the Kelvin sign, "k") makes a record walked.
 """
 
 from __future__ import annotations
@@ -52,6 +54,10 @@ _KEY_WITH_STRING = re.compile(rb'[{,]\s*"((?:[^"\\]|\\.)*)"\s*:\s*"')
 # words one of which every secret key name holds, once lowercased without "_" and "-"
 _KEY_WORDS = (b"pass", b"secret", b"token", b"key", b"authorization", b"credential", b"cookie")
 _NAME_HINTS = tuple(h.encode() for h in NAME_HINTS)
+# The one character str.lower() (what secret_key_name and the detectors' hint test use) turns into
+# an ASCII letter: "api\u212aey" names a secret though the raw bytes, lowercased, hold no "key".
+# ("\u0130" lowers to "i" and a combining dot, which no hint or key word can take.)
+_KELVIN = "\u212a".encode()
 
 
 def _plain_hints() -> tuple[tuple[bytes, ...], tuple[bytes, ...]]:
@@ -255,6 +261,8 @@ class Prefilter:
     def may_change(self, raw: bytes, value: Any) -> bool:
         """``raw``: the record's bytes; ``value``: what they decode to (for joined text blocks)."""
         if self.walk_all or _WILD_ESCAPE.search(raw) is not None or any(w in raw for w in self.words):
+            return True
+        if _KELVIN in raw:
             return True
         low = raw.lower()
         if _secret_key_may_match(raw, low):
