@@ -160,3 +160,18 @@ def test_a_device_output_with_a_quarantine_is_refused_before_writing(tmp_path: P
     with pytest.raises(RepairError, match="need a quarantine file"):
         apply_repair(plan, out=fifo, force=True)
     assert not Path(plan_module.quarantine_path(str(fifo))).exists()
+
+
+def test_in_place_keeps_the_sessions_mode(tmp_path: Path) -> None:
+    import stat
+
+    from omp_session.ops.repair.plan import apply_repair, plan_repair
+
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(b'{"type":"session","version":3,"id":"r","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/w"}\n'
+                     b'{"type":"message","id":"u1","parentId":null,"timestamp":"2026-01-01T00:00:01.000Z",'
+                     b'"message":{"role":"user","content":"hi","timestamp":1}}\ngarbage{\n')
+    path.chmod(0o600)
+    result = apply_repair(plan_repair(path), in_place=True)
+    assert result.written
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600

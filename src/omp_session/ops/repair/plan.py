@@ -462,7 +462,8 @@ def _replace(path: str, pieces: Iterable[bytes], expected_size: int) -> None:
     directory, base = os.path.split(os.path.abspath(path))
     tmp = os.path.join(directory, f".{base}.{secrets.token_hex(8)}.tmp")
     try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        # the repaired session is as readable as it was, never more (a 0600 session stays 0600)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, copy_mode(path))
         with os.fdopen(fd, "wb") as f:
             for piece in pieces:
                 f.write(piece)
