@@ -13,6 +13,8 @@ from pathlib import Path
 import click
 
 from omp_session.catalog.resolve import resolve_session
+from omp_session.js.codec import stringify
+from omp_session.model.text import shown
 from omp_session.ops.size.doctor import (
     LONG_TOOL_OUTPUT_BYTES,
     Bucket,
@@ -25,8 +27,17 @@ from omp_session.ops.size.prune import prune as prune_session
 
 from ._errors import command
 from ._options import force_option, json_option, output_option, session_argument
+from ._style import clip
 
 __all__ = ["externalize", "prune", "size"]
+
+
+def _dumps(value: object) -> str:
+    """JSON of a report whose entry ids may be any value, nested deeper than json.dumps goes."""
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except RecursionError:
+        return stringify(value) or "null"
 
 
 def _size(n: int) -> str:
@@ -71,7 +82,8 @@ def _print_report(r: SizeReport) -> None:
     if r.image_refs:
         click.echo(f"  ({r.image_refs} image(s) already in the blob store)")
     for entry_id, tool, n in r.longest_tool_outputs:
-        click.echo(f"    {entry_id!s:<10} {tool:<14} {_size(n):>10}")
+        # an id can be any JSON value, nested thousands deep: shown as compact JSON, cut short
+        click.echo(f"    {clip(shown(entry_id), 10):<10} {tool:<14} {_size(n):>10}")
     if r.suggestions:
         click.echo("what would help:")
         for s in r.suggestions:
@@ -106,15 +118,14 @@ def size(session: str | None, all_sessions: bool, roots: tuple[Path, ...], top: 
         assert session is not None
         report = analyze_size(resolve_session(session), archive=not no_archive)
         if as_json:
-            click.echo(json.dumps(report.to_json(), ensure_ascii=False))
+            click.echo(_dumps(report.to_json()))
         else:
             _print_report(report)
         return
     count, total, reports, failures = biggest_sessions(list(roots) or None, top=top)
     if as_json:
-        click.echo(json.dumps({"files": count, "bytes": total,
-                               "sessions": [_row(r) for r in reports],
-                               "failures": [{"path": p, "error": m} for p, m in failures]}, ensure_ascii=False))
+        click.echo(_dumps({"files": count, "bytes": total, "sessions": [_row(r) for r in reports],
+                           "failures": [{"path": p, "error": m} for p, m in failures]}))
         return
     click.echo(f"{count} session file(s), {_size(total)}; the {len(reports)} biggest:")
     click.echo(f"  {'size':>10} {'entries':>8} {'images':>10} {'abandoned':>10} {'externalize':>12} "
