@@ -107,7 +107,7 @@ class _State:
 
 def _query(request: Request, per_page: int) -> Query:
     p = request.query_params
-    return Query(project=p.get("project", ""), text=p.get("text", ""), since=p.get("since", ""),
+    return Query(project=p.get("project", ""), text=p.get("text", ""), model=p.get("model", ""), since=p.get("since", ""),
                  until=p.get("until", ""), sort=p.get("sort", "modified") or "modified",
                  reverse=p.get("reverse", "") not in ("", "0", "false"),
                  page=_int(p.get("page"), 1, name="page"),
@@ -132,7 +132,7 @@ def build_app(root: str | os.PathLike[str], *, token: str, host: str = "127.0.0.
         now = now_ms()
         rows = [row_json(x, now) for r in page.rows for x in (r, *r.children)]
         return _json({"total": page.total, "page": page.page, "pages": page.pages,
-                      "per_page": q.per_page, "sessions": rows})
+                      "per_page": q.per_page, "stats_pending": page.stats_pending, "sessions": rows})
 
     def index(request: Request) -> Response:
         if _wants_json(request):

@@ -66,7 +66,7 @@ def _size(n: int) -> str:
     return str(n)
 
 
-def _row_html(row: Row, now: float, sub: bool) -> str:
+def _row_html(row: Row, now: float, sub: bool, with_cost: bool = False) -> str:
     badges = []
     if now - row.modified < ACTIVE_MS:
         badges.append('<span class="badge active" title="written to in the last 5 minutes">active</span>')
@@ -75,17 +75,18 @@ def _row_html(row: Row, now: float, sub: bool) -> str:
     if sub:
         badges.append('<span class="badge sub">subagent</span>')
     title = row.title or row.first_message
+    cost = f'<td class="num cost">{"" if row.cost is None else _money(row.cost)}</td>' if with_cost else ""
     cls = "session" + (" sub" if sub else "") + (" is-active" if now - row.modified < ACTIVE_MS else "")
     return (f'<tr class="{cls}" data-id="{_e(row.id)}"><td class="title"><a href="{_e(session_url(row.id))}">'
             f"{_e(title[:160])}</a> {''.join(badges)}"
             f'<div class="first">{_e(row.first_message[:200]) if row.title else ""}</div></td>'
             f'<td class="cwd">{_e(row.cwd)}</td><td class="when">{_when(row.modified)}</td>'
             f'<td class="when">{_when(row.created)}</td><td class="num">{row.messages}</td>'
-            f'<td class="num">{_size(row.size)}</td><td>{_e(row.status or "")}</td></tr>')
+            f'<td class="num">{_size(row.size)}</td>{cost}<td>{_e(row.status or "")}</td></tr>')
 
 
 def _query_args(q: Query, **change: Any) -> str:
-    args = {"project": q.project, "text": q.text, "since": q.since, "until": q.until, "sort": q.sort,
+    args = {"project": q.project, "text": q.text, "model": q.model, "since": q.since, "until": q.until, "sort": q.sort,
             "reverse": "1" if q.reverse else "", "page": str(q.page)}
     args.update({k: str(v) for k, v in change.items()})
     return urlencode({k: v for k, v in args.items() if v and not (k == "sort" and v == "modified")
@@ -101,15 +102,22 @@ def list_page(page: Page, q: Query, now: float) -> str:
             f"{projects}</select></label>"
             f'<label>Text <input type="search" name="text" id="f-text" value="{_e(q.text)}" '
             f'placeholder="title or first message"></label>'
+            f'<label>Model <input type="search" name="model" id="f-model" value="{_e(q.model)}" '
+            f'placeholder="provider/model"></label>'
             f'<label>From <input type="date" name="since" id="f-since" value="{_e(q.since)}"></label>'
             f'<label>To <input type="date" name="until" id="f-until" value="{_e(q.until)}"></label>'
             f'<label>Sort <select name="sort" id="f-sort">{sorts}</select></label>'
             f'<label><input type="checkbox" name="reverse" value="1"{" checked" if q.reverse else ""}> reverse</label>'
             f'<button type="submit">Filter</button></form>')
-    rows = "".join(_row_html(r, now, False) + "".join(_row_html(c, now, True) for c in r.children)
+    # the cost column only once the figures were asked for (a cost sort or a model filter)
+    with_cost = any(r.stats_known for r in page.rows)
+    rows = "".join(_row_html(r, now, False, with_cost) + "".join(_row_html(c, now, True, with_cost)
+                                                                 for c in r.children)
                    for r in page.rows)
+    cost_th = "<th>Cost</th>" if with_cost else ""
     table = ('<table class="sessions" id="sessions"><thead><tr><th>Title</th><th>Project</th><th>Modified</th>'
-             f"<th>Created</th><th>Msgs</th><th>Size</th><th>Status</th></tr></thead><tbody>{rows}</tbody></table>"
+             f"<th>Created</th><th>Msgs</th><th>Size</th>{cost_th}<th>Status</th></tr></thead>"
+             f"<tbody>{rows}</tbody></table>"
              if page.rows else '<p class="empty">No sessions match.</p>')
     pager = ""
     if page.pages > 1:
@@ -119,6 +127,11 @@ def list_page(page: Page, q: Query, now: float) -> str:
                if page.page < page.pages else "")
         pager = f'<nav class="pager">{prev} <span>page {page.page} of {page.pages}</span> {nxt}</nav>'
     count = f'<p class="count" id="count">{page.total} session(s)</p>'
+    if page.stats_pending:
+        what = "sorted" if q.sort == "cost" else "filtered"
+        count += (f'<p class="pending" id="stats-pending">Cost and models are still being computed for '
+                  f'{page.stats_pending} session(s); the list is {what} by those known so far. Reload to see '
+                  "more.</p>")
     return _layout("Sessions", "/", form + count + table + pager, ["list.js"])
 
 

@@ -5,6 +5,11 @@ no file changed since the last refresh the rows built then are kept, so the list
 directory scan whatever the number of sessions. Changed files go through the listing cache
 (:class:`omp_session.catalog.summaries.ListCache`), which reads only the head and tail of a file.
 
+Cost and models (``list --stats``) need the whole file, so they are computed only once a request
+sorts by cost or filters by model: in a background thread, through the same cache, while the
+request waits up to :data:`STATS_WAIT` seconds; a page answered before they are all known says how
+many are still being computed (``Page.stats_pending``) and sorts or filters by what is known.
+
 This is also the only way from a URL to a file: ``/s/<id>`` looks the id up here. A path is
 never taken from a request; files that are symlinks, or that resolve outside the root, are not
 listed at all.
@@ -24,13 +29,15 @@ from typing import Any, Final
 from urllib.parse import quote
 
 from omp_session.catalog import listing
-from omp_session.catalog.summaries import ListCache, is_archived
+from omp_session.catalog.summaries import ListCache, SessionStats, is_archived
 from omp_session.js.date import to_iso
 
-__all__ = ["ACTIVE_MS", "SORTS", "Catalog", "Page", "Query", "QueryError", "Row", "now_ms", "row_json"]
+__all__ = ["ACTIVE_MS", "SORTS", "STATS_WAIT", "Catalog", "Page", "Query", "QueryError", "Row", "now_ms", "row_json"]
 
 ACTIVE_MS: Final = 5 * 60 * 1000  # a session written to this recently is marked active
-SORTS: Final = ("modified", "created", "size", "messages", "title")
+SORTS: Final = ("modified", "created", "size", "messages", "title", "cost")
+STATS_WAIT: Final = 2.0  # seconds a request waits for cost and models before answering with what is known
+_STATS_SAVE_EVERY: Final = 500  # files read between two writes of the stats cache
 _SUFFIXES: Final = (".jsonl", ".jsonl.gz")
 
 
@@ -52,6 +59,17 @@ class Row:
     subagent_of: str | None
     archived: bool
     children: list[Row] = field(default_factory=list)
+    # list --stats' figures, set once asked for; stats None with stats_known: unreadable
+    stats: SessionStats | None = None
+    stats_known: bool = False
+
+    @property
+    def cost(self) -> Any:
+        return None if self.stats is None else self.stats.cost
+
+    def uses_model(self, model: str) -> bool:
+        """``model`` is "provider/model" or only the model's name (as ``stats --by model`` shows it)."""
+        return self.stats is not None and any(m == model or m.split("/", 1)[-1] == model for m in self.stats.models)
 
     def haystack(self) -> str:
         return f"{self.title or ''}\n{self.first_message}\n{self.id}".lower()
@@ -69,6 +87,13 @@ def row_json(row: Row, now_ms: float) -> dict[str, Any]:
         out["archived"] = True
     out["active"] = now_ms - row.modified < ACTIVE_MS
     out["url"] = "/s/" + quote(row.id, safe="")  # an id is the file's word: "#", "?" or "/" in it too
+    if row.stats_known:  # list --stats' fields, only once computed (a cost sort or a model filter)
+        st = row.stats
+        if st is None:  # unreadable: the row stays, marked by nulls
+            out.update(entries=None, branches=None, models=None, cost=None, tokens=None)
+        else:
+            out.update(entries=st.entries, messages=st.messages, branches=st.branches, models=st.models,
+                       cost=st.cost, tokens=st.tokens)
     return out
 
 
@@ -78,6 +103,7 @@ class Query:
 
     project: str = ""
     text: str = ""
+    model: str = ""  # "provider/model" or the model's name: sessions (or their subagents) that used it
     since: str = ""
     until: str = ""
     sort: str = "modified"
@@ -93,6 +119,7 @@ class Page:
     page: int
     pages: int
     projects: list[tuple[str, int]]  # every project (cwd) with its number of sessions
+    stats_pending: int = 0  # sessions whose cost and models are still being computed (0: all known)
 
 
 class QueryError(ValueError):
@@ -164,6 +191,10 @@ class Catalog:
         self._by_id: dict[str, Row] = {}
         self._projects: list[tuple[str, int]] = []
         self.skipped: list[str] = []  # files that are not readable sessions, at the last change
+        # path -> (the file's key when read, its stats): filled by the worker, read by requests
+        self._stats: dict[str, tuple[tuple[int, int, int], SessionStats | None]] = {}
+        self._worker: threading.Thread | None = None
+        self._worker_lock = threading.Lock()
 
     # ----- the listing ---------------------------------------------------------------------
 
@@ -287,13 +318,17 @@ class Catalog:
 
     def page(self, q: Query) -> Page:
         self.refresh()
-        parents, projects = self._parents, self._projects
+        if q.sort not in SORTS:
+            raise QueryError(f"cannot sort by {q.sort!r} (choose one of {', '.join(SORTS)})")
         since, until = _day_ms(q.since, end=False), _day_ms(q.until, end=True)
+        model = q.model.strip()
+        pending = self.with_stats(STATS_WAIT) if q.sort == "cost" or model else 0
+        parents, projects = self._parents, self._projects  # the rows the stats were put on
         text = q.text.strip().lower()
         if q.project or text or since is not None or until is not None:
             parents = [p for p in parents if _matches(p, q.project, text, since, until)]
-        if q.sort not in SORTS:
-            raise QueryError(f"cannot sort by {q.sort!r} (choose one of {', '.join(SORTS)})")
+        if model:
+            parents = [p for p in parents if p.uses_model(model) or any(c.uses_model(model) for c in p.children)]
         if q.sort != "modified" or q.reverse:
             parents = _sorted(parents, q.sort, q.reverse)
         if q.page < 1:
@@ -302,7 +337,56 @@ class Catalog:
         pages = max(1, -(-len(parents) // per))
         # past the end is an empty page, not the last one again: a client paging until it gets
         # nothing must stop, and see no row twice
-        return Page(parents[(q.page - 1) * per: q.page * per], len(parents), q.page, pages, projects)
+        return Page(parents[(q.page - 1) * per: q.page * per], len(parents), q.page, pages, projects, pending)
+
+    # ----- cost and models, on demand --------------------------------------------------------
+
+    def with_stats(self, wait: float) -> int:
+        """Put the known stats on every listed row, computing the missing ones in the background
+        (waiting up to ``wait`` seconds for them); the number of sessions still unknown."""
+        missing = self._attach()
+        if missing:
+            worker = self._start_worker(missing)
+            worker.join(wait)
+            missing = self._attach()
+        return len(missing)
+
+    def _attach(self) -> list[str]:
+        keys = self._keys or {}
+        missing: list[str] = []
+        for p in self._parents:
+            for r in (p, *p.children):
+                got = self._stats.get(r.path)
+                if got is not None and got[0] == keys.get(r.path):
+                    r.stats, r.stats_known = got[1], True
+                else:
+                    r.stats, r.stats_known = None, False
+                    missing.append(r.path)
+        return missing
+
+    def _start_worker(self, paths: list[str]) -> threading.Thread:
+        with self._worker_lock:
+            # one at a time: files missed by a running one are picked up by the next request's
+            if self._worker is None or not self._worker.is_alive():
+                self._worker = threading.Thread(target=self._compute, args=(paths,), name="serve-stats",
+                                                daemon=True)
+                self._worker.start()
+            return self._worker
+
+    def _compute(self, paths: list[str]) -> None:
+        for n, path in enumerate(paths, 1):
+            try:
+                st = os.stat(path)
+            except OSError:
+                continue  # gone: the next refresh drops its row
+            with self._lock:  # the cache is the listing's too; held per file so requests go on
+                stats = self._cache.stats(path, st)
+                if n % _STATS_SAVE_EVERY == 0:
+                    with contextlib.suppress(TypeError, ValueError):
+                        self._cache.save()
+            self._stats[path] = ((st.st_size, st.st_mtime_ns, st.st_ino), stats)
+        with self._lock, contextlib.suppress(TypeError, ValueError):
+            self._cache.save()
 
 
 def _as_info(row: Row) -> listing.SessionInfo:
@@ -328,6 +412,8 @@ def _sorted(rows: Iterable[Row], sort: str, reverse: bool) -> list[Row]:
         value: Any = getattr(r, sort)
         if value is None:
             return (True, "" if sort == "title" else 0)
+        if sort == "cost" and not isinstance(value, int | float):
+            return (False, 0)  # a JS-string total of a damaged usage sorts as 0, as list --sort cost
         return (False, value.lower() if sort == "title" else value)
 
     out = sorted(rows, key=key, reverse=sort != "title")
