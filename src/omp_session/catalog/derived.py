@@ -432,9 +432,11 @@ _BATCH_BYTES = 8 * 1024 * 1024  # sessions read per transaction: a commit per sm
 
 
 def refresh(tables: DerivedTables, root: str, *, namespaces: Mapping[str, str] | None = None,
-            progress: Callable[[int, int], None] | None = None) -> DeriveReport:
+            new_namespace: str | None = None, progress: Callable[[int, int], None] | None = None) -> DeriveReport:
     """Bring the derived tables up to date with every session under ``root`` (a key prefix
-    ending with ``/``). ``namespaces``: key → the namespace to record for it (kept otherwise)."""
+    ending with ``/``). ``namespaces``: key → the namespace to record for it (kept otherwise);
+    ``new_namespace``: the one for a session derived for the first time and not in
+    ``namespaces`` (under row-level security a row without one is nobody's: docs/team.md)."""
     t0 = time.perf_counter()
     report = DeriveReport(tables.name)
     pending, gone = tables.pending(root)
@@ -444,7 +446,8 @@ def refresh(tables: DerivedTables, root: str, *, namespaces: Mapping[str, str] |
     read = 0
     for done, p in enumerate(work, 1):
         before = report.bytes_read
-        found = _one(tables, p, (namespaces or {}).get(p.key), report)
+        ns = (namespaces or {}).get(p.key, new_namespace if p.state is None else None)
+        found = _one(tables, p, ns, report)
         if found is not None:
             batch.append((p, *found))
         read += report.bytes_read - before
@@ -498,8 +501,8 @@ def _store(tables: DerivedTables, batch: list[tuple[Pending, Derived, str]], rep
 
 
 def refresh_url(url: str | StoreURL, *, create: bool = True, namespaces: Mapping[str, str] | None = None,
-                timeout: float | None = None, progress: Callable[[int, int], None] | None = None,
-                rebuild: bool = False) -> DeriveReport | None:
+                new_namespace: str | None = None, timeout: float | None = None,
+                progress: Callable[[int, int], None] | None = None, rebuild: bool = False) -> DeriveReport | None:
     """:func:`refresh` for the store ``url`` names, under its root. ``create``: make the tables
     (and omp's) when they do not exist yet; otherwise a store without them is left alone (None).
     ``rebuild``: forget what was derived first."""
@@ -512,5 +515,7 @@ def refresh_url(url: str | StoreURL, *, create: bool = True, namespaces: Mapping
                 return None
             tables.create()
         elif rebuild:
+            # where each session came from is not in its bytes: a rebuild keeps it
+            namespaces = {**tables.namespaces(parsed.root), **(namespaces or {})}
             tables.drop_rows()
-        return refresh(tables, parsed.root, namespaces=namespaces, progress=progress)
+        return refresh(tables, parsed.root, namespaces=namespaces, new_namespace=new_namespace, progress=progress)

@@ -12,6 +12,7 @@ import click
 from omp_session.catalog.derived import refresh_url
 from omp_session.ops.search.query import ROLES, SearchHit, to_fts
 from omp_session.store.derived import open_derived
+from omp_session.store.derived.namespace import check_namespace
 from omp_session.store.derived.query import search_derived
 from omp_session.store.url import parse_store_url
 
@@ -20,9 +21,14 @@ __all__ = ["index_store", "search_store"]
 
 def search_store(url: str, query: str, *, role: str | None, cwd: str | None, since_ms: int | None,
                  until_ms: int | None, thinking: bool, limit: int, sessions: bool,
-                 timeout: float | None) -> list[SearchHit]:
+                 timeout: float | None, user: str | None = None, host: str | None = None) -> list[SearchHit]:
     """The hits of ``query`` in the store's derived tables (made by ``index --store``): every
-    session in them, whichever machine's sessions root its key starts with."""
+    session in them, whichever machine's sessions root its key starts with (``user``/``host``:
+    only those whose namespace has this user/host)."""
+    for flag, what, value in (("user", "user", user), ("machine", "host", host)):
+        why = None if value is None else check_namespace(value, what)
+        if why is not None:
+            raise click.UsageError(f"--{flag}: {why}")
     parsed = parse_store_url(url)
     with open_derived(parsed, timeout=timeout) as tables:
         if not tables.exists():
@@ -31,7 +37,7 @@ def search_store(url: str, query: str, *, role: str | None, cwd: str | None, sin
         fts5 = to_fts(query) if tables.dialect == "sqlite" else None
         hits = search_derived(tables, query, fts5=fts5, roles=ROLES[role] if role else None,
                               cwd=cwd, since_ms=since_ms, until_ms=until_ms, thinking=thinking, limit=limit,
-                              sessions=sessions)
+                              sessions=sessions, user=user, host=host)
     return [SearchHit(h.session_id, h.title, h.key, h.cwd, h.entry_id, h.entry_type, h.role, h.kind, h.ts,
                       h.snippet, h.score, h.target_id) for h in hits]
 

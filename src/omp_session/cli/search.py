@@ -129,11 +129,15 @@ def _only_files(**given: object) -> None:
 @click.option("--no-update", is_flag=True, help="Search the index as it is, without reading changed sessions.")
 @_store_options("Search this PostgreSQL or SQLite store's search tables (made by index --store) instead of the "
                 "files; PostgreSQL reads QUERY in its websearch syntax (docs/team.md).")
+@click.option("--user", "ns_user", metavar="USER", help="With --store: only sessions uploaded by this user (the "
+              "part of sync's --namespace before its last @).")
+@click.option("--machine", "ns_host", metavar="HOST", help="With --store: only sessions uploaded from this machine (the "
+              "part of sync's --namespace after its last @).")
 @json_option("One JSON array of hits (snippet hits in [brackets]).")
 def search_command(query: tuple[str, ...], role: str | None, cwd: str | None, cwd_alias: str | None, since: int | None, until: int | None,
                    session_arg: str | None, one_per_session: bool, current_branch: bool, thinking: bool, limit: int,
                    root: str | None, index_path: str | None, no_update: bool, store_url: str | None,
-                   timeout: float | None, as_json: bool) -> None:
+                   timeout: float | None, ns_user: str | None, ns_host: str | None, as_json: bool) -> None:
     """Search the text of every session: messages, tool calls and results, summaries, titles and
     labels (thinking with --thinking). Best matches first (bm25), newer first among equals; a
     session's title counts once.
@@ -150,12 +154,16 @@ def search_command(query: tuple[str, ...], role: str | None, cwd: str | None, cw
       omp-session search 'NEAR(cursor pagination, 5)' --sessions
     """
     cwd = cwd or cwd_alias
+    if store_url is None and (ns_user is not None or ns_host is not None):
+        raise click.UsageError(f"--{'user' if ns_user is not None else 'machine'} filters a store's sessions: "
+                               "it needs --store URL")
     if store_url is not None:
         _only_files(session=session_arg, current_branch=current_branch, root=root, index=index_path, no_update=no_update)
         from ._store_search import search_store
 
         hits = search_store(store_url, " ".join(query), role=role, cwd=cwd, since_ms=since, until_ms=until,
-                            thinking=thinking, limit=limit, sessions=one_per_session, timeout=timeout)
+                            thinking=thinking, limit=limit, sessions=one_per_session, timeout=timeout,
+                            user=ns_user, host=ns_host)
         if as_json:
             click.echo(json.dumps([h.to_json() for h in hits], ensure_ascii=False, indent=1))
         else:

@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from omp_session.ops.sync import SyncItem, SyncReport, sync_urls
+from omp_session.store.derived.namespace import check_namespace
 
 from ._errors import command
 from ._options import json_option, since_option
@@ -53,12 +54,14 @@ def _progress(enabled: bool) -> Iterator[Callable[[int, int, SyncItem], None] | 
 @click.option("--timeout", metavar="SECONDS", type=click.FloatRange(min=0, min_open=True, max=1e9),
               help="Give up on a server that has not connected and answered its handshake after SECONDS "
               "(default 10, or the URL's timeout= option).")
+@click.option("--namespace", metavar="USER@HOST", help="Record the sessions this sync writes as coming from "
+              "USER@HOST in the target's search tables (default: this machine's user@host; docs/team.md).")
 @click.option("-v", "--verbose", is_flag=True, help="A line for every session that moved (default: one summary "
               "line, plus conflicts, failures and overwrites).")
 @click.option("-q", "--quiet", is_flag=True, help="No summary: only conflicts, failures and overwrites.")
 @json_option("Print the report as JSON.")
 def sync(source: str, target: str, project: str | None, since: int | None, dry_run: bool, prefer: str | None,
-         timeout: float | None, verbose: bool, quiet: bool, as_json: bool) -> None:
+         timeout: float | None, namespace: str | None, verbose: bool, quiet: bool, as_json: bool) -> None:
     """Copy sessions from one store to another, byte for byte, moving only what changed.
 
     A session that grew moves only its appended bytes; a second run moves nothing. A session
@@ -75,9 +78,12 @@ def sync(source: str, target: str, project: str | None, since: int | None, dry_r
     """
     if verbose and quiet:
         raise click.UsageError("choose one of -v and -q")
+    why = None if namespace is None else check_namespace(namespace)
+    if why is not None:
+        raise click.UsageError(f"--namespace: {why}")
     with _progress(sys.stderr.isatty() and not as_json and not quiet) as step:
         report = sync_urls(source, target, project=project, since_ms=since, dry_run=dry_run, progress=step,
-                           prefer=prefer, timeout=timeout)
+                           prefer=prefer, timeout=timeout, namespace=namespace)
     if as_json:
         click.echo(json.dumps(report.to_json(), ensure_ascii=False, indent=2))
     else:

@@ -332,10 +332,13 @@ def sync(source: SessionStorage, target: SessionStorage, *, source_root: str, ta
 
 def sync_urls(source_url: str, target_url: str, *, project: str | None = None, since_ms: float | None = None,
               dry_run: bool = False, progress: Callable[[int, int, SyncItem], None] | None = None,
-              use_state: bool = True, prefer: str | None = None, timeout: float | None = None) -> SyncReport:
+              use_state: bool = True, prefer: str | None = None, timeout: float | None = None,
+              namespace: str | None = None) -> SyncReport:
     """:func:`sync` between two store URLs (docs/stores.md): the source is opened for reading,
     the target's table is created if needed; ``project`` limits it to that directory's bucket.
-    ``timeout``: seconds each server has to connect (default: the URL's, else 10)."""
+    ``timeout``: seconds each server has to connect (default: the URL's, else 10).
+    ``namespace``: what the target's search tables record as the sessions' origin (default
+    ``user@host`` of this machine; docs/team.md)."""
     from omp_session.catalog.summaries import cache_dir
     from omp_session.errors import StoreMissingError
     from omp_session.paths import project_dir_name
@@ -367,13 +370,14 @@ def sync_urls(source_url: str, target_url: str, *, project: str | None = None, s
         source.close()
     if not dry_run and dst_url.kind in ("postgres", "sqlite"):
         # a target with search tables (made once by `index --store`) has them brought up to date;
-        # what this sync wrote is recorded as this machine's
+        # what this sync wrote is recorded as this machine's, and so is a session under its root
+        # that the tables see for the first time (omp of this machine wrote it there itself)
         from omp_session.catalog.derived import default_namespace, refresh_url
 
-        ns = default_namespace()
+        ns = namespace if namespace is not None else default_namespace()
         wrote = {i.target: ns for i in report.items if i.action in ("copied", "appended", "titled", "replaced")}
         try:
-            derived = refresh_url(dst_url, create=False, namespaces=wrote, timeout=timeout)
+            derived = refresh_url(dst_url, create=False, namespaces=wrote, new_namespace=ns, timeout=timeout)
         except SessionError as e:
             # the sessions are copied and the sync state saved: search tables that cannot be
             # updated are reported, not a failed sync (the next sync or `index --store` catches up)

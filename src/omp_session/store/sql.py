@@ -232,6 +232,12 @@ class SqlStorage:
             cur.close()
 
     def _prepare(self, create_table: bool) -> None:
+        if create_table:
+            # a table that is there already needs no CREATE: PostgreSQL checks the schema's CREATE
+            # right even for CREATE TABLE IF NOT EXISTS, which a team member's role may not have
+            with self._tx("checking the session table") as cur:
+                present = self._columns(cur)
+            create_table = not all(column in present for column in _EXPECTED_TYPES)
         with self._tx("preparing the session table") as cur:
             if create_table:
                 statements = self.dialect.create_table(self.table)

@@ -8,7 +8,7 @@ as the file search's bm25.
 
 A word in more texts than :data:`RANK_CAP` is ranked among its newest RANK_CAP matches only, as
 the file search does: ranking every one of a million matches costs seconds and tells nothing.
-Filters (role, project, time, thinking) apply before that cut.
+Filters (role, project, namespace, time, thinking) apply before that cut.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from typing import Any, Final
 
 from omp_session.errors import QueryError
 
+from .namespace import namespace_condition
 from .schema import SPLIT
 from .tables import DerivedTables
 
@@ -67,13 +68,14 @@ def _storable(text: str, nul: str) -> str:
 def search_derived(tables: DerivedTables, query: str, *, root: str | None = None, fts5: str | None = None,
                    roles: Sequence[str] | None = None, cwd: str | None = None, since_ms: int | None = None,
                    until_ms: int | None = None, thinking: bool = False, limit: int = 20,
-                   sessions: bool = False) -> list[StoreHit]:
+                   sessions: bool = False, user: str | None = None, host: str | None = None) -> list[StoreHit]:
     """The best ``limit`` hits for ``query`` among every derived session (only those whose key
     starts with ``root``, when given: a condition PostgreSQL's planner cannot estimate, which
     costs a common word the fast path). PostgreSQL reads ``query`` in websearch syntax; SQLite
     needs ``fts5``, the query as an FTS5 expression. ``roles``: only these message roles;
     ``cwd``: sessions of that directory or below; ``since_ms``/``until_ms``: entry times;
-    ``sessions``: one hit per session. A session's title is one hit at most (its
+    ``sessions``: one hit per session; ``user``/``host``: only sessions whose namespace has this
+    user/host (store.derived.namespace). A session's title is one hit at most (its
     ``title_change`` entries repeat the header's)."""
     e, d = tables.names.entries, tables.names.sessions
     # a text's NUL is stored as a space, an id's or a path's as U+FFFD
@@ -99,6 +101,13 @@ def search_derived(tables: DerivedTables, query: str, *, root: str | None = None
         join = f" JOIN {d} d ON d.key = e.key"
         where.append("(d.cwd = ? OR substr(d.cwd, 1, ?) = ?)")
         args += [base, len(below), below]
+    if user is not None or host is not None:
+        join = f" JOIN {d} d ON d.key = e.key"
+        user = None if user is None else _storable(user, "\ufffd")
+        host = None if host is None else _storable(host, "\ufffd")
+        conds, more = namespace_condition(tables.dialect, "d.namespace", user=user, host=host)
+        where += conds
+        args += more
     if since_ms is not None:
         where.append("e.ts >= ?")
         args.append(since_ms)
