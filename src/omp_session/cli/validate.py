@@ -128,6 +128,15 @@ def _encodable(text: str) -> bool:
     return True
 
 
+_MESSAGE = 500  # characters of a message shown: one can quote a megabyte-long value (--json has it whole)
+
+
+def _cut(text: str) -> str:
+    """A message as a line shows it: a value it quotes can be a megabyte long, and rich's markup
+    escaping is quadratic on a long run of backslashes."""
+    return text if len(text) <= _MESSAGE else text[: _MESSAGE - 1] + "…"
+
+
 def _safe(text: str) -> str:
     """``text`` with lone surrogates written as escapes: the terminal cannot take them."""
     return text if _encodable(text) else text.encode("utf-8", "backslashreplace").decode("utf-8")
@@ -146,7 +155,7 @@ def _render(console: Console, path: Path, found: list[Diagnostic]) -> None:
                                       f"entry {d.entry_id}" if d.entry_id else "") if p)
         style = _STYLE[d.severity]
         console.print(f"  [{style}]{d.severity.value}[/] [dim]{escape(d.code)}[/]"
-                      + (f" ({escape(_safe(where))})" if where else "") + f": {escape(_safe(d.message))}")
+                      + (f" ({escape(_safe(_cut(where)))})" if where else "") + f": {escape(_safe(_cut(d.message)))}")
         # offsets of an archive or a --store key point into content this path does not hold as is
         text = _line_text(str(path), d.offset) if active_store() is None and path.suffix != ".gz" else None
         if text:
