@@ -30,11 +30,11 @@ from omp_session.errors import ContextError
 from omp_session.format.migrate import needs_migration
 from omp_session.format.reader import Journal, scan_bytes
 from omp_session.js.codec import parse_jsonl
-from omp_session.js.date import date_parse
 from omp_session.model.search_text import searchable
 from omp_session.model.text import clean_text
 from omp_session.model.tree import js_key, js_truthy
 from omp_session.model.usage import usage_statistics
+from omp_session.model.usage_items import usage_items
 from omp_session.store import open_store
 from omp_session.store.derived import (
     HEAD_BYTES,
@@ -133,10 +133,6 @@ def derived_texts(value: Any, seq: int) -> list[TextRow]:
 
 # ----- usage records (ops/stats/report.py's rules) ------------------------------------------------
 
-_LEVELS = frozenset({"off", "minimal", "low", "medium", "high", "xhigh", "max"})
-_MODEL_KEYS = ("resolvedModel", "resolvedModelIdentity", "model")
-
-
 def _count(value: Any) -> float:
     if value.__class__ in (int, float) and math.isfinite(value):
         return float(value)
@@ -145,31 +141,6 @@ def _count(value: Any) -> float:
 
 def _str(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
-
-
-def _ms(message_ts: Any, entry_ts: Any) -> float | None:
-    if message_ts.__class__ in (int, float) and math.isfinite(message_ts) and message_ts > 0:
-        return float(message_ts)
-    ms = date_parse(entry_ts) if isinstance(entry_ts, str) else math.nan
-    return ms if math.isfinite(ms) else None
-
-
-def _split_model(resolved: Any) -> tuple[str | None, str | None]:
-    if not isinstance(resolved, str) or "/" not in resolved:
-        return None, _str(resolved)
-    provider, model = resolved.split("/", 1)
-    base, _, level = model.rpartition(":")
-    if level in _LEVELS:
-        model = base
-    return provider or None, model or None
-
-
-def _named_model(d: dict[str, Any]) -> tuple[str | None, str | None]:
-    for k in _MODEL_KEYS:
-        provider, model = _split_model(d.get(k))
-        if model is not None:
-            return provider, model
-    return None, None
 
 
 def _row(seq: int, n: int, eid: str | None, kind: str, usage: dict[str, Any], ms: float | None, provider: Any,
@@ -181,66 +152,14 @@ def _row(seq: int, n: int, eid: str | None, kind: str, usage: dict[str, Any], ms
                     _count(cost.get("total")) if isinstance(cost, dict) else 0.0, _plain(dedup), _plain(agent))
 
 
-def _task_rows(seq: int, eid: str | None, message: dict[str, Any], ms: float | None,
-               key: str | None) -> list[UsageRow]:
-    details = message.get("details")
-    usage = details.get("usage") if isinstance(details, dict) else None
-    if not isinstance(usage, dict):
-        return []
-    assert isinstance(details, dict)
-    overall = _named_model(details)
-    results = details.get("results")
-    if isinstance(results, list) and results and all(isinstance(r, dict) for r in results) \
-            and any(isinstance(r.get("usage"), dict) for r in results):
-        out = []
-        for n, r in enumerate(results):
-            if not isinstance(r.get("usage"), dict):
-                continue
-            provider, model = _named_model(r)
-            if model is None:
-                provider, model = overall
-            agent = r.get("id") if isinstance(r.get("id"), str) else None
-            out.append(_row(seq, n, eid, "task", r["usage"], ms, provider, model,
-                            None if key is None else f"{key} {n}", agent))
-        return out
-    provider, model = overall
-    if model is None and isinstance(results, list):
-        named = {_named_model(r) for r in results if isinstance(r, dict)}
-        if len(named) == 1:
-            provider, model = named.pop()
-    return [_row(seq, 0, eid, "task", usage, ms, provider, model, key)]
-
-
 def derived_usage(entry: Any, seq: int, keyed: bool = True) -> list[UsageRow]:
-    """The usage records of one record; ``keyed``: with the key a fork's copy shares (not in a
-    session omp migrates: ops/stats does not trust its ids)."""
+    """The usage rows of one record (model/usage_items.py: the rules ``stats`` counts by);
+    ``keyed``: with the key a fork's copy shares (not in a session omp migrates)."""
     if not isinstance(entry, dict):
         return []
-    kind = entry.get("type")
-    raw_id, ets = entry.get("id"), entry.get("timestamp")
-    eid = _id(raw_id)
-    key = f"{raw_id} {ets}" if keyed and isinstance(raw_id, str) and raw_id and isinstance(ets, str) else None
-    if kind == "model_usage":
-        usage = entry.get("usage")
-        if not isinstance(usage, dict):
-            return []
-        return [_row(seq, 0, eid, "model_usage", usage, _ms(None, ets), entry.get("provider"), entry.get("model"),
-                     key)]
-    if kind != "message":
-        return []
-    message = entry.get("message")
-    if not isinstance(message, dict):
-        return []
-    role = message.get("role")
-    if role == "assistant":
-        usage = message.get("usage")
-        if not isinstance(usage, dict):
-            return []
-        return [_row(seq, 0, eid, "assistant", usage, _ms(message.get("timestamp"), ets), message.get("provider"),
-                     message.get("model"), key)]
-    if role == "toolResult" and message.get("toolName") == "task":
-        return _task_rows(seq, eid, message, _ms(message.get("timestamp"), ets), key)
-    return []
+    eid = _id(entry.get("id"))
+    return [_row(seq, i.n, eid, i.kind, i.usage, i.timestamp, i.provider, i.model, i.key, i.agent)
+            for i in usage_items(entry, keyed)]
 
 
 # ----- what list --stats shows ---------------------------------------------------------------------

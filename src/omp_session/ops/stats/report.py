@@ -53,9 +53,10 @@ from omp_session.catalog.stored import read_stored_session
 from omp_session.catalog.summaries import cache_dir, usage_candidates
 from omp_session.errors import ContextError, StatsOptionError
 from omp_session.format.blobs import MemoryBlobStore
-from omp_session.js.date import date_parse, now_ms, to_iso
+from omp_session.js.date import now_ms, to_iso
 from omp_session.model.session import read_session
 from omp_session.model.usage import usage_statistics
+from omp_session.model.usage_items import usage_items
 from omp_session.paths import project_dir_name, sessions_dir
 from omp_session.store.base import SessionStorage
 
@@ -81,7 +82,6 @@ __all__ = ["CACHE_NAME", "FileUsage", "StatsCache", "StatsItem", "StatsOptionErr
 CACHE_NAME: Final = "stats-usage.json"
 _VERSION: Final = 3  # 2: task results without usage, model ids with a colon, omp NaN as null; 3: task models
 _SUFFIX: Final = ".jsonl"
-_LEVELS: Final = frozenset({"off", "minimal", "low", "medium", "high", "xhigh", "max"})  # thinking suffixes
 _MAX_DEPTH: Final = 16  # nested subagents; deeper folders are not followed (a symlink loop, not omp)
 
 
@@ -162,13 +162,6 @@ def _str(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-def _ms(message_ts: Any, entry_ts: Any) -> float | None:
-    if message_ts.__class__ in (int, float) and math.isfinite(message_ts) and message_ts > 0:
-        return float(message_ts)
-    ms = date_parse(entry_ts) if isinstance(entry_ts, str) else math.nan
-    return ms if math.isfinite(ms) else None
-
-
 def _record(kind: str, usage: dict[str, Any], ms: float | None, provider: Any, model: Any, on_branch: bool,
             key: str | None, agent: str | None = None) -> UsageRecord:
     cost = usage.get("cost")
@@ -178,91 +171,9 @@ def _record(kind: str, usage: dict[str, Any], ms: float | None, provider: Any, m
                        on_branch, key, agent)
 
 
-def _split_model(resolved: Any) -> tuple[str | None, str | None]:
-    """A task result's ``resolvedModel``: ``provider/model`` with an optional ``:thinking`` suffix."""
-    if not isinstance(resolved, str) or "/" not in resolved:
-        return None, _str(resolved)
-    provider, model = resolved.split("/", 1)
-    base, _, level = model.rpartition(":")
-    if level in _LEVELS:  # a model id may hold a colon of its own (``...-v1:0``)
-        model = base
-    return provider or None, model or None
-
-
-# where a task result or one of its agents names the model that spent: the settled run's
-# ``resolvedModel`` (``provider/id[:level]``), its ``resolvedModelIdentity`` (``provider/id``), or a
-# plain ``model`` as other omp builds write it (``details.model``)
-_MODEL_KEYS: Final = ("resolvedModel", "resolvedModelIdentity", "model")
-
-
-def _named_model(d: dict[str, Any]) -> tuple[str | None, str | None]:
-    for k in _MODEL_KEYS:
-        provider, model = _split_model(d.get(k))
-        if model is not None:
-            return provider, model
-    return None, None
-
-
-def _task_records(entry: dict[str, Any], message: dict[str, Any], ms: float | None, on_branch: bool,
-                  key: str | None) -> list[UsageRecord]:
-    details = message.get("details")
-    usage = details.get("usage") if isinstance(details, dict) else None
-    if not isinstance(usage, dict):
-        return []  # omp counts nothing either
-    assert isinstance(details, dict)
-    overall = _named_model(details)
-    results = details.get("results")
-    if isinstance(results, list) and results and all(isinstance(r, dict) for r in results) \
-            and any(isinstance(r.get("usage"), dict) for r in results):
-        # details.usage is the sum of the results' usage (a result whose agent recorded none has no
-        # ``usage`` and adds nothing): one record per agent can be matched to its file
-        out = []
-        for n, r in enumerate(results):
-            if not isinstance(r.get("usage"), dict):
-                continue
-            provider, model = _named_model(r)
-            if model is None:
-                provider, model = overall
-            agent = r.get("id") if isinstance(r.get("id"), str) else None
-            out.append(_record("task", r["usage"], ms, provider, model, on_branch,
-                               None if key is None else f"{key} {n}", agent))
-        return out
-    provider, model = overall
-    if model is None and isinstance(results, list):
-        # the agents named their models but not their usage: the sum is theirs when they agree
-        named = {_named_model(r) for r in results if isinstance(r, dict)}
-        if len(named) == 1:
-            provider, model = named.pop()
-    return [_record("task", usage, ms, provider, model, on_branch, key)]
-
-
 def _records_of(entry: Any, on_branch: bool, keyed: bool) -> list[UsageRecord]:
-    if not isinstance(entry, dict):
-        return []
-    kind = entry.get("type")
-    eid, ets = entry.get("id"), entry.get("timestamp")
-    key = f"{eid} {ets}" if keyed and isinstance(eid, str) and eid and isinstance(ets, str) else None
-    if kind == "model_usage":
-        usage = entry.get("usage")
-        if not isinstance(usage, dict):
-            return []
-        return [_record("model_usage", usage, _ms(None, ets), entry.get("provider"), entry.get("model"), on_branch,
-                        key)]
-    if kind != "message":
-        return []
-    message = entry.get("message")
-    if not isinstance(message, dict):
-        return []
-    role = message.get("role")
-    if role == "assistant":
-        usage = message.get("usage")
-        if not isinstance(usage, dict):
-            return []
-        return [_record("assistant", usage, _ms(message.get("timestamp"), ets), message.get("provider"),
-                        message.get("model"), on_branch, key)]
-    if role == "toolResult" and message.get("toolName") == "task":
-        return _task_records(entry, message, _ms(message.get("timestamp"), ets), on_branch, key)
-    return []
+    return [_record(i.kind, i.usage, i.timestamp, i.provider, i.model, on_branch, i.key, i.agent)
+            for i in usage_items(entry, keyed)]
 
 
 def read_file_usage(path: str | os.PathLike[str], storage: SessionStorage | None = None) -> FileUsage:
