@@ -1,7 +1,7 @@
 """The omp-session command line: a lazy table of commands, each a thin shell over the library.
 
 ``omp-session --version`` and the top-level ``--help`` are answered without click when they can
-be (cli/_fast.py); otherwise click and the command table load (cli/_group.py), and a command's
+be (cli/_fast.py), and so are ``show``/``tree``/``context`` of one small session (cli/_fast_view.py); otherwise click and the command table load (cli/_group.py), and a command's
 module is imported only when that command runs (cli/_lazy.py, docs/cli.md).
 """
 
@@ -26,6 +26,11 @@ def main() -> None:
     argv = sys.argv[1:]
     if answer(argv):
         return
+    if argv[:1] in (["show"], ["tree"], ["context"]):
+        from ._fast_view import answer_view
+
+        if answer_view(argv):
+            return
     import click
 
     from ._group import cli
