@@ -7,7 +7,7 @@
 //        costValue, live: {id, path, line, entryId}}. Every request to anything but the server is
 // recorded and refused (there must be none). Steps: list -> filter by project, then text -> open
 // the session -> switch a branch -> search a word found in one session and follow the hit to its
-// entry -> costs page -> append to an open session from this (other) process and time its arrival.
+// entry -> costs page (and its 5-hour blocks) -> append to an open session from this (other) process and time its arrival.
 import { appendFileSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
@@ -88,7 +88,14 @@ try {
   // costs
   await page.goto(origin + '/costs');
   out.steps.costs = { value: await page.$eval('#billed-cost', (e) => e.dataset.value),
-    text: await page.$eval('#billed-cost', (e) => e.textContent), charts: await page.$$eval('svg', (s) => s.length) };
+    text: await page.$eval('#billed-cost', (e) => e.textContent), charts: await page.$$eval('svg', (s) => s.length),
+    blocks: await page.$$eval('#blocks-table tbody tr.block', (rs) => rs.map((r) => ({
+      start: r.dataset.start, cost: r.querySelector('td.cost').dataset.value,
+      tokens: r.querySelector('td.tokens').dataset.value }))),
+    blocksChart: await page.$$eval('#blocks-chart', (s) => s.length) };
+  await page.$eval('#blocks', (e) => e.scrollIntoView());
+  await shot(page, '7b-costs-blocks');
+  await page.evaluate(() => window.scrollTo(0, 0));
   await shot(page, '7-costs');
 
   // live: an open page shows an entry appended by another process (this one) without reload

@@ -1,6 +1,6 @@
 """The acceptance walk through a real server in headless chromium (check_serve.mjs): list ->
-filter -> open -> switch a branch -> search -> land on the entry -> costs -> a live append; no page
-error and no request outside the server. Screenshots go to $OMP_SESSION_ARTIFACTS (for CI) or
+filter -> open -> switch a branch -> search -> land on the entry -> costs (and its 5-hour blocks)
+-> a live append; no page error and no request outside the server. Screenshots go to $OMP_SESSION_ARTIFACTS (for CI) or
 the test's temp dir."""
 
 from __future__ import annotations
@@ -41,6 +41,9 @@ def test_the_walk_through_every_page(tmp_path: Path, browser_ready: None) -> Non
     code, out, err = run(cli, "stats", "--all", "--root", str(root), "--json")
     assert code == 0, err
     billed = json.loads(out)["total"]["billed"]["cost"]
+    code, out, err = run(cli, "stats", "--all", "--root", str(root), "--blocks", "--json")
+    assert code == 0, err
+    blocks = [b for b in json.loads(out)["blocks"] if b["kind"] == "block"]
     live_path = files["paths"][sid(5)]
     with start(root) as running:
         spec = {
@@ -73,10 +76,14 @@ def test_the_walk_through_every_page(tmp_path: Path, browser_ready: None) -> Non
     assert steps["search"]["shown"] == ["u1", "a1", "b1"] and steps["search"]["selected"] == ["b1"]
     assert float(steps["costs"]["value"]) == billed
     assert steps["costs"]["text"] == f"${billed:,.2f}" and steps["costs"]["charts"] >= 1
+    # the 5-hour blocks, newest first, as `stats --all --blocks --json` has them
+    assert [(b["start"], float(b["cost"]), int(b["tokens"])) for b in steps["costs"]["blocks"]] == [
+        (b["start"], b["billed"]["cost"], b["billed"]["totalTokens"]) for b in reversed(blocks)]
+    assert steps["costs"]["blocks"] and steps["costs"]["blocksChart"] == 1
     live = steps["live"]
     assert live["ms"] is not None and live["ms"] <= LIVE_DEADLINE_MS, live
     assert live["notReloaded"] and live["updates"] >= 1
     assert "appended by another process" in live["text"]
     assert sorted(p.name for p in shots.iterdir()) == [
         "1-list.png", "2-filtered.png", "3-session.png", "4-branch.png", "5-search.png", "6-search-landed.png",
-        "7-costs.png", "8-live.png"]
+        "7-costs.png", "7b-costs-blocks.png", "8-live.png"]

@@ -1,7 +1,8 @@
 """The application: routes (docs/serve.md, "URLs"), and starting it on a socket.
 
 Handlers that read files are plain functions, which Starlette runs in its thread pool, so a big
-session being rendered never holds up the event streams. The search index and the stats cache
+session being rendered never holds up the event streams; a session's page is streamed, each
+piece made in the thread pool too. The search index and the stats cache
 are used by one request at a time (each is one file under the cache dir).
 """
 
@@ -13,26 +14,30 @@ import os
 import re
 import socket
 import threading
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any, Final
+from urllib.parse import urlencode
 
 from starlette.applications import Starlette
+from starlette.concurrency import iterate_in_threadpool
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from omp_session.errors import IndexBusyError, SessionError, StatsOptionError
+from omp_session.js.date import now_ms as stats_now  # the clock `stats --blocks` judges the active block by
 from omp_session.ops.search.query import search
 from omp_session.ops.stats.html import render_html as render_stats_html
 from omp_session.ops.stats.report import stats
 
 from . import pages
+from .blocks import blocks_section
 from .events import session_events
 from .security import ASGIApp, Guard, new_token
 from .sessions import Catalog, Query, QueryError, now_ms, row_json
-from .viewer import session_page
+from .viewer import session_stream
 
 __all__ = ["MAX_PER_PAGE", "PER_PAGE", "Running", "build_app", "serve_forever", "start"]
 
@@ -72,6 +77,19 @@ def _encode_text(text: str) -> bytes:
         return text.encode("utf-8")
     except UnicodeEncodeError:
         return _SURROGATE.sub("\ufffd", text).encode("utf-8")
+
+
+async def _pieces_in_threads(pieces: Iterator[bytes]) -> AsyncIterator[bytes]:
+    """``pieces`` made in the thread pool (each one reads the session file), never on the event
+    loop; closed when the reader goes away mid-page, which closes the session at once."""
+    try:
+        async for piece in iterate_in_threadpool(pieces):
+            yield piece
+    finally:
+        close = getattr(pieces, "close", None)
+        if close is not None:
+            with contextlib.suppress(ValueError):  # still running in its thread: it ends by itself
+                close()
 
 
 def _wants_json(request: Request) -> bool:
@@ -149,15 +167,16 @@ def build_app(root: str | os.PathLike[str], *, token: str, host: str = "127.0.0.
         if row is None:
             return _error(request, 404, "no such session")
         try:
-            page = session_page(state.catalog, row)
+            # read and checked here, in the thread pool: a failure is still a status, not a cut page
+            page = session_stream(state.catalog, row)
         except SessionError as e:
             # gone or unreadable since it was listed: the file's own words, never a traceback
             return _error(request, 404 if not os.path.exists(row.path) else 500, str(e))
         except OSError:
             # gone, or no longer the regular file under the root that was listed (a symlink now)
             return _error(request, 404, "no such session")
-        return Response(page.body, media_type="text/html; charset=utf-8",
-                        headers={"content-security-policy": page.csp})
+        return StreamingResponse(_pieces_in_threads(page.pieces), media_type="text/html; charset=utf-8",
+                                 headers={"content-security-policy": page.csp})
 
     def events(request: Request) -> Response:
         row = state.catalog.find(request.path_params["sid"])
@@ -212,15 +231,25 @@ def build_app(root: str | os.PathLike[str], *, token: str, host: str = "127.0.0.
         except (StatsOptionError, SessionError) as e:
             return _error(request, 400, str(e))
         p = request.query_params
-        head = pages.costs_head(report, report.by, p.get("since", ""), p.get("until", ""))
-        return _html(pages.costs_page(render_stats_html(report), head))
+        since, until, tz = p.get("since", ""), p.get("until", ""), p.get("tz", "")
+        head = pages.costs_head(report, report.by, since, until)
+        # the blocks at one "now", as `stats --blocks` cuts them once
+        blocks_query = urlencode({k: v for k, v in (("blocks", "1"), ("since", since), ("until", until), ("tz", tz))
+                                  if v})
+        blocks = blocks_section(report.blocks_dict(stats_now()), blocks_query)
+        return _html(pages.costs_page(render_stats_html(report), head, blocks))
 
     def costs_api(request: Request) -> Response:
+        blocks = request.query_params.get("blocks", "") not in ("", "0")
+        if blocks and request.query_params.get("by"):
+            return _error(request, 400, "give by= or blocks=1, not both (as stats --by and --blocks)")
         try:
             report = _report(request)
         except (StatsOptionError, SessionError) as e:
             return _error(request, 400, str(e))
-        # what `stats --json` prints (the same serialisation: json.dumps of the report's dict)
+        # what `stats --json` (or `stats --blocks --json`) prints: json.dumps of the report's dict
+        if blocks:
+            return _json(report.blocks_dict(stats_now()), indent=2)
         return _json(report.to_dict(models=True), indent=2)
 
     def static(request: Request) -> Response:

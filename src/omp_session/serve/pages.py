@@ -204,7 +204,10 @@ def costs_head(report: StatsReport, by: str, since: str, until: str) -> str:
             f'--by {_e(by)} --json</code> (<a href="/api/costs?{_e(urlencode({"by": by, "since": since, "until": until}))}">JSON</a>).</p></div>')
 
 
-def costs_page(report_html: str, head: str) -> str:
-    """The stats report page (ops.stats.html, charts and table) with the server's head above it."""
+def costs_page(report_html: str, head: str, blocks: str = "") -> str:
+    """The stats report page (ops.stats.html, charts and table) with the server's head above it
+    and ``blocks`` (the 5-hour blocks' section) below it."""
     report_html = report_html.replace("</head>", '<link rel="stylesheet" href="/static/serve.css"></head>', 1)
-    return report_html.replace("<body>", '<body class="serve costs">' + head, 1)
+    report_html = report_html.replace("<body>", '<body class="serve costs">' + head, 1)
+    end = report_html.rfind("</body>")
+    return report_html[:end] + blocks + report_html[end:] if end >= 0 else report_html + blocks

@@ -18,6 +18,7 @@ listed at all.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import stat
 import threading
@@ -71,7 +72,9 @@ class Row:
         """``model`` is "provider/model" or only the model's name (as ``stats --by model`` shows it)."""
         return self.stats is not None and any(m == model or m.split("/", 1)[-1] == model for m in self.stats.models)
 
+    @functools.cached_property
     def haystack(self) -> str:
+        """What the text filter looks in, made once: a row is built again when its file changes."""
         return f"{self.title or ''}\n{self.first_message}\n{self.id}".lower()
 
 
@@ -142,27 +145,37 @@ def _day_ms(text: str, *, end: bool) -> int | None:
         return -(1 << 62) if (day.year < 1970) else 1 << 62
 
 
-def _visible_files(directory: str, folders: set[str]) -> list[str]:
-    """A bucket's session files (``.jsonl`` and archived ``.jsonl.gz``), never symlinks, and its
-    subfolders (where subagent sessions live) from the same scan."""
+def _visible_files(directory: str, folders: set[str], stats: dict[str, os.stat_result]) -> list[str]:
+    """A bucket's session files (``.jsonl`` and archived ``.jsonl.gz``), never symlinks, each with
+    its ``stat`` put in ``stats``, and its subfolders (where subagent sessions live) put in
+    ``folders``: one scan, one ``lstat`` per file (the same as ``stat`` for the regular files kept).
+    ``directory`` is normalised (``node_join``), so a file's path is ``directory/name``."""
     found: list[str] = []
+    prefix = directory if directory.endswith("/") else directory + "/"
     try:
         with os.scandir(directory) as it:
             for e in it:
-                if e.name.startswith("."):
+                name = e.name
+                if name.startswith("."):
                     continue
-                if e.is_file(follow_symlinks=False) and e.name.endswith(_SUFFIXES) \
-                        and not listing.is_quarantine_name(e.name):
-                    found.append(listing.node_join(directory, e.name))
+                if name.endswith(_SUFFIXES) and e.is_file(follow_symlinks=False) \
+                        and not listing.is_quarantine_name(name):
+                    path = prefix + name
+                    try:
+                        stats[path] = e.stat(follow_symlinks=False)
+                    except OSError:
+                        continue  # gone since the scan
+                    found.append(path)
                 elif e.is_dir(follow_symlinks=False):
-                    folders.add(listing.node_join(directory, e.name))
+                    folders.add(prefix + name)
     except OSError:
         return []
     return found
 
 
-def _subagent_files(parent: str, folders: set[str]) -> list[str]:
-    """``<session>/<agentId>.jsonl`` beside a parent session (S9.5), advisors and symlinks left out."""
+def _subagent_files(parent: str, folders: set[str], stats: dict[str, os.stat_result]) -> list[str]:
+    """``<session>/<agentId>.jsonl`` beside a parent session (S9.5), advisors and symlinks left out;
+    their ``stat`` put in ``stats``."""
     folder = parent[: -len(".jsonl")] if parent.endswith(".jsonl") else None
     if folder is None or folder not in folders:
         return []
@@ -172,7 +185,12 @@ def _subagent_files(parent: str, folders: set[str]) -> list[str]:
             for e in it:
                 if e.name.endswith(".jsonl") and not e.name.startswith(("__advisor", ".")) \
                         and e.is_file(follow_symlinks=False):
-                    out.append(os.path.join(folder, e.name))
+                    path = os.path.join(folder, e.name)
+                    try:
+                        stats[path] = e.stat(follow_symlinks=False)
+                    except OSError:
+                        continue
+                    out.append(path)
     except OSError:
         return []
     return sorted(out)
@@ -206,18 +224,11 @@ class Catalog:
         """Bring the listing up to date with the files (a directory scan when nothing changed)."""
         with self._lock:
             folders: set[str] = set()
-            files = [f for bucket in listing.glob_visible(self.root, True)
-                     for f in _visible_files(listing.node_join(self.root, bucket), folders)]
-            subs = {f: _subagent_files(f, folders) for f in files} if folders else {}
-            keys: dict[str, tuple[int, int, int]] = {}
             stats: dict[str, os.stat_result] = {}
-            for f in [*files, *(s for group in subs.values() for s in group)]:
-                try:
-                    st = os.stat(f)
-                except OSError:
-                    continue  # gone since the scan
-                keys[f] = (st.st_size, st.st_mtime_ns, st.st_ino)
-                stats[f] = st
+            files = [f for bucket in listing.glob_visible(self.root, True)
+                     for f in _visible_files(listing.node_join(self.root, bucket), folders, stats)]
+            subs = {f: _subagent_files(f, folders, stats) for f in files} if folders else {}
+            keys = {f: (st.st_size, st.st_mtime_ns, st.st_ino) for f, st in stats.items()}
             if keys == self._keys:
                 return
             self._rebuild(files, subs, stats)
@@ -403,7 +414,7 @@ def _matches(row: Row, project: str, text: str, since: int | None, until: int | 
         return False
     if until is not None and row.modified >= until:
         return False
-    return not text or text in row.haystack() or any(text in c.haystack() for c in row.children)
+    return not text or text in row.haystack or any(text in c.haystack for c in row.children)
 
 
 def _sorted(rows: Iterable[Row], sort: str, reverse: bool) -> list[Row]:

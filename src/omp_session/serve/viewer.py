@@ -1,6 +1,7 @@
 """``/s/<id>``: the HTML export's viewer, the same bytes ``export --format html`` writes, served
 with what makes it live: a toolbar (back to the list, copy resume command), ``#<entryId>``
-permalinks and the event stream (static/session.js).
+permalinks and the event stream (static/session.js). It is sent as the export writes it, a
+piece at a time (:func:`session_stream`): a 100 MB session is never one page in memory.
 
 The export's page carries a ``<meta>`` Content-Security-Policy that forbids every network
 source, which would also forbid the script and the event stream added here. It is taken out
@@ -12,24 +13,27 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import html
 import json
 import os
 import shlex
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Final
 from urllib.parse import quote
 
+from omp_session.errors import SessionError
 from omp_session.format.blobs import BlobStore
-from omp_session.format.reader import scan_file
+from omp_session.format.reader import scan_bytes, scan_file
 from omp_session.model.session import Session, open_session, scan_archived
-from omp_session.ops.export.html import MAX_SUBAGENT_DEPTH, embed_json, render_html_bytes
+from omp_session.ops.export.html import MAX_SUBAGENT_DEPTH, embed_json, render_html_bytes, render_html_pieces
 from omp_session.paths import blobs_dir, project_dir_name
 
 from .events import plain
 from .security import DEFAULT_CSP
 from .sessions import Catalog, Row
 
-__all__ = ["SERVE_DATA_ID", "SessionPage", "resume_line", "session_page"]
+__all__ = ["SERVE_DATA_ID", "SessionPage", "SessionStream", "resume_line", "session_page", "session_stream"]
 
 SERVE_DATA_ID: Final = "omp-serve-session"
 _META_CSP: Final = b'<meta http-equiv="Content-Security-Policy"'
@@ -39,6 +43,13 @@ _HEAD_WINDOW: Final = 1 << 16  # the export's <head> (its stylesheet included) l
 @dataclass(frozen=True)
 class SessionPage:
     body: bytes
+    csp: str
+    problems: list[str]
+
+
+@dataclass(frozen=True)
+class SessionStream:
+    pieces: Iterator[bytes]  # the page, about a megabyte at a time; closing it closes the session
     csp: str
     problems: list[str]
 
@@ -72,33 +83,64 @@ def _inline_script_hashes(page: bytes) -> list[str]:
     return out
 
 
+def _viewer_script_hashes() -> list[str]:
+    """The hashes of the viewer's inline scripts, from the page of an empty session: the header
+    goes before the first byte of a page, so they cannot be read off the page being sent. The
+    export's one inline script is the same on every page (the data blocks never run)."""
+    with Session(scan_bytes(b""), None) as empty:
+        return _inline_script_hashes(render_html_bytes(empty, subagents=False))
+
+
 def _serve_csp(hashes: list[str]) -> str:
     return DEFAULT_CSP.replace("script-src 'self'", " ".join(["script-src 'self'", *hashes]), 1)
 
 
-def _insert(page: bytes, data: dict[str, Any]) -> bytes:
-    head_end = page.find(b"</head>", 0, _HEAD_WINDOW)
-    body_end = page.rfind(b"</body>")
-    meta = page.find(_META_CSP, 0, head_end if head_end >= 0 else _HEAD_WINDOW)
-    parts: list[bytes] = []
-    pos = 0
+def _head(piece: bytes) -> bytes:
+    """The page's first piece (its whole ``<head>``) without the export's meta policy, with the
+    server's stylesheet."""
+    head_end = piece.find(b"</head>", 0, _HEAD_WINDOW)
+    meta = piece.find(_META_CSP, 0, head_end if head_end >= 0 else _HEAD_WINDOW)
     if meta >= 0:
-        meta_end = page.find(b">", meta) + 1
-        if page[meta_end: meta_end + 1] == b"\n":
+        meta_end = piece.find(b">", meta) + 1
+        if piece[meta_end: meta_end + 1] == b"\n":
             meta_end += 1
-        parts += [page[:meta], b""]
-        pos = meta_end
+        piece = piece[:meta] + piece[meta_end:]
+        head_end = piece.find(b"</head>", 0, _HEAD_WINDOW)
     if head_end >= 0:
-        parts += [page[pos:head_end], b'<link rel="stylesheet" href="/static/serve.css">\n']
-        pos = head_end
+        piece = piece[:head_end] + b'<link rel="stylesheet" href="/static/serve.css">\n' + piece[head_end:]
+    return piece
+
+
+def _tail(piece: bytes, data: dict[str, Any]) -> bytes:
+    """The page's last piece with the toolbar's data and script before ``</body>``."""
     block = (f'<script type="application/json" id="{SERVE_DATA_ID}">'
              f"{embed_json(json.dumps(data))}</script>\n"
              '<script src="/static/session.js"></script>\n').encode()
-    if body_end >= pos:
-        parts += [page[pos:body_end], block, page[body_end:]]
-    else:
-        parts += [page[pos:], block]
-    return b"".join(parts)
+    body_end = piece.rfind(b"</body>")
+    if body_end < 0:
+        return piece + block
+    return piece[:body_end] + block + piece[body_end:]
+
+
+def _served(pieces: Iterator[bytes], data: dict[str, Any], session: Session) -> Iterator[bytes]:
+    """The export's pieces as the server sends them; the session is closed at the end (or when
+    the stream is closed early: a reader that went away)."""
+    try:
+        yield _head(next(pieces, b""))
+        last: bytes | None = None
+        for piece in pieces:
+            if last is not None:
+                yield last
+            last = piece
+        yield _tail(b"" if last is None else last, data)
+    except (SessionError, OSError) as e:
+        # the file changed under the page (truncated, replaced): the status line is long gone, so
+        # the page ends here with the reason, in place of a connection cut by a traceback
+        message = html.escape(f"{session.path}: the session could not be read to its end: {e}")
+        yield f'</script>\n<p class="error serve-error" id="serve-error">{message}</p>\n</body>\n</html>\n'.encode(
+            "utf-8", "replace")
+    finally:
+        session.close()
 
 
 def _read_listed(catalog: Catalog, row: Row) -> Session:
@@ -135,9 +177,12 @@ def _links_below(folder: str, depth: int) -> str | None:
     return None
 
 
-def session_page(catalog: Catalog, row: Row) -> SessionPage:
-    """The page of the listed session ``row`` (raises SessionError/OSError when it cannot be
-    read any more, or is no longer the regular file under the root that was listed)."""
+def session_stream(catalog: Catalog, row: Row) -> SessionStream:
+    """The page of the listed session ``row``, to be sent as it is made (raises SessionError/
+    OSError when it cannot be read any more, or is no longer the regular file under the root that
+    was listed). The session is read and the page's fields worked out before this returns: what
+    fails, fails here, before any byte is sent; its entries are copied from the file as the
+    pieces are taken, so a 100 MB session is never held as one page."""
     problems: list[str] = []
     path, session_id, archived = row.path, row.id, row.archived
     # the viewer embeds every transcript of the artifacts folder, following links: a link there
@@ -145,11 +190,23 @@ def session_page(catalog: Catalog, row: Row) -> SessionPage:
     link = _links_below(path[: -len(".jsonl")], MAX_SUBAGENT_DEPTH) if path.endswith(".jsonl") else None
     if link is not None:
         problems.append(f"{link}: a symlink among the subagent transcripts: subagents not shown")
-    with _read_listed(catalog, row) as s:
-        page = render_html_bytes(s, subagents=link is None, on_problem=problems.append)
+    s = _read_listed(catalog, row)
+    try:
+        pieces = render_html_pieces(s, subagents=link is None, on_problem=problems.append)
         resume = resume_line(s, path)
         # what the event stream's "ready" is compared with, to see a change made while the page loaded
         data = {"id": session_id, "resume": resume, "events": None if archived else f"/events/{quote(session_id, safe='')}",
                 "archived": archived, "entries": len(s), "leaf": plain(s.get_leaf_id())}
-    hashes = _inline_script_hashes(page)
-    return SessionPage(_insert(page, data), _serve_csp(hashes), problems)
+    except BaseException:
+        s.close()
+        raise
+    return SessionStream(_served(pieces, data, s), _serve_csp(_VIEWER_HASHES), problems)
+
+
+def session_page(catalog: Catalog, row: Row) -> SessionPage:
+    """:func:`session_stream`'s page as one ``bytes`` (tests; the server streams it)."""
+    stream = session_stream(catalog, row)
+    return SessionPage(b"".join(stream.pieces), stream.csp, stream.problems)
+
+
+_VIEWER_HASHES: Final = _viewer_script_hashes()
