@@ -70,8 +70,9 @@ def _top(module: str) -> str:
 
 
 def _job(module: str) -> str:
-    """An ops module's job: ``ops.search.index`` -> ``search``, ``ops.sync`` -> ``sync``."""
-    return module.split(".")[2] if len(module.split(".")) > 2 else ""
+    """An ops module's job: ``ops.search.index`` -> ``search``, ``ops.sync`` -> ``sync``; a job's
+    ``_watch`` module (``ops.sync_watch``, the follower of ``sync``) is that job's."""
+    return module.split(".")[2].removesuffix("_watch") if len(module.split(".")) > 2 else ""
 
 
 def test_every_module_has_a_layer() -> None:

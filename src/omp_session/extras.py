@@ -23,6 +23,7 @@ EXTRAS: dict[str, tuple[str, str]] = {
     "jq": ("jq", "--jq"),
     "starlette": ("serve", "omp-session serve"),
     "uvicorn": ("serve", "omp-session serve"),
+    "watchfiles": ("watch", "sync --watch"),
 }
 
 
