@@ -37,7 +37,7 @@ from .blocks import blocks_section
 from .events import session_events
 from .security import ASGIApp, Guard, new_token
 from .sessions import Catalog, Query, QueryError, now_ms, row_json
-from .viewer import session_stream
+from .viewer import SessionStream, session_stream
 
 __all__ = ["MAX_PER_PAGE", "PER_PAGE", "Running", "build_app", "serve_forever", "start"]
 
@@ -79,17 +79,31 @@ def _encode_text(text: str) -> bytes:
         return _SURROGATE.sub("\ufffd", text).encode("utf-8")
 
 
-async def _pieces_in_threads(pieces: Iterator[bytes]) -> AsyncIterator[bytes]:
-    """``pieces`` made in the thread pool (each one reads the session file), never on the event
-    loop; closed when the reader goes away mid-page, which closes the session at once."""
+async def _pieces_in_threads(page: SessionStream) -> AsyncIterator[bytes]:
+    """The page's pieces made in the thread pool (each one reads the session file), never on the
+    event loop; closed when the reader goes away mid-page, which closes the session at once."""
     try:
-        async for piece in iterate_in_threadpool(pieces):
+        async for piece in iterate_in_threadpool(page.pieces):
             yield piece
     finally:
-        close = getattr(pieces, "close", None)
-        if close is not None:
-            with contextlib.suppress(ValueError):  # still running in its thread: it ends by itself
-                close()
+        page.close()
+
+
+class _PageResponse(StreamingResponse):
+    """A session's page, streamed; its session is closed however the response ends. A reader gone
+    before the first piece cancels the response before the pieces are ever asked for, and the
+    ``finally`` of a generator that never started does not run."""
+
+    def __init__(self, page: SessionStream) -> None:
+        super().__init__(_pieces_in_threads(page), media_type="text/html; charset=utf-8",
+                         headers={"content-security-policy": page.csp})
+        self.page = page
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            self.page.close()
 
 
 def _wants_json(request: Request) -> bool:
@@ -175,8 +189,7 @@ def build_app(root: str | os.PathLike[str], *, token: str, host: str = "127.0.0.
         except OSError:
             # gone, or no longer the regular file under the root that was listed (a symlink now)
             return _error(request, 404, "no such session")
-        return StreamingResponse(_pieces_in_threads(page.pieces), media_type="text/html; charset=utf-8",
-                                 headers={"content-security-policy": page.csp})
+        return _PageResponse(page)
 
     def events(request: Request) -> Response:
         row = state.catalog.find(request.path_params["sid"])

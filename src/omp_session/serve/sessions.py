@@ -145,6 +145,16 @@ def _day_ms(text: str, *, end: bool) -> int | None:
         return -(1 << 62) if (day.year < 1970) else 1 << 62
 
 
+def _lstat_regular(e: os.DirEntry[str]) -> os.stat_result | None:
+    """The ``lstat`` of an entry the scan saw as a regular file; None when it is gone, or is no
+    longer a regular file (swapped for a symlink since the scan: never listed)."""
+    try:
+        st = e.stat(follow_symlinks=False)
+    except OSError:
+        return None
+    return st if stat.S_ISREG(st.st_mode) else None
+
+
 def _visible_files(directory: str, folders: set[str], stats: dict[str, os.stat_result]) -> list[str]:
     """A bucket's session files (``.jsonl`` and archived ``.jsonl.gz``), never symlinks, each with
     its ``stat`` put in ``stats``, and its subfolders (where subagent sessions live) put in
@@ -161,11 +171,10 @@ def _visible_files(directory: str, folders: set[str], stats: dict[str, os.stat_r
                 if name.endswith(_SUFFIXES) and e.is_file(follow_symlinks=False) \
                         and not listing.is_quarantine_name(name):
                     path = prefix + name
-                    try:
-                        stats[path] = e.stat(follow_symlinks=False)
-                    except OSError:
-                        continue  # gone since the scan
-                    found.append(path)
+                    st = _lstat_regular(e)
+                    if st is not None:
+                        stats[path] = st
+                        found.append(path)
                 elif e.is_dir(follow_symlinks=False):
                     folders.add(prefix + name)
     except OSError:
@@ -186,11 +195,10 @@ def _subagent_files(parent: str, folders: set[str], stats: dict[str, os.stat_res
                 if e.name.endswith(".jsonl") and not e.name.startswith(("__advisor", ".")) \
                         and e.is_file(follow_symlinks=False):
                     path = os.path.join(folder, e.name)
-                    try:
-                        stats[path] = e.stat(follow_symlinks=False)
-                    except OSError:
-                        continue
-                    out.append(path)
+                    st = _lstat_regular(e)
+                    if st is not None:
+                        stats[path] = st
+                        out.append(path)
     except OSError:
         return []
     return sorted(out)

@@ -17,12 +17,12 @@ import html
 import json
 import os
 import shlex
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, cast
 from urllib.parse import quote
 
-from omp_session.errors import SessionError
+from omp_session.errors import SessionError, SessionFileError
 from omp_session.format.blobs import BlobStore
 from omp_session.format.reader import scan_bytes, scan_file
 from omp_session.model.session import Session, open_session, scan_archived
@@ -49,9 +49,38 @@ class SessionPage:
 
 @dataclass(frozen=True)
 class SessionStream:
-    pieces: Iterator[bytes]  # the page, about a megabyte at a time; closing it closes the session
+    pieces: Generator[bytes, None, None]  # the page, about a megabyte at a time; closing it closes the session
     csp: str
     problems: list[str]
+    session: Session
+
+    def close(self) -> None:
+        """The page given up and the session closed, whether or not a piece was taken: closing a
+        generator that never started runs none of its code, so its ``finally`` cannot be relied on
+        (a reader gone before the first piece)."""
+        try:
+            self.pieces.close()
+        except ValueError:
+            return  # a piece is being made in a thread right now: the file stays for that read
+        self.session.close()
+
+
+class _WholeReads:
+    """A journal's source while its page is sent: a read that comes back short (the file was
+    truncated since it was scanned) is an error, never a cut record copied into the page's JSON."""
+
+    def __init__(self, source: Any, path: str) -> None:
+        self._source = source
+        self._path = path
+
+    def read(self, start: int, end: int) -> bytes:
+        data: bytes = self._source.read(start, end)
+        if len(data) < min(end, self._source.size) - start:
+            raise SessionFileError(self._path, "truncated while its page was made")
+        return data
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._source, name)
 
 
 def resume_line(session: Session, path: str) -> str | None:
@@ -122,7 +151,7 @@ def _tail(piece: bytes, data: dict[str, Any]) -> bytes:
     return piece[:body_end] + block + piece[body_end:]
 
 
-def _served(pieces: Iterator[bytes], data: dict[str, Any], session: Session) -> Iterator[bytes]:
+def _served(pieces: Iterator[bytes], data: dict[str, Any], session: Session) -> Generator[bytes, None, None]:
     """The export's pieces as the server sends them; the session is closed at the end (or when
     the stream is closed early: a reader that went away)."""
     try:
@@ -136,7 +165,8 @@ def _served(pieces: Iterator[bytes], data: dict[str, Any], session: Session) -> 
     except (SessionError, OSError) as e:
         # the file changed under the page (truncated, replaced): the status line is long gone, so
         # the page ends here with the reason, in place of a connection cut by a traceback
-        message = html.escape(f"{session.path}: the session could not be read to its end: {e}")
+        reason = e.reason if isinstance(e, SessionFileError) else str(e)
+        message = html.escape(f"{session.path}: the session could not be read to its end: {reason}")
         yield f'</script>\n<p class="error serve-error" id="serve-error">{message}</p>\n</body>\n</html>\n'.encode(
             "utf-8", "replace")
     finally:
@@ -192,6 +222,9 @@ def session_stream(catalog: Catalog, row: Row) -> SessionStream:
         problems.append(f"{link}: a symlink among the subagent transcripts: subagents not shown")
     s = _read_listed(catalog, row)
     try:
+        # a big file is read again as each piece is made, long after the scan: a truncation then
+        # must end the page with its reason (_served), not send cut JSON under a 200 that looks whole
+        s.journal.source = cast(Any, _WholeReads(s.journal.source, path))
         pieces = render_html_pieces(s, subagents=link is None, on_problem=problems.append)
         resume = resume_line(s, path)
         # what the event stream's "ready" is compared with, to see a change made while the page loaded
@@ -200,13 +233,16 @@ def session_stream(catalog: Catalog, row: Row) -> SessionStream:
     except BaseException:
         s.close()
         raise
-    return SessionStream(_served(pieces, data, s), _serve_csp(_VIEWER_HASHES), problems)
+    return SessionStream(_served(pieces, data, s), _serve_csp(_VIEWER_HASHES), problems, s)
 
 
 def session_page(catalog: Catalog, row: Row) -> SessionPage:
     """:func:`session_stream`'s page as one ``bytes`` (tests; the server streams it)."""
     stream = session_stream(catalog, row)
-    return SessionPage(b"".join(stream.pieces), stream.csp, stream.problems)
+    try:
+        return SessionPage(b"".join(stream.pieces), stream.csp, stream.problems)
+    finally:
+        stream.close()
 
 
 _VIEWER_HASHES: Final = _viewer_script_hashes()
