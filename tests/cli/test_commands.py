@@ -98,10 +98,11 @@ def _reports_session_error(handler: ast.ExceptHandler) -> bool:
 
 
 def test_no_command_reports_errors_itself() -> None:
-    """cli/_errors.py is the one place a SessionError becomes a message and an exit status."""
+    """cli/_errors.py (with cli/_report.py, its click-free form) is the one place a SessionError
+    becomes a message and an exit status."""
     wrong = []
     for path in sorted(CLI_SRC.glob("*.py")):
-        if path.name == "_errors.py":
+        if path.name in ("_errors.py", "_report.py"):  # the rule, and its click-free form
             continue
         for node in ast.walk(ast.parse(path.read_text("utf-8"))):
             if isinstance(node, ast.ExceptHandler) and _reports_session_error(node):

@@ -114,3 +114,18 @@ def test_a_closed_pipe_ends_quietly_with_status_1() -> None:
                           text=True, env={**os.environ, "OMP_SESSION_PAGER": "0"})
     os.close(writer)
     assert (done.returncode, done.stderr) == (1, "")
+
+
+def test_a_library_error_while_drawing_reads_as_the_click_commands(capsys: pytest.CaptureFixture[str],
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    from omp_session.cli import _render
+    from omp_session.errors import SessionError
+
+    def fail(*_args: object, **_kwargs: object) -> None:
+        raise SessionError("drawing failed")
+
+    monkeypatch.setattr(_render, "tree", fail)
+    fast = _fast(["tree", str(SAMPLE)], capsys)
+    ran = CliRunner().invoke(cli, ["tree", str(SAMPLE)])
+    assert fast == (True, "", "omp-session: drawing failed\nexit 1")
+    assert (ran.stdout, ran.stderr, ran.exit_code) == ("", "omp-session: drawing failed\n", 1)

@@ -25,6 +25,8 @@ import click
 
 from omp_session.errors import SessionError, StatsOptionError
 
+from ._report import error_line
+
 __all__ = ["Command", "Group", "OneLineUsageError", "command", "group", "json_fields_args", "one_line", "os_errors",
            "reported"]
 
@@ -54,7 +56,7 @@ def reported(ctx: click.Context) -> Iterator[None]:
     except click.UsageError as e:
         raise one_line(e) from None
     except SessionError as e:
-        click.echo(f"omp-session: {e}", err=True)
+        click.echo(error_line(e), err=True)
         sys.exit(1)
 
 

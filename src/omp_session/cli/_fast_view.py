@@ -26,7 +26,6 @@ def answer_view(argv: list[str]) -> bool:
     if len(argv) != 2 or argv[0] not in COMMANDS or argv[1].startswith("-") or not argv[1]:
         return False
     from omp_session.catalog.resolve import resolve_session
-    from omp_session.errors import SessionError
 
     try:
         path = resolve_session(argv[1])
@@ -35,7 +34,7 @@ def answer_view(argv: list[str]) -> bool:
         from omp_session.model.session import open_session
 
         session = open_session(path)
-    except (SessionError, OSError, ValueError):
+    except Exception:  # nothing written yet: click's command runs and says what is wrong
         return False
     with session:
         findings = None
@@ -46,21 +45,20 @@ def answer_view(argv: list[str]) -> bool:
             if any(d.code == "not-a-session" for d in findings):
                 return False
         from . import _render as render
+        from ._report import reported_plain
 
         for stream in (sys.stdout, sys.stderr):  # as cli.main does for click's commands
             reconfigure = getattr(stream, "reconfigure", None)
             if reconfigure is not None:
                 reconfigure(errors="backslashreplace")
         try:
-            if argv[0] == "show":
-                render.show(session, False, findings)
-            elif argv[0] == "tree":
-                render.tree(session, False, depth=None, only_messages=False)
-            else:
-                render.context(session, False, transcript=False)
-        except SessionError as e:  # as cli/_errors.reported says it
-            sys.stderr.write(f"omp-session: {e}\n")
-            sys.exit(1)
+            with reported_plain():  # a library error reads as cli/_errors.reported has it
+                if argv[0] == "show":
+                    render.show(session, False, findings)
+                elif argv[0] == "tree":
+                    render.tree(session, False, depth=None, only_messages=False)
+                else:
+                    render.context(session, False, transcript=False)
         except BrokenPipeError:  # `show | head`: quiet, exit 1, as click's commands end
             # the recipe of Python's signal docs: the final flush must not fail again
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
