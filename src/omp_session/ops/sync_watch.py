@@ -8,11 +8,15 @@ within a second, through restarts of the database (docs/team.md, "Continuous upl
   bytes appended, the title slot written, a rewritten file replaced, a conflict reported and left),
   the same record of the last sync (shared with plain ``sync`` of the same two stores) and the
   same update of the store's search tables (``catalog.derived.refresh``). A deleted file stays in
-  the store, as with ``sync``.
+  the store, as with ``sync``. An event names a file by the path it came through; it is pushed
+  under the name ``sync``'s walk gives it (no symlinked folder entered), or not at all.
 * The connections stay open between batches. A store error closes them; the watcher waits 0.5 s,
   doubling up to 30 s between attempts, reconnects and runs a whole incremental sync again: the
   store's sizes say what arrived before the error, so a write cut short by it is neither lost nor
-  appended twice.
+  appended twice. A push that failed without the store failing (the folder could not be listed,
+  the record of the last sync not saved) is tried again the same way, on the same connections.
+* The watcher itself can fail (watchfiles stops at a file name that is not UTF-8, the system may
+  refuse a watch): a new one starts after the same delays, and a whole sync catches up.
 * A stop (:class:`StopFlag`, set by SIGINT/SIGTERM under :func:`stop_on_signals`) is looked at
   between sessions: the write under way finishes, the search tables follow, then it returns.
 """
@@ -23,9 +27,10 @@ import builtins
 import os
 import signal
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Generator, Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
+from pathlib import Path
 from types import FrameType, ModuleType
 from typing import TYPE_CHECKING
 
@@ -153,11 +158,59 @@ class _Stopped(Exception):
 
 
 class _Lost(Exception):
-    """The store failed during a push; ``report``: what reached it before."""
+    """A push failed; ``report``: what reached the store before. ``connection``: the store failed
+    (its connections are closed and opened again), else the store is fine and only the push is
+    tried again (the folder could not be listed, the record of the last sync not saved)."""
 
-    def __init__(self, report: SyncReport, error: SessionError) -> None:
+    def __init__(self, report: SyncReport, error: SessionError, *, connection: bool = True) -> None:
         super().__init__(str(error))
-        self.report, self.error = report, error
+        self.report, self.error, self.connection = report, error, connection
+
+
+class _NotSaved(Exception):
+    """The record of the last sync could not be written (a full disk, a read-only cache)."""
+
+
+class _WatchState(SyncState):
+    """The record of the last sync, whose failure to save is told apart from the folder's
+    (both are OSError) and does not undo the push it follows: the sessions are in the store."""
+
+    def save(self) -> None:
+        try:
+            super().save()
+        except OSError as e:
+            raise _NotSaved(_os_line(e, str(self.path))) from e
+
+
+@contextmanager
+def _only_watcher(record: Path, message: str) -> Iterator[None]:
+    """One watcher of a pair of stores on this machine at a time, by a lock beside the pair's
+    record: two both see each write, both find the target's old size and both append the new
+    entries (a size check and an append are two steps). Without a lock file that can be made
+    (a read-only cache: said at the first push) or flock (Windows), no lock."""
+    try:
+        import fcntl
+    except ImportError:
+        fcntl = None  # type: ignore[assignment]
+    fd = None
+    if fcntl is not None:
+        with suppress(OSError):
+            record.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(record.with_name(record.name + ".watch-lock"), os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        if fd is not None:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise StoreError(message) from None
+        yield
+    finally:
+        if fd is not None:
+            os.close(fd)  # the lock goes with it
+
+
+def _os_line(e: OSError, where: str) -> str:
+    return f"{e.filename if e.filename is not None else where}: {e.strerror or e}"
 
 
 class _Link:
@@ -210,6 +263,7 @@ class _Link:
             if stop.is_set() and done < total:
                 raise _Stopped
 
+        not_saved = None
         try:
             sync(source, target, source_root=self.source_root, target_root=target_root, state=self.state,
                  bucket=self.bucket, progress=step, prefer=self.prefer)
@@ -217,7 +271,14 @@ class _Link:
             pass
         except StoreError as e:
             raise _Lost(report, e) from e
+        except _NotSaved as e:  # after every session of the push: the search tables still follow
+            not_saved = e
+        except OSError as e:  # the folder could not be listed: nothing was pushed
+            raise _Lost(report, SessionError(_os_line(e, self.source_root)), connection=False) from e
         self._refresh(report)
+        if not_saved is not None:
+            raise _Lost(report, SessionError(f"{not_saved}: the record of the last sync was not saved"),
+                        connection=False)
         return report
 
     def _refresh(self, report: SyncReport) -> None:
@@ -254,18 +315,63 @@ def _watchfiles() -> ModuleType:
     return require("watchfiles")
 
 
-def _changed(changes: Iterable[tuple[int, str]], prefix: str, added: int) -> set[str]:
-    """The session files a batch of events names under ``prefix``; an added folder (moved in
-    whole, or made just before its first file was written) stands for every session in it."""
+class _Names:
+    """The name ``sync`` knows a file by, for the path an event gives. ``sync`` walks the folder
+    it pushes (DIR, or the project's folder in it) following it but no symlinked folder inside
+    (os.walk); file events come through those too: inotify reports a write to a folder linked
+    under two names under one of them (maybe the link), polling under both, FSEvents under the
+    real path. The name is the one that walk finds: the event's folder resolved and placed under
+    the folder pushed; None when the walk does not reach it."""
+
+    def __init__(self, top: str) -> None:
+        self.top = top  # ends with "/"
+        self.real_top = ""
+        self._folders: dict[str, str | None] = {}
+
+    def renew(self) -> None:
+        """Links may change between two batches (the project's folder may appear as one)."""
+        self.real_top = os.path.realpath(self.top).rstrip("/") + "/"
+        self._folders.clear()
+
+    def _folder(self, path: str) -> str | None:
+        if path not in self._folders:
+            real = os.path.realpath(path).rstrip("/") + "/"
+            self._folders[path] = self.top + real[len(self.real_top):] if real.startswith(self.real_top) else None
+        return self._folders[path]
+
+    def of(self, path: str) -> str | None:
+        head, tail = os.path.split(path.rstrip("/"))
+        folder = self._folder(head)
+        if folder is not None:
+            return folder + tail
+        return self.top.rstrip("/") if self._folder(path) == self.top else None  # the pushed folder itself
+
+
+def _changed(changes: Collection[tuple[int, str]], names: _Names, added: int) -> set[str]:
+    """The session files a batch of events names in the folder pushed, by the names ``sync``
+    gives them; an added folder (moved in whole, or made just before its first file was
+    written: the file's own event is then lost) stands for every session in it, the project's
+    own folder under ``--project`` included. A link to a folder is not entered, as by ``sync``."""
     out: set[str] = set()
-    for change, path in changes:
-        if not path.startswith(prefix):
+    if not changes:  # a tick without events
+        return out
+    names.renew()
+    for change, raw in changes:
+        path = names.of(raw)
+        if path is None:
             continue
         if path.endswith(".jsonl") and not os.path.isdir(path):
             out.add(path)
-        elif change == added and os.path.isdir(path):
-            out.update(f.path for f in FileStorage().scan(path.rstrip("/") + "/"))
+        elif change == added and os.path.isdir(path) and (path + "/" == names.top or not os.path.islink(path)):
+            out.update(f.path for f in FileStorage().scan(path + "/"))
     return out
+
+
+def _pause(seconds: float, stop: StopFlag) -> None:
+    """Wait ``seconds``, or less when a stop is asked for (a signal does not cut time.sleep short)."""
+    end = time.monotonic() + seconds
+    while not stop.is_set() and (left := end - time.monotonic()) > 0:
+        time.sleep(min(left, _TICK_MS / 1000))
 
 
 def watch_sync(source_url: str, target_url: str, *, on_batch: Callable[[Batch], None],
@@ -279,13 +385,13 @@ def watch_sync(source_url: str, target_url: str, *, on_batch: Callable[[Batch], 
     store error and reconnection. ``project``, ``prefer``, ``timeout``, ``namespace``: as for
     :func:`~omp_session.ops.sync.sync_urls`. ``poll``: find changes by polling (network file
     systems). An error before the first push (a bad URL, a store that cannot be reached, no such
-    folder) is raised; after it, store errors are retried.
+    folder, a ``file:`` target inside the folder pushed, a folder that cannot be watched) is
+    raised; after it, store and folder errors are retried.
     """
     from omp_session.catalog.derived import default_namespace
     from omp_session.paths import cache_dir, project_dir_name
 
     watchfiles = _watchfiles()
-    added = int(watchfiles.Change.added)
     stop = stop if stop is not None else StopFlag()
     notice = on_notice if on_notice is not None else (lambda text: None)
     src_url, dst_url = parse_store_url(source_url), parse_store_url(target_url)
@@ -302,26 +408,69 @@ def watch_sync(source_url: str, target_url: str, *, on_batch: Callable[[Batch], 
         raise StoreMissingError(f"{src_url.name}: no such directory {source_root.rstrip('/')}")
     bucket = project_dir_name(project) if project is not None else None
     prefix = source_root + (bucket + "/" if bucket else "")
-    state = SyncState(state_path(f"{src_url.name}?{src_opts}", f"{dst_url.name}?{dst_opts}", cache_dir()))
-    link = _Link(source_root, dst_url, state, bucket=bucket, prefer=prefer,
-                 namespace=namespace if namespace is not None else default_namespace(), timeout=timeout)
+    if dst_url.kind == "file" and (os.path.realpath(dst_url.root).rstrip("/") + "/").startswith(
+            os.path.realpath(prefix).rstrip("/") + "/"):
+        # every file a push writes there is a write in the folder, to push again: mirror/mirror/…
+        raise StoreError(f"{dst_url.name}: the target is inside the watched folder {prefix.rstrip('/')}: "
+                         "each push would be pushed again")
+    record = state_path(f"{src_url.name}?{src_opts}", f"{dst_url.name}?{dst_opts}", cache_dir())
+    with _only_watcher(record, f"{dst_url.name}: another sync --watch from {src_url.name} to it is running on "
+                       "this machine (both would push every write)"):
+        _watch(watchfiles, src_url.name, dst_url, _WatchState(record), source_root=source_root, prefix=prefix,
+               bucket=bucket, on_batch=on_batch, notice=notice, stop=stop, poll=poll, prefer=prefer,
+               timeout=timeout, namespace=namespace if namespace is not None else default_namespace(),
+               first_delay=first_delay, max_delay=max_delay)
+
+
+def _watch(watchfiles: ModuleType, source_name: str, dst_url: StoreURL, state: SyncState, *, source_root: str,
+           prefix: str, bucket: str | None, on_batch: Callable[[Batch], None], notice: Callable[[str], None],
+           stop: StopFlag, poll: bool, prefer: str | None, timeout: float | None, namespace: str,
+           first_delay: float, max_delay: float) -> None:
+    """:func:`watch_sync` once its arguments are checked and the pair is this watcher's."""
+    added = int(watchfiles.Change.added)
+    link = _Link(source_root, dst_url, state, bucket=bucket, prefer=prefer, namespace=namespace, timeout=timeout)
     link.connect()
     delay, retry_at, full = first_delay, 0.0, True
+    watch_delay, watching = first_delay, False
     pending: set[str] = set()
+    names = _Names(prefix)
+
+    def watcher() -> Generator[set[tuple[int, str]], None, None]:
+        # None: watchfiles decides whether to poll (WSL, its environment variable)
+        return watchfiles.watch(  # type: ignore[no-any-return]
+            source_root, watch_filter=lambda change, path: path.endswith(".jsonl") or change == added,
+            debounce=_DEBOUNCE_MS, step=_STEP_MS, stop_event=stop, rust_timeout=_TICK_MS, yield_on_timeout=True,
+            raise_interrupt=False, force_polling=True if poll else None)
+
     # the watcher runs before the first push (its first round ends after a tick), so a write made
     # during that push is an event for the next one
-    events = watchfiles.watch(
-        source_root, watch_filter=lambda change, path: path.endswith(".jsonl") or change == added,
-        debounce=_DEBOUNCE_MS, step=_STEP_MS, stop_event=stop, rust_timeout=_TICK_MS, yield_on_timeout=True,
-        raise_interrupt=False, force_polling=True if poll else None)  # None: watchfiles decides (WSL, env)
+    events = watcher()
     try:
-        for changes in events:
-            pending |= _changed(changes, prefix, added)
+        while True:
+            try:
+                changes = next(events)
+            except StopIteration:
+                break
+            except (OSError, RuntimeError) as e:  # RuntimeError: watchfiles' WatchfilesRustInternalError
+                if not watching:
+                    raise SessionError(f"{source_name}: cannot follow the folder: {e}") from e
+                # the watcher is gone and its events with it (a name under DIR that is not UTF-8, a
+                # watch the system refuses): a new one, and a whole sync catches up
+                notice(f"{source_name}: file events lost ({e}); watching again in {watch_delay:g} s")
+                full = True
+                _pause(watch_delay, stop)
+                if stop.is_set():
+                    break
+                watch_delay = min(watch_delay * 2, max_delay)
+                events = watcher()
+                continue
+            watching, watch_delay = True, first_delay
+            pending |= _changed(changes, names, added)
             if stop.is_set():
                 break
+            if time.monotonic() < retry_at:
+                continue
             if not link.open:
-                if time.monotonic() < retry_at:
-                    continue
                 try:
                     link.connect()
                 except StoreError as e:
@@ -338,7 +487,8 @@ def watch_sync(source_url: str, target_url: str, *, on_batch: Callable[[Batch], 
             except _Lost as e:
                 if e.report.items:
                     on_batch(Batch(e.report, full, started))
-                link.close()
+                if e.connection:
+                    link.close()
                 full = True  # whatever changed meanwhile: the store's sizes tell what is there already
                 notice(f"{e.error}; trying again in {delay:g} s")
                 retry_at, delay = time.monotonic() + delay, min(delay * 2, max_delay)
