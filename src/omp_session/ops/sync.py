@@ -19,8 +19,9 @@ The target takes the source's modification time (omp orders its list, and picks 
 it), so a synced store lists its sessions as the source does, not all as modified at sync time;
 a session synced by an older version gets its time on the next run.
 
-Every write goes through the storage's own size precondition, so a writer racing the sync makes
-it report a conflict rather than lose an entry.
+Every write goes through the storage's own size precondition (an append too: ``append_if_size``),
+so a writer racing the sync makes it report a conflict rather than lose an entry, and two syncs of
+one pair never append the same entries twice.
 
 The record of the last sync is a small JSON file per (source, target) pair in the user cache dir
 (``$XDG_CACHE_HOME/omp-session/sync/``), not in either store: the stores keep exactly omp's
@@ -230,9 +231,15 @@ class _Sync:
                            len(body), reason=reason, backup=backup)
 
     def _append(self, key: str, size: int, delta: bytes) -> None:
-        # an append has no size precondition: check the size we compared against (the listing's may
-        # be stale) right before it, so a sync of the same pair that ran meanwhile is a conflict,
-        # not the same entries appended twice
+        # appended only while the target still has the size we compared against, in one step of the
+        # storage: a sync of the same pair (a `sync --watch`, another machine) that appended the
+        # same entries meanwhile makes this a conflict, not the entries twice
+        append_if_size: Callable[[str, int, bytes], bool] | None = getattr(self.target, "append_if_size", None)
+        if append_if_size is not None:
+            if not append_if_size(key, size, delta):
+                raise WriteConflictError(conflict_message(key, size, self.target.size(key)))
+            return
+        # a wrapper that forwards only omp's operations: the check and the append are two steps
         found = self.target.size(key)
         if found != size:
             raise WriteConflictError(conflict_message(key, size, found))

@@ -32,11 +32,11 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType, ModuleType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from omp_session.errors import SessionError, StoreError, StoreMissingError
 from omp_session.store import open_store
-from omp_session.store.base import FileStorage, SessionStorage, StoredFile
+from omp_session.store.base import ConditionalAppend, FileStorage, SessionStorage, StoredFile
 from omp_session.store.url import StoreURL, parse_store_url
 
 from .sync import SyncItem, SyncReport, SyncState, state_path, sync
@@ -133,6 +133,10 @@ class _Keyed:
 
     def append(self, path: str, line: bytes) -> int:
         return self.target.append(path, line)
+
+    def append_if_size(self, path: str, expected_size: int, data: bytes) -> bool:
+        # every store open_store gives has it: sync's append stays one step through this wrapper
+        return cast(ConditionalAppend, self.target).append_if_size(path, expected_size, data)
 
     def replace(self, path: str, body: bytes, expected_size: int | None) -> None:
         self.target.replace(path, body, expected_size)

@@ -8,6 +8,8 @@ Every write either happens whole or leaves the target as it was:
 
 * ``append`` takes the publish lock, completes a last line that lacks its LF (so the new line is
   never glued onto it) and truncates back on a failed write;
+* ``append_if_size`` appends under the same lock only while the file still has the size the
+  caller last saw (sync's appends: two syncs of one pair never add the same bytes twice);
 * ``replace`` writes a same-directory temp file, checks under the lock that the target still has
   the size the caller last saw (:class:`WriteConflictError` otherwise), then renames;
 * ``write_title_slot`` only overwrites a slot that is exactly 256 bytes now;
@@ -36,7 +38,7 @@ from omp_session.format.title import TITLE_SLOT_BYTES, parse_title_slot
 
 from .locking import publish_lock
 
-__all__ = ["FileStorage", "MemoryStorage", "SessionStorage", "StoredFile", "conflict_message"]
+__all__ = ["ConditionalAppend", "FileStorage", "MemoryStorage", "SessionStorage", "StoredFile", "conflict_message"]
 
 
 class StoredFile(NamedTuple):
@@ -100,6 +102,18 @@ class SessionStorage(Protocol):
         """Release connections (the storage is not used afterwards)."""
 
 
+class ConditionalAppend(Protocol):
+    """What every storage of this package also offers: sync's size-checked append. Apart from
+    :class:`SessionStorage` so a wrapper that forwards only omp's operations still is one (sync
+    then falls back to a size check and an append in two steps)."""
+
+    def append_if_size(self, path: str, expected_size: int, data: bytes) -> bool:
+        """Append ``data`` as it is (no LF added) if ``path`` holds exactly ``expected_size``
+        bytes, in one step no other writer can come between; False, and nothing written, when it
+        holds another size or is missing. The file's modification time changes as with
+        ``append``."""
+
+
 class FileStorage:
     """Session files on the local file system, with omp's lock and replace protocol."""
 
@@ -137,6 +151,31 @@ class FileStorage:
         except OSError as e:
             raise PersistenceError(path, "appending an entry", e) from e
         return len(line)
+
+    def append_if_size(self, path: str, expected_size: int, data: bytes) -> bool:
+        # omp's publish lock, not flock: it is what omp and ``append``/``replace`` hold, so the
+        # size cannot change between the check and the write from any of them either
+        try:
+            with publish_lock(path):
+                fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+                try:
+                    before = os.fstat(fd).st_size
+                    if before != expected_size:
+                        return False
+                    try:
+                        _write_all(fd, data)
+                    except OSError:
+                        os.ftruncate(fd, before)
+                        raise
+                finally:
+                    os.close(fd)
+        except (FileNotFoundError, NotADirectoryError):
+            return False
+        except WriteConflictError:
+            raise
+        except OSError as e:
+            raise PersistenceError(path, "appending entries", e) from e
+        return True
 
     def replace(self, path: str, body: bytes, expected_size: int | None) -> None:
         directory, base = os.path.split(os.path.abspath(path))
@@ -293,6 +332,14 @@ class MemoryStorage:
         data += line
         self._touch(path)
         return len(line)
+
+    def append_if_size(self, path: str, expected_size: int, data: bytes) -> bool:
+        found = self.files.get(path)
+        if found is None or len(found) != expected_size:
+            return False
+        found += data
+        self._touch(path)
+        return True
 
     def replace(self, path: str, body: bytes, expected_size: int | None) -> None:
         found = self.size(path)

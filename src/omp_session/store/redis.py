@@ -12,8 +12,8 @@ freshly serialized slot over the first 256 bytes of the body (S12.3). We do the 
 we read the same bytes from the same keys.
 
 Every mutation is one Lua script, and Redis runs a script whole or not at all: a size-checked full
-write, an append that also completes a last line lacking its LF, a title change that checks the
-slot is still there, a rename that moves the body and both hash fields together. A writer killed
+write, an append that also completes a last line lacking its LF, sync's append that checks the
+body's length first, a title change that checks the slot is still there, a rename that moves the body and both hash fields together. A writer killed
 mid-append therefore leaves either its whole line or nothing. redis-py's automatic retries are
 off: a retried append whose first attempt did land would duplicate the line.
 
@@ -93,6 +93,17 @@ if n > 0 and redis.call("GETRANGE", KEYS[1], n - 1, n - 1) ~= "\\n" then line = 
 redis.call("APPEND", KEYS[1], line)
 redis.call("HSET", KEYS[2], ARGV[2], ARGV[3])
 return string.len(line)
+""")
+
+# KEYS: file, meta. ARGV: data, path, mtime, expected size. Writes what _APPEND writes (the body
+# and its meta field; the title stays), without the LF. Returns 1, or 0 when the body is missing
+# or of another size (nothing written).
+_APPEND_IF_SIZE = _checked(1, """
+if redis.call("EXISTS", KEYS[1]) == 0 then return 0 end
+if redis.call("STRLEN", KEYS[1]) ~= tonumber(ARGV[4]) then return 0 end
+redis.call("APPEND", KEYS[1], ARGV[1])
+redis.call("HSET", KEYS[2], ARGV[2], ARGV[3])
+return 1
 """)
 
 # KEYS: file, meta, title. ARGV: the body's head as last read, path, mtime, title JSON.
@@ -200,6 +211,7 @@ class RedisStorage:
         self._last_mtime = 0
         self._write_full = self._client.register_script(_WRITE_FULL)
         self._append = self._client.register_script(_APPEND)
+        self._append_if_size = self._client.register_script(_APPEND_IF_SIZE)
         self._set_title = self._client.register_script(_SET_TITLE)
         self._rename = self._client.register_script(_RENAME)
         self._stat_script = self._client.register_script(_STAT)
@@ -293,6 +305,12 @@ class RedisStorage:
         if added < 0:
             raise FileNotFoundError(path)
         return added
+
+    def append_if_size(self, path: str, expected_size: int, data: bytes) -> bool:
+        with self._guard("appending entries to " + path, path):
+            done = self._append_if_size(keys=[self._key(path), self._meta],
+                                        args=[data, _enc(path), self._mtime(), expected_size])
+        return bool(int(done))
 
     def replace(self, path: str, body: bytes, expected_size: int | None) -> None:
         slot = leading_slot(body)

@@ -15,7 +15,9 @@ What the layout implies, and what this module keeps:
 * **Size preconditions are atomic in the server:** insert-if-missing, replace-if-byte-length,
   so two writers never overwrite each other's rows (:class:`WriteConflictError`).
 * **An append is one transaction** that locks the row, adds the missing LF of a cut last line if
-  needed, and concatenates; a killed writer leaves the row as it was.
+  needed, and concatenates; a killed writer leaves the row as it was. Sync's size-checked append
+  is one ``UPDATE … WHERE <byte length> = N``: a second writer waits for the first's row lock and
+  then finds the new length, so it changes nothing.
 * **Rename** deletes the destination and moves the row inside one transaction.
 
 A dialect adapter (sqlite_store, postgres_store, mysql_store) supplies the connection and the
@@ -89,6 +91,8 @@ class Dialect:
                                f"title_updated_at = {p} WHERE path = {p} AND {self.byte_len} = {n}",
             "tail_state": f"SELECT {self.byte_len}, {self.last_char} FROM {table} WHERE path = {p}{self.lock}",
             "append": f"UPDATE {table} SET content = {self.concat}, mtime_ms = {p} WHERE path = {p}",
+            "append_if_size": f"UPDATE {table} SET content = {self.concat}, mtime_ms = {p} "
+                              f"WHERE path = {p} AND {self.byte_len} = {n}",
             "head": f"SELECT {self.head} FROM {table} WHERE path = {p}{self.lock}",
             "update_title": f"UPDATE {table} SET title = {p}, title_source = {p}, title_updated_at = {p}, "
                             f"mtime_ms = {p} WHERE path = {p}",
@@ -314,6 +318,16 @@ class SqlStorage:
                 line = b"\n" + line  # never glue the new line onto a cut one
             cur.execute(self._q["append"], (self._text(path, line, "appending an entry"), self._mtime(), path))
         return len(line)
+
+    def append_if_size(self, path: str, expected_size: int, data: bytes) -> bool:
+        """``append``'s columns (``content``, ``mtime_ms``; the title columns stay), written only
+        while the body's byte length is ``expected_size``."""
+        self._check_key(path)
+        text = self._text(path, data, "appending entries")
+        with self._tx("appending entries", path) as cur:
+            cur.execute(self._q["append_if_size"], (text, self._mtime(), path, expected_size))
+            # MySQL counts the matched row (FOUND_ROWS) even when ``data`` is empty
+            return bool(cur.rowcount == 1)
 
     def replace(self, path: str, body: bytes, expected_size: int | None) -> None:
         self._check_key(path)
