@@ -58,6 +58,8 @@ _EXPECTED_TYPES = {
     "title_updated_at": _TEXTUAL,
 }
 _TITLE_COLUMNS = ("title", "title_source", "title_updated_at")
+# tries of sync's conditional append that PostgreSQL failed with a serialization error (40001)
+_SERIALIZATION_RETRIES = 5
 
 
 def check_table_name(table: str, store: str) -> str:
@@ -170,6 +172,7 @@ class SqlStorage:
         self.table = check_table_name(table, name)
         self._q = self.dialect.statements(self.table)
         self._last_mtime = 0
+        self._packet_limit: int | None = None
         try:
             self._conn: Any = self._connect()
         except self.driver_errors as e:
@@ -284,6 +287,22 @@ class SqlStorage:
             raise PersistenceError(path, action, ValueError("PostgreSQL text cannot hold a NUL byte"))
         return text
 
+    def _concat_limit(self, path: str) -> int | None:
+        """MySQL's ``max_allowed_packet`` (None elsewhere), read once per connection."""
+        if self.dialect.name != "mysql":
+            return None
+        if self._packet_limit is None:
+            rows = self._query("SELECT @@max_allowed_packet", (), "reading max_allowed_packet", path)
+            self._packet_limit = int(rows[0][0])
+        return self._packet_limit
+
+    def _check_fits(self, path: str, size: int, limit: int | None, action: str) -> None:
+        # MySQL's CONCAT gives NULL past max_allowed_packet: a strict server fails the UPDATE, a
+        # non-strict one stores '' in the NOT NULL column, the whole session gone
+        if limit is not None and size > limit:
+            raise PersistenceError(path, action, ValueError(
+                f"the body would be {size:,} bytes, more than the server's max_allowed_packet ({limit:,})"))
+
     def _check_key(self, path: str) -> None:
         if self.dialect.name == "mysql" and len(path) > 512:
             raise PersistenceError(path, "storing the session", ValueError(
@@ -309,6 +328,7 @@ class SqlStorage:
 
     def append(self, path: str, line: bytes) -> int:
         self._check_key(path)
+        limit = self._concat_limit(path)
         with self._tx("appending an entry", path) as cur:
             cur.execute(self._q["tail_state"], (path,))
             row = cur.fetchone()
@@ -316,6 +336,7 @@ class SqlStorage:
                 raise FileNotFoundError(path)
             if int(row[0]) and row[1] != "\n":
                 line = b"\n" + line  # never glue the new line onto a cut one
+            self._check_fits(path, int(row[0]) + len(line), limit, "appending an entry")
             cur.execute(self._q["append"], (self._text(path, line, "appending an entry"), self._mtime(), path))
         return len(line)
 
@@ -324,10 +345,23 @@ class SqlStorage:
         while the body's byte length is ``expected_size``."""
         self._check_key(path)
         text = self._text(path, data, "appending entries")
-        with self._tx("appending entries", path) as cur:
-            cur.execute(self._q["append_if_size"], (text, self._mtime(), path, expected_size))
-            # MySQL counts the matched row (FOUND_ROWS) even when ``data`` is empty
-            return bool(cur.rowcount == 1)
+        # only ever written at expected_size, so this is the body's size if it is written at all
+        self._check_fits(path, expected_size + len(data), self._concat_limit(path), "appending entries")
+        attempt = 0
+        while True:
+            try:
+                with self._tx("appending entries", path) as cur:
+                    cur.execute(self._q["append_if_size"], (text, self._mtime(), path, expected_size))
+                    # MySQL counts the matched row (FOUND_ROWS) even when ``data`` is empty
+                    return bool(cur.rowcount == 1)
+            except StoreError as e:
+                # PostgreSQL under repeatable read / serializable (a role's or database's default):
+                # the UPDATE that waited for another writer's row lock fails instead of reading the
+                # row again. Nothing was written; a new transaction reads it again, so the answer is
+                # the one read committed gives (False only when the length changed)
+                attempt += 1
+                if attempt >= _SERIALIZATION_RETRIES or getattr(e.__cause__, "sqlstate", None) != "40001":
+                    raise
 
     def replace(self, path: str, body: bytes, expected_size: int | None) -> None:
         self._check_key(path)
