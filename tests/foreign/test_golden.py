@@ -60,13 +60,14 @@ def _expected(source: str, root: Path) -> list[dict[str, Any]]:
     return out
 
 
+@pytest.mark.parametrize("workers", [1, 2])  # one process, or a pool of two writing side by side
 @pytest.mark.parametrize("source", ["claude", "codex"])
-def test_import_reproduces_omps_golden_files(world: Path, source: Source) -> None:
+def test_import_reproduces_omps_golden_files(world: Path, source: Source, workers: int) -> None:
     expected = _expected(source, world)
     sessions = find_sessions(source)
     assert [s.path for s in sessions] == [e["info"]["path"] for e in expected]
     outcomes = {o.info.path: o for o in import_sessions(sessions, fallback_cwd=str(world / "here"),
-                                                         ledger=Ledger(world / "ledger.jsonl"))}
+                                                         ledger=Ledger(world / "ledger.jsonl"), workers=workers)}
     for info, want in zip(sessions, expected, strict=True):
         got = {"source": info.source, "id": info.id, "path": info.path, "cwd": info.cwd, "title": info.title,
                "created": int(info.created_ms), "modified": int(info.modified_ms),

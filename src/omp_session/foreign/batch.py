@@ -2,30 +2,41 @@
 
 Used by ``omp-session import`` and by the listing of not-yet-imported sessions (``list
 --foreign``). Nothing here prints; every outcome carries its own report.
+
+Sessions are imported by a pool of processes (two where two CPUs are ours; ``OMP_SESSION_WORKERS``
+says otherwise), each reading, converting and writing one session at a time, so memory stays that
+of a session per process. The ledger is held only to look a source up and to record it (see
+:meth:`_Job._import`), never while a session is converted.
 """
 
 from __future__ import annotations
 
 import contextlib
+import gc
+import multiprocessing
 import os
+import sys
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 
 from omp_session.errors import SessionError
+from omp_session.format.blobs import BlobStore
 from omp_session.js.date import now_iso
-from omp_session.paths import project_dir_name
+from omp_session.paths import blobs_dir, default_session_dir, project_dir_name
 
 from .claude import list_claude
 from .codex import list_codex
-from .filetimes import file_times
-from .importer import persist, prepare
+from .filetimes import FileTimes, file_times
+from .importer import Prepared, discard_staged, place_staged, prepare, stage
 from .jsonl import Problem
 from .ledger import Ledger, LedgerRecord
 from .sources import ForeignSession, Source, default_root
 
 __all__ = ["STATUSES", "Outcome", "find_sessions", "import_sessions", "import_status", "list_foreign",
-           "select_sessions"]
+           "select_sessions", "workers_for"]
 
 STATUSES = ("imported", "would import", "already imported", "changed", "failed")
 
@@ -118,67 +129,203 @@ def import_status(info: ForeignSession, ledger: Ledger) -> tuple[str, LedgerReco
     return "changed", rec
 
 
+def workers_for(count: int) -> int:
+    """How many processes import ``count`` sessions: ``$OMP_SESSION_WORKERS`` when it is a number,
+    else two where two CPUs are ours (each holds one session at a time: memory stays bounded);
+    one for a single session."""
+    wanted = os.environ.get("OMP_SESSION_WORKERS", "").strip()
+    try:
+        n = int(wanted) if wanted else min(2, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+                                            else os.cpu_count() or 1)
+    except ValueError:
+        n = 1
+    return max(1, min(n, count))
+
+
 def import_sessions(sessions: Sequence[ForeignSession], *, fallback_cwd: str, dry_run: bool = False,
                     update: bool = False, ledger: Ledger | None = None, session_dir: str | None = None,
-                    progress: Callable[[int, int], None] | None = None) -> Iterator[Outcome]:
+                    progress: Callable[[int, int], None] | None = None,
+                    workers: int | None = None) -> Iterator[Outcome]:
     """Import each session not imported yet (and, with ``update``, each grown since its import),
-    yielding its outcome. A failure is an outcome too: the others go on."""
+    yielding its outcome, in the order of ``sessions``. A failure is an outcome too: the others go on.
+
+    ``workers`` processes (default :func:`workers_for`) import one session at a time each; each
+    writes its sessions and records them in the ledger itself.
+    """
     ledger = ledger if ledger is not None else Ledger()
-    for n, info in enumerate(sessions, 1):
-        if progress is not None:
-            progress(n - 1, len(sessions))
-        if dry_run:
-            yield _import_one(info, fallback_cwd=fallback_cwd, dry_run=True, update=update, ledger=ledger,
-                              session_dir=session_dir)
-            continue
-        try:
-            with ledger.locked():  # another run may be importing the same sources: take turns
-                ledger.refresh()
-                out = _import_one(info, fallback_cwd=fallback_cwd, dry_run=False, update=update, ledger=ledger,
-                                  session_dir=session_dir)
-        except OSError as e:
-            out = Outcome(info, "failed", reason=f"{e.filename or ledger.path}: cannot record the import in the "
-                                                 f"ledger: {e.strerror or e}")
-        yield out
+    total = len(sessions)
+    n = workers_for(total) if workers is None else max(1, min(workers, total))
+    job = _Job(fallback_cwd=fallback_cwd, dry_run=dry_run, update=update, ledger=ledger, session_dir=session_dir)
     if progress is not None:
-        progress(len(sessions), len(sessions))
-
-
-def _import_one(info: ForeignSession, *, fallback_cwd: str, dry_run: bool, update: bool, ledger: Ledger,
-                session_dir: str | None) -> Outcome:
-    status, rec = import_status(info, ledger)
-    if status == "imported":
-        assert rec is not None
-        return Outcome(info, "already imported", reason=f"as {rec.session}", session=rec.session)
-    if status == "changed" and not update:
-        assert rec is not None
-        return Outcome(info, "changed", reason=f"changed since it was imported as {rec.session}; --update imports "
-                                               "it again, as a new omp session", session=rec.session)
+        progress(0, total)
+    if n == 1:
+        for done, info in enumerate(sessions, 1):
+            yield job.run(info)
+            if progress is not None:
+                progress(done, total)
+        return
+    context = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else None)
+    pool = ProcessPoolExecutor(n, mp_context=context, initializer=_start_worker, initargs=(job,))
     try:
-        before = file_times(info.path)
-        prepared = prepare(info, fallback_cwd=fallback_cwd)
-        out = Outcome(info, "would import" if dry_run else "imported", cwd=prepared.cwd, moved=prepared.moved,
-                      entries=len(prepared.entries), problems=list(prepared.converted.problems),
-                      kinds=prepared.converted.kinds)
+        futures = [pool.submit(_run_in_worker, info) for info in sessions]
+        for done, (info, future) in enumerate(zip(sessions, futures, strict=True), 1):
+            try:
+                out = future.result()
+            except BrokenProcessPool:  # a worker was killed (out of memory?): the rest here, one by one;
+                out = job.run(info)  # the ledger says which of them a worker imported before it stopped
+            yield out
+            if progress is not None:
+                progress(done, total)
+    finally:
+        pool.shutdown(cancel_futures=True)  # a caller that stops early: the sessions not begun are dropped
+    ledger.refresh()  # what the workers recorded
+
+
+@dataclass
+class _Job:
+    fallback_cwd: str
+    dry_run: bool
+    update: bool
+    ledger: Ledger
+    session_dir: str | None
+    # worked out once per run (and process), not once per session
+    _dirs: dict[str, str] = field(default_factory=dict)
+    _blobs: BlobStore | None = None
+
+    def _folder(self, cwd: str) -> str:
+        if self.session_dir:
+            return self.session_dir
+        folder = self._dirs.get(cwd)
+        if folder is None:
+            folder = self._dirs[cwd] = default_session_dir(cwd)
+        return folder
+
+    def _blob_store(self) -> BlobStore:
+        if self._blobs is None:
+            self._blobs = BlobStore(blobs_dir())
+        return self._blobs
+
+    def run(self, info: ForeignSession) -> Outcome:
+        with _no_cycle_collection():
+            if not self.dry_run:
+                return self._import(info)
+            status, rec = import_status(info, self.ledger)
+            return self._settled(info, status, rec) or self._convert(info)[0]
+
+    def _convert(self, info: ForeignSession) -> tuple[Outcome, Prepared | None, FileTimes | None]:
+        """Read and convert ``info``: its outcome (would import, or failed) and what to write."""
+        try:
+            before = file_times(info.path, birth=False)
+            prepared = prepare(info, fallback_cwd=self.fallback_cwd)
+        except OSError as e:
+            return _unreadable(info, e), None, None
+        except (SessionError, ValueError, RecursionError) as e:  # a FormatError names its file and line itself
+            return _failed(info, e), None, None
+        out = Outcome(info, "would import", cwd=prepared.cwd, moved=prepared.moved, entries=len(prepared.entries),
+                      problems=list(prepared.converted.problems), kinds=prepared.converted.kinds)
         if prepared.moved:
             out.reason = (f"its project directory {prepared.recorded_cwd or '(none recorded)'} no longer exists: "
                           f"imported into the current directory {prepared.cwd}, as omp does")
-        if dry_run:
+        return out, prepared, before
+
+    def _settled(self, info: ForeignSession, status: str, rec: LedgerRecord | None) -> Outcome | None:
+        if status == "imported":
+            assert rec is not None
+            return Outcome(info, "already imported", reason=f"as {rec.session}", session=rec.session)
+        if status == "changed" and not self.update:
+            assert rec is not None
+            return Outcome(info, "changed", reason=f"changed since it was imported as {rec.session}; --update "
+                                                   "imports it again, as a new omp session", session=rec.session)
+        return None
+
+    def _import(self, info: ForeignSession) -> Outcome:
+        # The ledger is held to look and to record, not while converting: workers of this run and
+        # other runs convert side by side, and a source another run recorded meanwhile is not placed.
+        ledger = self.ledger
+        try:
+            with ledger.locked():
+                ledger.refresh()
+                status, rec = import_status(info, ledger)
+        except OSError as e:
+            return _ledger_failed(info, ledger, e)
+        early = self._settled(info, status, rec)
+        if early is not None:
+            return early
+        out, prepared, before = self._convert(info)
+        if prepared is None or before is None:
             return out
-        out.session = persist(prepared, session_dir=session_dir)
-    except OSError as e:
-        return Outcome(info, "failed", reason=f"{e.filename or info.path}: cannot read or write: {e.strerror or e}")
-    except (SessionError, ValueError, RecursionError) as e:  # a FormatError names its file and line itself
-        return Outcome(info, "failed", reason=str(e) if info.path in str(e) else f"{info.path}: {e}")
+        try:
+            staged = stage(prepared, session_dir=self._folder(prepared.cwd), blob_store=self._blob_store())
+        except OSError as e:
+            return _unreadable(info, e)
+        except SessionError as e:
+            return _failed(info, e)
+        del prepared  # its entries: the file holds them now
+        placed = False
+        try:
+            with ledger.locked():
+                ledger.refresh()
+                latest = ledger.latest(info.path)
+                if latest is not None and latest != rec:  # another run imported it meanwhile
+                    return Outcome(info, "already imported", reason=f"as {latest.session}", session=latest.session)
+                out.session = place_staged(staged)
+                placed = True
+                try:
+                    ledger.add(LedgerRecord(source=info.source, source_id=info.id, source_path=info.path,
+                                            size=before.size, mtime_ns=before.mtime_ns, session=out.session,
+                                            imported_at=now_iso()))
+                except OSError as e:  # unrecorded, the session would be imported again by the next run
+                    with contextlib.suppress(OSError):
+                        os.unlink(out.session)
+                    return _ledger_failed(info, ledger, e)
+        except OSError as e:
+            return _ledger_failed(info, ledger, e)
+        except SessionError as e:
+            return _failed(info, e)
+        finally:
+            if not placed:
+                discard_staged(staged)
+        out.status = "imported"
+        return out
+
+
+def _unreadable(info: ForeignSession, e: OSError) -> Outcome:
+    return Outcome(info, "failed", reason=f"{e.filename or info.path}: cannot read or write: {e.strerror or e}")
+
+
+def _failed(info: ForeignSession, e: Exception) -> Outcome:
+    return Outcome(info, "failed", reason=str(e) if info.path in str(e) else f"{info.path}: {e}")
+
+
+def _ledger_failed(info: ForeignSession, ledger: Ledger, e: OSError) -> Outcome:
+    return Outcome(info, "failed", reason=f"{e.filename or ledger.path}: cannot record the import in the ledger: "
+                                          f"{e.strerror or e}")
+
+
+@contextlib.contextmanager
+def _no_cycle_collection() -> Iterator[None]:
+    """Converting a session builds hundreds of thousands of containers and no cycle: the cyclic
+    collector would walk them again and again for nothing."""
+    enabled = gc.isenabled()
+    gc.disable()
     try:
-        ledger.add(LedgerRecord(source=info.source, source_id=info.id, source_path=info.path, size=before.size,
-                                mtime_ns=before.mtime_ns, session=out.session, imported_at=now_iso()))
-    except OSError as e:  # unrecorded, the session would be imported again by the next run: take it back
-        with contextlib.suppress(OSError):
-            os.unlink(out.session)
-        return Outcome(info, "failed", reason=f"{e.filename or ledger.path}: cannot record the import in the "
-                                              f"ledger: {e.strerror or e}")
-    return out
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+_worker_job: _Job | None = None
+
+
+def _start_worker(job: _Job) -> None:
+    global _worker_job
+    _worker_job = job
+
+
+def _run_in_worker(info: ForeignSession) -> Outcome:
+    assert _worker_job is not None
+    return _worker_job.run(info)
 
 
 def list_foreign(sources: Sequence[Source] = ("claude", "codex"), roots: Sequence[str] = (), *,

@@ -14,6 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
+
 from omp_session.js import codec
 from omp_session.js.date import date_parse, time_clip
 from omp_session.js.value import JS_S, JS_SPACE
@@ -114,17 +116,35 @@ def _project_cwd(encoded: str, registered: list[str]) -> str:
 
 
 def _recorded_cwd(path: str) -> str | None:
+    """The first ``cwd`` omp's lenient parse of the first 64 KiB finds. Each line ``orjson`` takes
+    whole is one record of that parse (``codec.JSONLScanner``), so only the others go through it."""
     with open(path, "rb") as f:
         prefix = f.read(CWD_PREFIX_BYTES)
     text = prefix.decode("utf-8", "replace")
     if text.startswith("\ufeff"):
         text = text[1:]
-    records, _malformed = codec.parse_jsonl(text)
-    for value, _start, _end in records:
-        if isinstance(value, dict):
-            cwd = string_field(value, "cwd")
-            if cwd:
-                return cwd
+    scanner: codec.JSONLScanner | None = None
+    pos, n = 0, len(text)
+    while pos < n:
+        end = text.find("\n", pos)
+        if end < 0:
+            end = n
+        line = text[pos:end]
+        try:
+            values = [orjson.loads(line)]
+            pos = end + 1
+        except orjson.JSONDecodeError:
+            if not line.strip(" \t\r"):
+                pos = end + 1
+                continue
+            scanner = scanner or codec.JSONLScanner(text)
+            records, _malformed, pos = scanner.step(pos)
+            values = [value for value, _start, _end in records]
+        for value in values:
+            if isinstance(value, dict):
+                cwd = string_field(value, "cwd")
+                if cwd:
+                    return cwd
     return None
 
 

@@ -65,11 +65,12 @@ def _birthtime_ms(path: str, st: os.stat_result) -> float:
     return _ms(seconds, nanoseconds)
 
 
-def file_times(path: str | os.PathLike[str]) -> FileTimes:
-    """The times of ``path`` (following links, as ``fs.stat``); raises OSError."""
+def file_times(path: str | os.PathLike[str], *, birth: bool = True) -> FileTimes:
+    """The times of ``path`` (following links, as ``fs.stat``); raises OSError. ``birth=False``:
+    the birth time is not looked up (``birthtime_ms`` 0; a second system call saved)."""
     name = os.fspath(path)
     st = os.stat(name)
     return FileTimes(size=st.st_size, mtime_ns=st.st_mtime_ns,
                      mtime_ms=_ms(*divmod(st.st_mtime_ns, 1_000_000_000)),
                      ctime_ms=_ms(*divmod(st.st_ctime_ns, 1_000_000_000)),
-                     birthtime_ms=_birthtime_ms(name, st))
+                     birthtime_ms=_birthtime_ms(name, st) if birth else 0.0)

@@ -15,8 +15,9 @@ source.
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Iterator
+import secrets
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,7 +29,7 @@ from omp_session.js.date import new_date_ms, now_iso
 from omp_session.model.omp_version import has_s20
 from omp_session.model.omp_version import resolve as resolve_omp
 from omp_session.paths import blobs_dir, default_session_dir
-from omp_session.store.atomic import write_new_file
+from omp_session.store.atomic import place
 from omp_session.write.entries import clean_title, file_safe_timestamp, generate_id, record
 from omp_session.write.ids import new_session_id, new_session_timestamp
 from omp_session.write.persist import persist_transform
@@ -36,11 +37,14 @@ from omp_session.write.persist import persist_transform
 from .convert_claude import convert_claude
 from .convert_codex import convert_codex
 from .converted import Converted
+from .lines import entry_line
 from .sources import ForeignSession
 
-__all__ = ["IMPORT_CUSTOM_TYPE", "Prepared", "convert", "persist", "prepare"]
+__all__ = ["IMPORT_CUSTOM_TYPE", "Prepared", "Staged", "convert", "discard_staged", "persist", "place_staged", "prepare",
+           "stage"]
 
 IMPORT_CUSTOM_TYPE = "foreign_session_import"
+_MODE = 0o666  # minus the umask, as every file omp-session writes (store.atomic)
 
 
 @dataclass
@@ -59,15 +63,16 @@ class Prepared:
     title_updated_at: str
 
 
-def convert(info: ForeignSession) -> Converted:
-    """The entries omp's store ``load`` gives for ``info`` (raises OSError, FormatError)."""
-    return convert_claude(info) if info.source == "claude" else convert_codex(info)
+def convert(info: ForeignSession, *, raw_text: bool = False) -> Converted:
+    """The entries omp's store ``load`` gives for ``info`` (raises OSError, FormatError); with
+    ``raw_text``, texts copied from a Claude transcript are :class:`~.lines.RawText`."""
+    return convert_claude(info, raw_text=raw_text) if info.source == "claude" else convert_codex(info)
 
 
 def prepare(info: ForeignSession, *, fallback_cwd: str | None) -> Prepared:
     """Convert ``info`` and add what ``persistForeignSession`` adds before writing."""
     created_at = now_iso()  # the in-memory session's own time: the title slot's when it gets no title
-    converted = convert(info)
+    converted = convert(info, raw_text=True)
     entries = list(converted.entries)
     ids = {e["id"] for e in entries}
     leaf = entries[-1]["id"] if entries else None
@@ -95,10 +100,85 @@ def prepare(info: ForeignSession, *, fallback_cwd: str | None) -> Prepared:
                     entries=entries, title=title, title_source=source, title_updated_at=updated)
 
 
-def _body(prepared: Prepared, header: dict[str, Any], blob_store: Any, s20: bool) -> Iterator[bytes]:
-    yield build_title_slot(prepared.title or "", prepared.title_source, prepared.title_updated_at)
-    for value in (header, *prepared.entries):
-        yield codec.dumps_line(persist_transform(value, blob_store, s20=s20))
+def _body(prepared: Prepared, header: dict[str, Any], blob_store: Any, s20: bool) -> bytes:
+    lines = [build_title_slot(prepared.title or "", prepared.title_source, prepared.title_updated_at),
+             codec.dumps_line(persist_transform(header, blob_store, s20=s20))]
+    lines.extend(entry_line(value, blob_store, s20=s20) for value in prepared.entries)
+    return b"".join(lines)
+
+
+@dataclass(frozen=True)
+class Staged:
+    """A session written under a temporary name beside ``path``, the name it is to take."""
+
+    path: str
+    tmp: str
+
+
+def stage(prepared: Prepared, *, session_dir: str | None = None, blob_store: Any = None,
+          omp: str | None = None) -> Staged:
+    """Write ``prepared`` as a new omp session under a hidden temporary name (one write; see
+    :func:`persist` for ``session_dir``); :func:`place_staged` gives it its name. Raises OSError,
+    SessionError; on failure nothing is left behind but blobs already stored.
+
+    The file is not synced, as omp's importer does not sync it either: see docs/import.md for what
+    that means after a crash of the machine.
+    """
+    version = resolve_omp(omp)
+    directory = session_dir or default_session_dir(prepared.cwd)
+    os.makedirs(directory, exist_ok=True)
+    timestamp = new_session_timestamp()
+    session_id = new_session_id(int(new_date_ms(timestamp)))
+    header = record(("type", "session"), ("version", 3), ("id", session_id), ("timestamp", timestamp),
+                    ("cwd", prepared.cwd), ("title", prepared.title or codec.UNDEFINED),
+                    ("titleSource", prepared.title_source or codec.UNDEFINED))
+    name = f"{file_safe_timestamp(timestamp)}_{session_id}.jsonl"
+    store = blob_store if blob_store is not None else BlobStore(blobs_dir())
+    data = _body(prepared, header, store, has_s20(version))
+    path = os.path.join(directory, name)
+    for _ in range(100):
+        tmp = os.path.join(directory, f".{name}.{secrets.token_hex(4)}.tmp")
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, _MODE)
+        except FileExistsError:
+            continue
+        except OSError as e:
+            raise SessionError(f"{path}: cannot write: {e.strerror or e}") from None
+        break
+    else:
+        raise SessionError(f"{path}: cannot write: no free temporary name")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+    except BaseException as e:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        if isinstance(e, OSError):
+            raise SessionError(f"{path}: cannot write: {e.strerror or e}") from None
+        raise
+    return Staged(path, tmp)
+
+
+def place_staged(staged: Staged) -> str:
+    """Give a staged session its name (never replacing a file); returns its path. Raises OSError,
+    SessionError; the temporary file is gone either way."""
+    try:
+        place(staged.tmp, staged.path, force=False)  # removes the temporary name once placed
+    except FileExistsError:
+        discard_staged(staged)
+        raise SessionError(f"{staged.path}: already exists; nothing was written") from None
+    except OSError as e:
+        discard_staged(staged)
+        raise SessionError(f"{staged.path}: cannot write: {e.strerror or e}") from None
+    except BaseException:
+        discard_staged(staged)
+        raise
+    return staged.path
+
+
+def discard_staged(staged: Staged) -> None:
+    with contextlib.suppress(OSError):
+        os.unlink(staged.tmp)
 
 
 def persist(prepared: Prepared, *, session_dir: str | None = None, blob_store: Any = None,
@@ -110,15 +190,4 @@ def persist(prepared: Prepared, *, session_dir: str | None = None, blob_store: A
     plays no part). Raises SessionError or OSError; on failure nothing is left behind but blobs
     already stored.
     """
-    version = resolve_omp(omp)
-    directory = session_dir or default_session_dir(prepared.cwd)
-    os.makedirs(directory, exist_ok=True)
-    timestamp = new_session_timestamp()
-    session_id = new_session_id(int(new_date_ms(timestamp)))
-    header = record(("type", "session"), ("version", 3), ("id", session_id), ("timestamp", timestamp),
-                    ("cwd", prepared.cwd), ("title", prepared.title or codec.UNDEFINED),
-                    ("titleSource", prepared.title_source or codec.UNDEFINED))
-    path = os.path.join(directory, f"{file_safe_timestamp(timestamp)}_{session_id}.jsonl")
-    store = blob_store if blob_store is not None else BlobStore(blobs_dir())
-    write_new_file(path, _body(prepared, header, store, has_s20(version)), force=False, error=SessionError)
-    return path
+    return place_staged(stage(prepared, session_dir=session_dir, blob_store=blob_store, omp=omp))

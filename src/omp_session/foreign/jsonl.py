@@ -13,9 +13,11 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 from omp_session.js import codec
 
-__all__ = ["ForeignRecords", "Problem", "decode_line", "is_finite_number", "read_records"]
+__all__ = ["ForeignRecords", "Problem", "decode_line", "is_finite_number", "kind_of", "read_records"]
 
 _BOM = "\ufeff"
 
@@ -50,6 +52,10 @@ def is_finite_number(value: Any) -> bool:
 
 def decode_line(raw: bytes) -> Any:
     """``JSON.parse(new TextDecoder().decode(raw))``; raises ``JSONSyntaxError`` (a ValueError)."""
+    try:  # straight from the bytes: valid UTF-8 without a BOM decodes to the same text
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        pass
     text = raw.decode("utf-8", "replace")
     if text.startswith(_BOM):
         text = text[1:]
@@ -90,7 +96,8 @@ def read_records(path: str | os.PathLike[str], *, first_only: bool = False) -> F
                 out.problems.append(Problem(name, number, "not JSON: skipped, as omp does"))
             continue
         if not isinstance(value, dict):
-            out.problems.append(Problem(name, number, f"a JSON {_kind(value)}, not an object: skipped, as omp does"))
+            out.problems.append(Problem(name, number,
+                                        f"a JSON {kind_of(value)}, not an object: skipped, as omp does"))
             continue
         out.records.append((value, number))
     return out
@@ -114,7 +121,8 @@ def _first_record(name: str) -> ForeignRecords:
     return out
 
 
-def _kind(value: Any) -> str:
+def kind_of(value: Any) -> str:
+    """What JSON value ``value`` is, in a warning's words."""
     if isinstance(value, list):
         return "array"
     if isinstance(value, str):

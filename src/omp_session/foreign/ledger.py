@@ -101,10 +101,16 @@ class Ledger:
             os.close(fd)  # releases the lock
 
     def latest(self, source_path: str) -> LedgerRecord | None:
-        """The newest import of ``source_path`` whose omp session still exists."""
+        """The newest import of ``source_path`` whose omp session still exists. An empty file is
+        none: sessions are not synced to disk one by one (omp's importer does not sync either),
+        so after a crash of the machine an import may have left an empty file behind, and its
+        source is to be imported again."""
         for rec in reversed(self._by_path.get(source_path, [])):
-            if os.path.exists(rec.session):
-                return rec
+            try:
+                if os.stat(rec.session).st_size > 0:
+                    return rec
+            except (OSError, ValueError):  # ValueError: a NUL in a name edited by hand
+                continue
         return None
 
     def add(self, rec: LedgerRecord) -> None:
@@ -116,7 +122,9 @@ class Ledger:
             size = os.fstat(fd).st_size
             if size and os.pread(fd, 1, size - 1) != b"\n":
                 line = b"\n" + line  # end a line cut short by a crash, so this one stays whole
-            os.write(fd, line)
+            written = os.write(fd, line)
         finally:
             os.close(fd)
         self._by_path.setdefault(rec.source_path, []).append(rec)
+        if size == self._offset and written == len(line):  # read all before it: no need to read it back
+            self._offset = size + written
