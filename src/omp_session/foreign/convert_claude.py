@@ -42,8 +42,23 @@ def _empty_usage() -> dict[str, Any]:
             "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}}
 
 
+_MAX_SAFE = 2**53
+_INF = float("inf")
+
+
+def _double(value: Any) -> Any:
+    """An int as the double ``JSON.parse`` gave omp for its literal: past 2**53 rounded, past the
+    doubles infinite (msgspec keeps every integer literal exact). Anything else as it is."""
+    if value.__class__ is not int or -_MAX_SAFE <= value <= _MAX_SAFE:
+        return value
+    try:
+        return float(value)
+    except OverflowError:
+        return _INF if value > 0 else -_INF
+
+
 def _number(record: dict[str, Any], key: str) -> Any:
-    value = record.get(key)
+    value = _double(record.get(key))
     if value.__class__ is int:
         return value
     if isinstance(value, bool) or not isinstance(value, int | float) or value != value or value in (
@@ -136,8 +151,17 @@ def _usage(value: Any) -> dict[str, Any]:
         return _empty_usage()
     i, o = _number(value, "input_tokens"), _number(value, "output_tokens")
     r, w = _number(value, "cache_read_input_tokens"), _number(value, "cache_creation_input_tokens")
-    return {"input": i, "output": o, "cacheRead": r, "cacheWrite": w, "totalTokens": i + o + r + w,
+    if all(t.__class__ is int and -2**51 <= t <= 2**51 for t in (i, o, r, w)):
+        total = i + o + r + w  # no sum on the way past 2**53: the doubles omp adds give the same
+    else:
+        total = _js_number(float(i) + o + r + w)  # omp adds doubles, rounding each sum
+    return {"input": i, "output": o, "cacheRead": r, "cacheWrite": w, "totalTokens": total,
             "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}}
+
+
+def _js_number(value: float) -> Any:
+    """An integral double within 2**53 as an int (spelt the same by ``JSON.stringify``)."""
+    return int(value) if value.is_integer() and -_MAX_SAFE <= value <= _MAX_SAFE else value
 
 
 def _stop_reason(value: Any) -> str:
@@ -195,6 +219,9 @@ class _Clock:
                     midnight = self._midnight(value[:10])
                     if midnight is not None:
                         return midnight + hour * 3_600_000 + minute * 60_000 + second * 1000 + milli, value
+        if value.__class__ is int and abs(_double(value)) == _INF:
+            value = _INF  # past the doubles omp's number is Infinity, not a time; short of them an
+            # int is written as omp's double is
         return _js_time(timestamp_ms(value, self.fallback)), None
 
 
@@ -218,7 +245,7 @@ def _convert_record(record: ClaudeRecord, message: ClaudeMessage, timestamp: Any
             out["responseId"] = response_id
         if error:
             out["errorMessage"] = error
-        status = record.apiErrorStatus
+        status = _double(record.apiErrorStatus)
         if not isinstance(status, bool) and isinstance(status, int | float) and status == status and abs(
                 status) != float("inf"):
             out["errorStatus"] = status
