@@ -1,8 +1,11 @@
 """``omp-session sync --watch``: follow a folder of sessions and push every write to a store
 within a second, through restarts of the database (docs/team.md, "Continuous upload").
 
-* File events come from watchfiles (inotify on Linux, FSEvents, ReadDirectoryChangesW), or from
-  its polling (``poll=True``) on network file systems, where no events arrive.
+* File events come from watchfiles (inotify on Linux, FSEvents, ReadDirectoryChangesW). On network
+  file systems, where no events arrive, ``poll=True`` (or ``WATCHFILES_FORCE_POLLING``) compares
+  the folder's sizes and nanosecond times every 0.5 s here: watchfiles' own polling (notify's)
+  compares whole seconds, so a write in the same second as the scan before it went unseen until
+  the next write.
 * On start, one whole incremental ``sync`` (ops/sync.py) brings the store up to date; then each
   batch of events syncs only the files it names, with the same per-session decisions (only the new
   bytes appended, the title slot written, a rewritten file replaced, a conflict reported and left),
@@ -50,6 +53,7 @@ WROTE = ("copied", "appended", "titled", "replaced")
 FIRST_DELAY, MAX_DELAY = 0.5, 30.0  # seconds between reconnection attempts: doubling from the first to the cap
 _STEP_MS = 50  # a write is pushed once no further event came for this long...
 _DEBOUNCE_MS = 400  # ...or this long after the first one, under a steady stream of writes
+_POLL_S = 0.5  # --poll: how often the folder is compared (20,000 sessions: ~30 ms a scan)
 _TICK_MS = 250  # how often the loop looks at the clock without events (a reconnection due)
 
 
@@ -371,6 +375,45 @@ def _changed(changes: Collection[tuple[int, str]], names: _Names, added: int) ->
     return out
 
 
+def _polled(root: str, stop: StopFlag, added: int, modified: int) -> Generator[set[tuple[int, str]], None, None]:
+    """Events as watchfiles gives them, from comparing the folder's ``.jsonl`` files (size,
+    nanosecond time, inode) and folders every :data:`_POLL_S`; the first round is the state the
+    first push starts from."""
+    seen = _scan(root)
+    yield set()
+    while not stop.is_set():
+        _pause(_POLL_S, stop)
+        now = _scan(root)
+        yield {(added, path) if path not in seen else (modified, path) for path, sig in now.items()
+               if path not in seen or seen[path] != sig}
+        seen = now
+
+
+def _scan(root: str) -> dict[str, tuple[int, int, int] | None]:
+    """Every folder (None) and ``.jsonl`` file under ``root``, links to folders not entered."""
+    out: dict[str, tuple[int, int, int] | None] = {}
+    stack = [root]
+    while stack:
+        folder = stack.pop()
+        try:
+            entries = list(os.scandir(folder))
+        except (FileNotFoundError, NotADirectoryError):  # gone since its parent was read
+            if folder == root:
+                raise
+            continue
+        for entry in entries:
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    out[entry.path] = None
+                    stack.append(entry.path)
+                elif entry.name.endswith(".jsonl"):
+                    st = entry.stat(follow_symlinks=False)
+                    out[entry.path] = (st.st_size, st.st_mtime_ns, st.st_ino)
+            except FileNotFoundError:
+                continue
+    return out
+
+
 def _pause(seconds: float, stop: StopFlag) -> None:
     """Wait ``seconds``, or less when a stop is asked for (a signal does not cut time.sleep short)."""
     end = time.monotonic() + seconds
@@ -440,11 +483,13 @@ def _watch(watchfiles: ModuleType, source_name: str, dst_url: StoreURL, state: S
     names = _Names(prefix)
 
     def watcher() -> Generator[set[tuple[int, str]], None, None]:
-        # None: watchfiles decides whether to poll (WSL, its environment variable)
+        if poll or os.environ.get("WATCHFILES_FORCE_POLLING"):
+            return _polled(source_root, stop, added, int(watchfiles.Change.modified))
+        # None: watchfiles decides whether to poll (WSL): then in whole seconds, see above
         return watchfiles.watch(  # type: ignore[no-any-return]
             source_root, watch_filter=lambda change, path: path.endswith(".jsonl") or change == added,
             debounce=_DEBOUNCE_MS, step=_STEP_MS, stop_event=stop, rust_timeout=_TICK_MS, yield_on_timeout=True,
-            raise_interrupt=False, force_polling=True if poll else None)
+            raise_interrupt=False, force_polling=False)
 
     # the watcher runs before the first push (its first round ends after a tick), so a write made
     # during that push is an event for the next one
