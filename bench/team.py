@@ -13,6 +13,10 @@ long one of 300 entries with tool outputs), then, timed:
   on an open connection; and the whole ``search --store`` path, connecting each time) and on files
   (FTS5: without the index update, ``search --no-update``, and with it, what plain ``search``
   does);
+* ``list --store URL --all --json --limit 100`` (median of 9): from the derived tables, in-process
+  (``list_derived_sessions`` on an open connection) and as a whole process (the CLI: start-up,
+  connect, list, print), beside the listing from the stored bytes that a store without derived
+  tables gets (``list_store_sessions``: every session's head and tail windows);
 * a second sync after 1 % of the sessions grew by one message (the incremental cost);
 * the derived tables' size relative to the sessions' bytes.
 
@@ -127,6 +131,80 @@ def percentiles(fn: Callable[[], Any], runs: int) -> dict[str, float]:
             "p95_ms": round(times[min(len(times) - 1, round(0.95 * (len(times) - 1)))], 2)}
 
 
+def _median_ms(fn: Callable[[], Any], runs: int) -> float:
+    return round(statistics.median(timed(fn)[0] * 1000 for _ in range(runs)), 1)
+
+
+def measure_list(url: str, tables: Any, runs: int = 9) -> dict[str, Any]:
+    """``list --store URL --all --json --limit 100``: from the derived tables (in-process and as
+    the CLI), and from the stored bytes as a store without derived tables is listed."""
+    import subprocess
+
+    from omp_session.catalog.store_listing import list_derived_sessions, list_store_sessions
+    from omp_session.store import open_store
+
+    exe = str(Path(sys.executable).with_name("omp-session"))
+    cli = [exe, "list", "--store", url, "--all", "--json", "--limit", "100"]
+    shown = json.loads(subprocess.run(cli, check=True, capture_output=True).stdout)
+    got = list_derived_sessions(tables, ROOT, all_buckets=True, limit=100).sessions
+    storage = open_store(url)
+    try:
+        t_bytes, listed = timed(lambda: list_store_sessions(storage, ROOT, all_buckets=True))
+        assert [i.path for i in listed.sessions[:100]] == [i.path for i in got] == [r["path"] for r in shown]
+        # every session's bytes, each run: 3 runs are plenty
+        times = [t_bytes] + [timed(lambda: list_store_sessions(storage, ROOT, all_buckets=True))[0] for _ in range(2)]
+        bytes_ms = round(statistics.median(times) * 1000, 1)
+    finally:
+        storage.close()
+    return {"rows": len(shown),
+            "derived_ms": _median_ms(lambda: list_derived_sessions(tables, ROOT, all_buckets=True, limit=100), runs),
+            "derived_all_ms": _median_ms(lambda: list_derived_sessions(tables, ROOT, all_buckets=True), 3),
+            "cli_ms": _median_ms(lambda: subprocess.run(cli, check=True, capture_output=True), runs),
+            "cli_help_ms": _median_ms(lambda: subprocess.run([exe, "--help"], check=True, capture_output=True), runs),
+            # the floor of any command on PostgreSQL: Python starting and importing the driver
+            "python_psycopg_ms": _median_ms(lambda: subprocess.run([sys.executable, "-c", "import psycopg"], check=True),
+                                            runs),
+            "bytes_ms": bytes_ms}
+
+
+def measure_stats(url: str, tables: Any, files: Path, runs: int = 7) -> dict[str, Any]:
+    """``stats --by day --since WHEN``: in the database (``stats --store``: in-process on an open
+    connection, and the whole command) beside ``stats`` on the same files (the whole command with
+    its cache warm, and in-process). WHEN: ``30d`` as typed (the generated sessions are dated
+    January 2026, so on a later clock it holds nothing) and the 30 days up to the newest session
+    (every session: the work a team's last month would be)."""
+    import subprocess
+
+    from omp_session.ops.stats.database import stats_in_tables
+    from omp_session.ops.stats.report import stats
+
+    os.environ["XDG_CACHE_HOME"] = str(files.parent / "cache")  # the files' stats cache: the scratch's, not ~/.cache
+    exe = str(Path(sys.executable).with_name("omp-session"))
+    newest = max(int(r[0]) for r in tables.rows(f"SELECT max(ts) FROM {tables.names.usage}"))
+    month = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(newest / 1000 - 30 * 86_400)) + "Z"
+    out: dict[str, Any] = {}
+    for label, since in (("30d", "30d"), ("last_month_of_data", month)):
+        args = ["--all", "--by", "day", "--since", since, "--tz", "UTC", "--json"]
+        store_cli = [exe, "stats", "--store", url, *args]
+        files_cli = [exe, "stats", "--root", str(files), *args]
+        shown = subprocess.run(store_cli, check=True, capture_output=True).stdout
+        subprocess.run(files_cli, check=True, capture_output=True)  # the files' cache, warm from here on
+        files_json = json.loads(subprocess.run(files_cli, check=True, capture_output=True).stdout)
+        # an age is "that long before now": the two runs' windows start a moment apart
+        same = {**json.loads(shown), "since": None} == {**files_json, "since": None}
+        row: dict[str, Any] = {"since": since, "same_json": same, "requests": json.loads(shown)["total"]["billed"]["requests"]}
+        row["store_in_process_ms"] = _median_ms(lambda s=since: stats_in_tables(
+            tables, all_sessions=True, root=ROOT, by="day", since=s, tz="UTC"), runs)
+        row["store_cli_ms"] = _median_ms(lambda c=store_cli: subprocess.run(c, check=True, capture_output=True), runs)
+        row["files_cli_ms"] = _median_ms(lambda c=files_cli: subprocess.run(c, check=True, capture_output=True), runs)
+        row["files_in_process_ms"] = _median_ms(lambda s=since: stats(all_sessions=True, root=files, by="day", since=s,
+                                                                      tz="UTC"), 3)
+        row["files_cli_no_cache_ms"] = _median_ms(
+            lambda c=files_cli: subprocess.run([*c, "--no-cache"], check=True, capture_output=True), 3)
+        out[label] = row
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sessions", type=int, default=10_000)
@@ -200,6 +278,17 @@ def main() -> int:
                     f"{row['files']['p50_ms']} ms p95 {row['files']['p95_ms']} ms (with update p50 "
                     f"{row['files_update']['p50_ms']} ms)")
             out["search"] = queries
+            out["stats"] = measure_stats(url, tables, files)
+            for row in out["stats"].values():
+                say(f"stats --by day --since {row['since']}: store {row['store_in_process_ms']} ms in-process, "
+                    f"{row['store_cli_ms']} ms whole process | files {row['files_cli_ms']} ms whole process (cache warm), "
+                    f"{row['files_in_process_ms']} ms in-process, {row['files_cli_no_cache_ms']} ms --no-cache; "
+                    f"{row['requests']} requests, same JSON: {row['same_json']}")
+            out["list"] = measure_list(url, tables)
+            say(f"list --all --json --limit 100: {out['list']['derived_ms']} ms in-process, "
+                f"{out['list']['cli_ms']} ms whole process (omp-session --help: {out['list']['cli_help_ms']} ms, "
+                f"python -c 'import psycopg': {out['list']['python_psycopg_ms']} ms); "
+                f"from the bytes: {out['list']['bytes_ms']} ms in-process")
             # 1 % of the sessions grow by one message: the incremental sync and derive
             grown = sorted(files.rglob("*.jsonl"))[:: 100]
             for p in grown:
@@ -248,6 +337,15 @@ def _table(out: dict[str, Any]) -> str:
         lines.append(f"| {label} `{r['word']}` | {r['hits']} | {r['pg']['p50_ms']} ms | {r['pg']['p95_ms']} ms | "
                      f"{r['pg_connect']['p50_ms']} ms | {r['files']['p50_ms']} ms | {r['files']['p95_ms']} ms | "
                      f"{r['files_update']['p50_ms']} ms | {r['pg_vs_files']} |")
+    li = out["list"]
+    lines.append(f"list --all --json --limit 100: {li['derived_ms']} ms in-process, {li['cli_ms']} ms whole process "
+                 f"(omp-session --help {li['cli_help_ms']} ms, python -c 'import psycopg' {li['python_psycopg_ms']} ms); "
+                 f"every row from the tables {li['derived_all_ms']} ms; "
+                 f"from the stored bytes {li['bytes_ms']} ms in-process")
+    for row in out["stats"].values():
+        lines.append(f"stats --by day --since {row['since']}: store {row['store_in_process_ms']} ms in-process, "
+                     f"{row['store_cli_ms']} ms whole process; files {row['files_cli_ms']} ms whole process (cache "
+                     f"warm), {row['files_in_process_ms']} ms in-process, {row['files_cli_no_cache_ms']} ms --no-cache")
     s = out["sizes"]
     lines.append(f"first sync (copy + derive) {out['sync_first_s']} s (derive {out['derive_first_s']} s); file index "
                  f"{out['file_index_s']} s; {out['sync_grown']['sessions']} grown: sync {out['sync_grown']['seconds']} s")

@@ -21,12 +21,13 @@ import getpass
 import math
 import os
 import socket
+import sys
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from omp_session.errors import ContextError
+from omp_session.errors import ContextError, StoreError
 from omp_session.format.migrate import needs_migration
 from omp_session.format.reader import Journal, scan_bytes
 from omp_session.js.codec import parse_jsonl
@@ -47,7 +48,13 @@ from omp_session.store.derived import (
     UsageRow,
     open_derived,
 )
+from omp_session.store.derived.rls import apply_rls, grant
+from omp_session.store.derived.schema import SCHEMA_VERSION
 from omp_session.store.url import StoreURL, parse_store_url
+
+from .derived_usage import stats_key, tail_usage, whole_usage
+from .list_facts import complete_status, complete_status_after, head_facts, shown_status
+from .listing import PREFIX_BYTES
 
 __all__ = ["DeriveReport", "default_namespace", "derive_whole", "derived_texts", "indexed_key", "refresh",
            "refresh_url"]
@@ -146,10 +153,13 @@ def _str(value: Any) -> str | None:
 def _row(seq: int, n: int, eid: str | None, kind: str, usage: dict[str, Any], ms: float | None, provider: Any,
          model: Any, dedup: str | None, agent: str | None = None) -> UsageRow:
     cost = usage.get("cost")
-    return UsageRow(seq, n, _plain(eid), ms, kind, _plain(_str(provider)), _plain(_str(model)),
-                    _count(usage.get("input")), _count(usage.get("output")), _count(usage.get("cacheRead")),
-                    _count(usage.get("cacheWrite")), _count(usage.get("totalTokens")),
-                    _count(cost.get("total")) if isinstance(cost, dict) else 0.0, _plain(dedup), _plain(agent))
+    counts = [usage.get(k) for k in ("input", "output", "cacheRead", "cacheWrite", "totalTokens")]
+    # ops/stats sums a whole JSON number as an int and anything else as a float: which were floats
+    floats = sum(1 << i for i, v in enumerate(counts) if v.__class__ is float and math.isfinite(v))
+    inp, out, read, write, total = (_count(v) for v in counts)
+    return UsageRow(seq, n, _plain(eid), ms, kind, _plain(_str(provider)), _plain(_str(model)), inp, out, read, write,
+                    total, _count(cost.get("total")) if isinstance(cost, dict) else 0.0, _plain(dedup), _plain(agent),
+                    floats=floats)
 
 
 def derived_usage(entry: Any, seq: int, keyed: bool = True) -> list[UsageRow]:
@@ -219,13 +229,15 @@ class Derived:
     state: DerivedState
     texts: list[TextRow]
     usage: list[UsageRow]
+    flips: list[tuple[int, bool]] = field(default_factory=list)  # (seq, on_branch) of earlier usage rows
 
 
 def derive_whole(key: str, body: bytes, size: int, raw_head: bytes, modified: int, title_columns: str | None,
-                 namespace: str | None) -> Derived:
+                 namespace: str | None, *, with_texts: bool = True) -> Derived:
     """Everything derived from a whole session (``body`` as omp reads it; ``size`` and
     ``raw_head``: the stored body's bytes and its first bytes, without the title overlay), up to
-    its last complete line."""
+    its last complete line. ``with_texts``: with its texts (not an advisor's or a nested
+    subagent's transcript, which only ``stats`` reads)."""
     j = scan_bytes(body)
     try:
         offset = _line_start(j, j.size)
@@ -261,12 +273,20 @@ def derive_whole(key: str, body: bytes, size: int, raw_head: bytes, modified: in
         texts: list[TextRow] = []
         usage: list[UsageRow] = []
         for seq, value in enumerate(values):
-            texts += derived_texts(value, seq)
+            if with_texts:
+                texts += derived_texts(value, seq)
             if seq:  # the first line is the header's place: ops/stats reads no entry there
                 usage += derived_usage(value, seq, facts.keyed)
                 _fold(facts, value)
         facts.next_seq = n
         facts.damaged = sum(1 for m in j.malformed if m.start < offset)
+        # the current branch, omp's totals, the header as stats reads it (catalog/derived_usage.py)
+        usage, facts.stats = whole_usage(key, j, body, offset, n, values, usage, _plain)
+        # what `list` shows: omp's listing of these bytes (catalog/list_facts.py)
+        facts.listed = head_facts(body[:PREFIX_BYTES], _plain)
+        facts.list_head = body[:offset] if offset < PREFIX_BYTES else None
+        facts.line_status, facts.status_at = complete_status(body, offset)
+        facts.status = shown_status(facts.line_status, facts.status_at, body[offset:], offset)
         state = DerivedState(key, modified, size, offset, raw_head[:min(HEAD_BYTES, offset)],
                              body[max(0, offset - _ANCHOR):offset], title_columns, facts, namespace)
         return Derived(state, texts, usage)
@@ -275,7 +295,7 @@ def derive_whole(key: str, body: bytes, size: int, raw_head: bytes, modified: in
 
 
 def derive_tail(state: DerivedState, raw_head: bytes, data: bytes, size: int, modified: int,
-                title_columns: str | None) -> Derived | str:
+                title_columns: str | None, *, with_texts: bool = True) -> Derived | str:
     """What the bytes appended since ``state`` add (``data`` starts ``len(state.anchor)`` bytes
     before ``state.derived``); or why the session must be derived again from scratch."""
     if size < state.derived:
@@ -296,23 +316,39 @@ def derive_tail(state: DerivedState, raw_head: bytes, data: bytes, size: int, mo
     texts: list[TextRow] = []
     usage: list[UsageRow] = []
     derived, anchor = state.derived, state.anchor
+    flips: list[tuple[int, bool]] = []
     if cut:
         chunk = new[:cut]
         records, malformed = parse_jsonl(chunk.decode("utf-8", "replace"))
         seq = facts.next_seq
         for value, _, _ in records:
-            texts += derived_texts(value, seq)
+            if with_texts:
+                texts += derived_texts(value, seq)
             usage += derived_usage(value, seq, facts.keyed)
             _fold(facts, value)
             seq += 1
+        step = tail_usage(facts.stats, facts.next_seq, [value for value, _, _ in records], usage)
+        if isinstance(step, str):
+            return step
+        usage, flips, facts.stats = step.usage, step.flips, step.facts
         facts.next_seq = seq
         facts.damaged += len(malformed)
         derived += cut
         anchor = (state.anchor + chunk)[-_ANCHOR:]
+    # omp's listing reads the last line even while it is being written: so does its status
+    facts.line_status, facts.status_at = complete_status_after(facts.line_status, facts.status_at, new[:cut],
+                                                               state.derived)
+    facts.status = shown_status(facts.line_status, facts.status_at, new[cut:], derived)
+    if state.facts.list_head is not None:
+        # omp's listing reads the first 4 KB: while a session is shorter, what it shows grows with
+        # it (its bytes so far are kept for that: the appended ones are all that is read)
+        window = state.facts.list_head + new
+        facts.listed = head_facts(window, _plain)
+        facts.list_head = window[:derived] if derived < PREFIX_BYTES else None
     # a head cut short by a short session grows with it, as a rebuild keeps it (raw_head is this read's)
     head = state.head if len(state.head) >= HEAD_BYTES else raw_head[:min(HEAD_BYTES, derived)]
     return Derived(DerivedState(state.key, modified, size, derived, head, anchor, title_columns, facts,
-                                state.namespace), texts, usage)
+                                state.namespace), texts, usage, flips)
 
 
 # ----- every session under a root ------------------------------------------------------------------
@@ -331,20 +367,52 @@ class DeriveReport:
     skipped: int = 0  # another indexer derived them meanwhile
     bytes_read: int = 0
     seconds: float = 0.0
+    upgraded: int | None = None  # the layout of the tables this update dropped (schema.SCHEMA_VERSION)
 
     def to_json(self) -> dict[str, Any]:
-        return {"store": self.store, "sessions": self.sessions, "added": len(self.added), "grown": len(self.grown),
-                "rederived": [{"key": k, "reason": r} for k, r in self.rederived], "removed": self.removed,
-                "skipped": self.skipped, "bytes_read": self.bytes_read, "seconds": round(self.seconds, 4)}
+        out = {"store": self.store, "sessions": self.sessions, "added": len(self.added), "grown": len(self.grown),
+               "rederived": [{"key": k, "reason": r} for k, r in self.rederived], "removed": self.removed,
+               "skipped": self.skipped, "bytes_read": self.bytes_read, "seconds": round(self.seconds, 4)}
+        if self.upgraded is not None:
+            out["upgraded_from"] = self.upgraded
+        return out
 
 
-def _whole(tables: DerivedTables, key: str, namespace: str | None, report: DeriveReport) -> Derived | None:
+def _whole(tables: DerivedTables, key: str, namespace: str | None, report: DeriveReport,
+           with_texts: bool = True) -> Derived | None:
     found = tables.read_body(key)
     if found is None:
         return None
     body, size, raw_head, modified, tcols = found
     report.bytes_read += size
-    return derive_whole(key, body, size, raw_head, modified, tcols, namespace)
+    return derive_whole(key, body, size, raw_head, modified, tcols, namespace, with_texts=with_texts)
+
+
+def upgrade(tables: DerivedTables) -> tuple[int, dict[str, str]] | None:
+    """Drop derived tables of an older layout and make them anew (derived data is disposable:
+    everything in them comes from the sessions, which are not touched); one line on stderr says
+    so. Returns the old layout and the namespaces recorded (they are not in the sessions' bytes),
+    or None when the tables are of this layout. On PostgreSQL the roles that could read the old
+    tables get the same grants again, and row-level security (rls.sql) when it was on."""
+    version = tables.version()
+    if version is None or not tables.outdated():
+        return None
+    try:
+        kept = tables.namespaces("")
+    except StoreError:  # a layout before namespaces
+        kept = {}
+    secured, roles = tables.grantees()
+    tables.drop()
+    tables.create()
+    for role in roles:
+        if secured:
+            apply_rls(tables, role)
+        else:
+            grant(tables, role)
+    print(f"omp-session: {tables.name}: the search tables were made by another omp-session (layout {version}, "
+          f"this one's is {SCHEMA_VERSION}): dropped and derived again from the sessions, which are unchanged",
+          file=sys.stderr)
+    return version, kept
 
 
 _BATCH_BYTES = 8 * 1024 * 1024  # sessions read per transaction: a commit per small session costs more than it
@@ -358,20 +426,25 @@ def refresh(tables: DerivedTables, root: str, *, namespaces: Mapping[str, str] |
     ``namespaces`` (under row-level security a row without one is nobody's: docs/team.md)."""
     t0 = time.perf_counter()
     report = DeriveReport(tables.name)
+    upgraded = upgrade(tables)
+    if upgraded is not None:
+        report.upgraded, kept = upgraded
+        namespaces = {**{k: v for k, v in kept.items() if k.startswith(root)}, **(namespaces or {})}
     pending, gone = tables.pending(root)
-    work = [p for p in pending if indexed_key(p.key, root)]
-    stray = [p.state.key for p in pending if p.state is not None and not indexed_key(p.key, root)]
+    # what stats reads: sessions, their subagents and advisors (nested); the search reads fewer
+    work = [p for p in pending if stats_key(p.key, root)]
+    stray = [p.state.key for p in pending if p.state is not None and not stats_key(p.key, root)]
     batch: list[tuple[Pending, Derived, str]] = []
     read = 0
     for done, p in enumerate(work, 1):
         before = report.bytes_read
         ns = (namespaces or {}).get(p.key, new_namespace if p.state is None else None)
-        found = _one(tables, p, ns, report)
+        found = _one(tables, p, ns, report, indexed_key(p.key, root))
         if found is not None:
             batch.append((p, *found))
         read += report.bytes_read - before
         if read >= _BATCH_BYTES or done == len(work):
-            _store(tables, batch, report)
+            _store(tables, batch, report, root)
             batch, read = [], 0
         if progress is not None:
             progress(done, len(work))
@@ -379,35 +452,41 @@ def refresh(tables: DerivedTables, root: str, *, namespaces: Mapping[str, str] |
         tables.delete(gone + stray)
         report.removed += gone + stray
     report.sessions = tables.count(root)
+    if len(report.added) + len(report.rederived) + len(report.removed) >= 50 + report.sessions // 10:
+        # the planner's statistics, after changes as large as those autovacuum analyses after (a
+        # server may run without it): without them a list of 100 sorts every session's row
+        tables.analyze()
     report.seconds = time.perf_counter() - t0
     return report
 
 
-def _one(tables: DerivedTables, p: Pending, namespace: str | None,
-         report: DeriveReport) -> tuple[Derived, str] | None:
+def _one(tables: DerivedTables, p: Pending, namespace: str | None, report: DeriveReport,
+         with_texts: bool = True) -> tuple[Derived, str] | None:
     """What to write for one changed session, and what happened to it (added, grown, or why it
     was derived again); None when its row is gone meanwhile (the next update removes it)."""
     state = p.state
     ns = namespace if namespace is not None else (state.namespace if state is not None else None)
     if state is None:
-        result = _whole(tables, p.key, ns, report)
+        result = _whole(tables, p.key, ns, report, with_texts)
         return None if result is None else (result, "added")
     tail = tables.read_tail(p.key, state.derived - len(state.anchor))
     if tail is None:
         return None
     raw_head, data, size, modified, tcols = tail
     report.bytes_read += len(data)
-    step = derive_tail(state, raw_head, data, size, modified, tcols)
+    step = derive_tail(state, raw_head, data, size, modified, tcols, with_texts=with_texts)
     if isinstance(step, Derived):
         return replace(step, state=replace(step.state, namespace=ns)), "grown"
-    result = _whole(tables, p.key, ns, report)
+    result = _whole(tables, p.key, ns, report, with_texts)
     return None if result is None else (result, step)
 
 
-def _store(tables: DerivedTables, batch: list[tuple[Pending, Derived, str]], report: DeriveReport) -> None:
+def _store(tables: DerivedTables, batch: list[tuple[Pending, Derived, str]], report: DeriveReport,
+           root: str | None = None) -> None:
     if not batch:
         return
-    written = tables.write([(d.state, d.texts, d.usage, p.state, outcome != "grown") for p, d, outcome in batch])
+    written = tables.write([(d.state, d.texts, d.usage, p.state, outcome != "grown") for p, d, outcome in batch],
+                           root=root, flips={d.state.key: d.flips for _p, d, _o in batch if d.flips})
     for (p, _d, outcome), ok in zip(batch, written, strict=True):
         if not ok:
             report.skipped += 1
@@ -433,7 +512,7 @@ def refresh_url(url: str | StoreURL, *, create: bool = True, namespaces: Mapping
             if not create:
                 return None
             tables.create()
-        elif rebuild:
+        elif rebuild and not tables.outdated():  # an older layout: refresh drops it anyway
             # where each session came from is not in its bytes: a rebuild keeps it
             namespaces = {**tables.namespaces(parsed.root), **(namespaces or {})}
             tables.drop_rows()

@@ -338,7 +338,8 @@ def _content_text(content: Any) -> str:
     return " ".join(parts)
 
 
-def _status_of(message: Any) -> str:
+def message_status(message: Any) -> str:
+    """The listing's status of a session whose last message line holds ``message`` (S11.3)."""
     role = _get(message, "role")
     if role == "assistant":
         stop = _get(message, "stopReason")
@@ -367,7 +368,7 @@ def _derive_status(suffix: str) -> str:
         except ValueError:
             continue
         if _get(entry, "type") == "message" and truthy(_get(entry, "message")):
-            return _status_of(entry["message"])
+            return message_status(entry["message"])
     return "unknown"
 
 

@@ -7,6 +7,7 @@ import json
 import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +27,8 @@ from ._style import Styler, harmless, terminal_width
 if TYPE_CHECKING:  # the summaries (and the reader behind them) load only past the warm-cache check
     from omp_session.catalog.store_listing import StoreListing
     from omp_session.catalog.summaries import ListCache, SessionStats
+    from omp_session.store import StoreURL
+    from omp_session.store.base import SessionStorage
 
 __all__ = ["list_command"]
 
@@ -108,15 +111,19 @@ def _iso(ms: int | None) -> str | None:
 
 def _row(info: SessionInfo, parent: str | None) -> dict[str, Any]:
     """The stable fields of docs/cli.md."""
-    from omp_session.catalog.summaries import is_archived
-
     row = {"path": info.path, "id": info.id, "title": info.title, "cwd": info.cwd, "created": _iso(info.created),
            "modified": _iso(info.modified), "messages": info.message_count, "size": info.size,
            "status": info.status, "first_message": info.first_message, "parent_session": info.parent_session_path,
            "subagent_of": parent}
-    if is_archived(info.path):
+    if info.path.endswith(".gz") and _archived(info.path):
         row["archived"] = True  # only on archives, so the fields of a plain listing stay as they were
     return row
+
+
+def _archived(path: str) -> bool:
+    from omp_session.catalog.summaries import is_archived  # here: a store's listing never loads it
+
+    return is_archived(path)
 
 
 def _add_stats(row: dict[str, Any], stats: SessionStats | None) -> None:
@@ -186,9 +193,16 @@ def _fill_stats(rows: list[dict[str, Any]], cache: ListCache) -> None:
 @click.option("--foreign", is_flag=True, help="Also the Claude Code and Codex sessions not imported yet (omp-session "
               "import), after omp's.")
 @store_option
+@click.option("--user", "ns_user", metavar="USER", help="With --store: only sessions uploaded by this user (the part "
+              "of sync's --namespace before its last @; needs the search tables, docs/team.md).")
+@click.option("--machine", "ns_host", metavar="HOST", help="With --store: only sessions uploaded from this machine "
+              "(the part of sync's --namespace after its last @).")
+@click.option("--refresh", is_flag=True, help="With --store: first bring the store's search tables up to date "
+              "(what index --store does), so that sessions written since the last index or sync are listed.")
 def list_command(all_projects: bool, cwd: str | None, cwd_alias: str | None, root: str | None, since: int | None, until: int | None,
                  pattern: str | None, limit: int | None, sort: str, reverse: bool, no_subagents: bool,
-                 with_stats: bool, no_cache: bool, as_json: bool, as_jsonl: bool, foreign: bool) -> None:
+                 with_stats: bool, no_cache: bool, as_json: bool, as_jsonl: bool, foreign: bool,
+                 ns_user: str | None, ns_host: str | None, refresh: bool) -> None:
     """List sessions, newest first: when, title, cwd, messages, size, status.
 
     Reads only the head (4 KB) and tail (32 KB) of each file, as omp's own listing does, and
@@ -203,6 +217,10 @@ def list_command(all_projects: bool, cwd: str | None, cwd_alias: str | None, roo
       omp-session list --all --jsonl | jq -r .path
       omp-session list --all --sort cost        # --stats: cost, tokens, models
       omp-session list --foreign                # and the Claude Code / Codex sessions to import
+      omp-session list --store postgresql://db/omp --all --user alice --limit 20
+
+    With --store on PostgreSQL or SQLite, the list comes from the store's search tables
+    (index --store, sync --to): as they were last brought up to date; --refresh first does that.
     """
 
     cwd = cwd or cwd_alias
@@ -212,14 +230,18 @@ def list_command(all_projects: bool, cwd: str | None, cwd_alias: str | None, roo
     folders: set[str] = set()
     stored = active_store()
     listed: StoreListing | None = None
-    if stored is not None:  # --store: the store's sessions, read through the storage
+    if stored is None and (ns_user is not None or ns_host is not None or refresh):
+        flag = "user" if ns_user is not None else "machine" if ns_host is not None else "refresh"
+        raise click.UsageError(f"--{flag} is for a store's sessions: it needs --store URL")
+    if stored is not None:  # --store: the store's sessions, from its search tables or its bytes
         if with_stats:
             raise click.UsageError(f"--{'stats' if sort not in ('entries', 'cost') else 'sort ' + sort} reads "
                                    "whole local files: not available with --store")
         prefix = stored[0].root + ("" if all_projects else project_dir_name(cwd or os.getcwd()) + "/")
-        from omp_session.catalog.store_listing import list_store_sessions
-
-        listed = list_store_sessions(stored[1], prefix, all_buckets=all_projects)
+        listed = _store_listing(*stored, prefix, all_projects, since=since, until=until, pattern=pattern,
+                                # the first LIMIT in omp's order are all --limit can show
+                                limit=limit if sort == "modified" and not reverse else None,
+                                subagents=not no_subagents, user=ns_user, host=ns_host, refresh=refresh)
         base, files = Path(prefix), []
     elif all_projects:
         root_dir = os.fspath(base)
@@ -244,13 +266,17 @@ def list_command(all_projects: bool, cwd: str | None, cwd_alias: str | None, roo
                 sys.stdout.write(previous)  # as it was written, without click's escape-code pass
                 sys.stdout.flush()
                 return
-    from omp_session.catalog.summaries import ListCache
+    cache: ListCache | None = None
+    if listed is None:
+        from omp_session.catalog.summaries import ListCache
 
-    cache = ListCache(enabled=not no_cache)
-    infos = _scan(files, cache) if listed is None else listed.sessions
-    if listed is not None and listed.skipped:
-        click.echo(f"omp-session: skipped {len(listed.skipped)} stored file(s) that are not readable sessions: "
-                   + ", ".join(listed.skipped[:3]), err=True)
+        cache = ListCache(enabled=not no_cache)
+        infos = _scan(files, cache)
+    else:  # a store's: the local listing cache has nothing to do with them (and is not loaded)
+        infos = listed.sessions
+        if listed.skipped:
+            click.echo(f"omp-session: skipped {len(listed.skipped)} stored file(s) that are not readable sessions: "
+                       + ", ".join(listed.skipped[:3]), err=True)
     rows: list[dict[str, Any]] = []
     for info in infos:
         if (since is not None and info.modified < since) or (until is not None and info.modified >= until):
@@ -261,11 +287,13 @@ def list_command(all_projects: bool, cwd: str | None, cwd_alias: str | None, roo
                 continue
         rows.append(_row(info, None))
         if not no_subagents:
-            subs = _subagents(info, cache, folders) if listed is None else listed.subagents.get(info.path, [])
+            subs = listed.subagents.get(info.path, []) if listed is not None else \
+                _subagents(info, cache, folders) if cache is not None else []
             rows.extend(_row(sub, info.path) for sub in subs)
-    if with_stats:
-        _fill_stats(rows, cache)
-    cache.save()
+    if cache is not None:
+        if with_stats:
+            _fill_stats(rows, cache)
+        cache.save()
     key = sort
     if sort != "modified" or reverse:
         # subagents stay under their parent: sort the parents, then re-attach
@@ -298,6 +326,58 @@ def list_command(all_projects: bool, cwd: str | None, cwd_alias: str | None, roo
     if sys.stdout.isatty():
         lines.append(Styler()(f"{len(rows)} session(s)", "dim"))
     sys.stdout.write(harmless("\n".join(lines) + "\n"))
+
+
+def _matches(pattern: str | None) -> Callable[[SessionInfo], bool] | None:
+    if pattern is None:
+        return None
+    glob = f"*{pattern.lower()}*"
+    return lambda info: fnmatch.fnmatch(f"{info.title or ''}\n{info.first_message}".lower(), glob)
+
+
+def _store_listing(parsed: StoreURL, storage: SessionStorage, prefix: str, all_projects: bool, *,
+                   since: int | None, until: int | None, pattern: str | None, limit: int | None, subagents: bool,
+                   user: str | None, host: str | None, refresh: bool) -> StoreListing:
+    """The store's sessions under ``prefix``: from its search tables when it has them (rows
+    only), else read from their bytes (every session under ``prefix``)."""
+    from omp_session.store.derived.namespace import check_namespace
+
+    for flag, what, value in (("user", "user", user), ("machine", "host", host)):
+        why = None if value is None else check_namespace(value, what)
+        if why is not None:
+            raise click.UsageError(f"--{flag}: {why}")
+    filters = "--user" if user is not None else "--machine" if host is not None else None
+    if parsed.kind not in ("postgres", "sqlite"):
+        if filters or refresh:
+            from omp_session.store.derived import NOT_SUPPORTED
+
+            raise click.UsageError(f"{filters or '--refresh'} needs a store's search tables: {NOT_SUPPORTED}")
+        from omp_session.catalog.store_listing import list_store_sessions
+
+        return list_store_sessions(storage, prefix, all_buckets=all_projects)
+    from omp_session.catalog.store_listing import list_derived_sessions, list_store_sessions
+    from omp_session.store.derived import open_derived
+    from omp_session.store.derived.schema import SCHEMA_VERSION
+
+    if refresh:
+        from omp_session.catalog.derived import refresh_url
+
+        refresh_url(parsed, create=False)
+    with open_derived(parsed) as tables:
+        version = tables.version()
+        if version == SCHEMA_VERSION:
+            return list_derived_sessions(tables, prefix, all_buckets=all_projects, since_ms=since, until_ms=until,
+                                         user=user, host=host, match=_matches(pattern), limit=limit,
+                                         subagents=subagents)
+    made = version is not None
+    why = (f"the search tables of {parsed.name} are of another layout ({version}, this omp-session's: "
+           f"{SCHEMA_VERSION})" if made else f"{parsed.name} has no search tables yet") + \
+        ": run omp-session index --store URL"
+    if filters:
+        raise click.UsageError(f"{filters} reads the namespaces in the search tables, and {why}")
+    if made:  # the listing stays right, only slower: say how to make it fast again
+        click.echo(f"omp-session: reading every session: {why}", err=True)
+    return list_store_sessions(storage, prefix, all_buckets=all_projects)
 
 
 def _foreign_rows(project: str | None, since: int | None, until: int | None,

@@ -19,6 +19,7 @@ from omp_session.extras import require
 from omp_session.paths import sessions_dir
 
 from ._errors import command
+from ._store import active_store, store_option
 
 __all__ = ["serve_command"]
 
@@ -27,6 +28,7 @@ _LOCAL = ("127.0.0.1", "localhost", "::1", "[::1]")
 
 @command("serve")
 @click.option("--root", type=click.Path(file_okay=False), help="Sessions root (default: omp's).")
+@store_option
 @click.option("--host", default="127.0.0.1", show_default=True,
               help="Address to listen on; anything but 127.0.0.1/localhost/::1 needs --allow-remote.")
 @click.option("--port", type=click.IntRange(0, 65535), default=0, show_default=True,
@@ -46,13 +48,22 @@ def serve_command(root: str | None, host: str, port: int, open_browser: bool, al
     Examples:
       omp-session serve --open
       omp-session serve --port 8765 --root ~/old-sessions
+      omp-session serve --store postgresql://db.example/omp
     """
     if host.lower() not in _LOCAL and not allow_remote:
         raise click.UsageError(f"--host {host} is reachable from other machines: add --allow-remote to mean it")
+    active = active_store()
+    if root is not None and active is not None:
+        raise click.UsageError("give --root (a folder of files) or --store URL, not both")
     require("starlette")
     require("uvicorn")
+    store = None
+    if active is not None:  # opened for reading by --store (closed when the command ends)
+        from omp_session.serve.store_source import StoreCatalog
+
+        store = StoreCatalog(*active)
     base = (Path(root) if root else sessions_dir()).absolute()
-    if not base.is_dir():
+    if store is None and not base.is_dir():
         raise SessionError(f"{base}: no such sessions directory")
     from omp_session.serve.app import bind, build_app, serve_forever, url_for
     from omp_session.serve.security import new_token
@@ -64,12 +75,12 @@ def serve_command(root: str | None, host: str, port: int, open_browser: bool, al
     port = sock.getsockname()[1]
     token = new_token()
     stopping = threading.Event()
-    app = build_app(base, token=token, host=host, port=port, remote=allow_remote, stopping=stopping)
+    app = build_app(base, token=token, host=host, port=port, remote=allow_remote, stopping=stopping, store=store)
     url = url_for(host, port, token)
     if allow_remote and host.lower() not in _LOCAL:
         click.echo(f"omp-session: warning: listening on {host}: anyone who can reach this machine and has the "
                    "token can read every session; the connection is not encrypted", err=True)
-    click.echo(f"omp-session serve: {base}")
+    click.echo(f"omp-session serve: {base if store is None else store.parsed.name + ' under ' + store.parsed.root}")
     click.echo(url)
     sys.stdout.flush()
     if open_browser:
@@ -80,3 +91,5 @@ def serve_command(root: str | None, host: str, port: int, open_browser: bool, al
         pass  # Ctrl-C is how it is stopped: the server has shut down, nothing went wrong
     finally:
         sock.close()
+        if store is not None:
+            store.close()

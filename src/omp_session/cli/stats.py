@@ -36,6 +36,7 @@ from omp_session.store.atomic import check_output, write_new_file
 from ._errors import command
 from ._options import force_option, json_option, output_option, session_argument
 from ._store import active_store, resolve_in_store, store_option
+from ._store_stats import check_filters, store_stats
 from ._style import HarmlessOut
 
 __all__ = ["BLOCK_CSV_FIELDS", "CSV_FIELDS", "stats_command"]
@@ -103,10 +104,14 @@ def _progress() -> Iterator[Callable[[int, int], None] | None]:
 @click.option("--html", "html_out", type=click.Path(dir_okay=False, path_type=Path), hidden=True)
 @force_option("Replace the -o file if it exists.")
 @click.option("--no-cache", is_flag=True, help="Neither read nor write the stats cache ($XDG_CACHE_HOME/omp-session).")
+@click.option("--user", "ns_user", metavar="USER", help="With --store: only sessions uploaded by this user (the "
+              "part of sync's --namespace before its last @).")
+@click.option("--machine", "ns_host", metavar="HOST", help="With --store: only sessions uploaded from this machine "
+              "(the part of sync's --namespace after its last @).")
 def stats_command(sessions: tuple[str, ...], all_sessions: bool, root: Path | None, by: str | None, blocks: bool,
                   no_models: bool, compact: bool, since: str | None, until: str | None, tz: str | None,
                   as_json: bool, as_csv: bool, chart: bool, out: Path | None, html_out: Path | None, force: bool,
-                  no_cache: bool) -> None:
+                  no_cache: bool, ns_user: str | None, ns_host: str | None) -> None:
     """Tokens and cost, billed and on the current branch, grouped by session, day, week, month,
     model, provider or project. By day (the default), week or month, each row's models follow it;
     --blocks shows 5-hour billing blocks instead.
@@ -114,7 +119,9 @@ def stats_command(sessions: tuple[str, ...], all_sessions: bool, root: Path | No
     SESSION is a path, a session id (or unique prefix) or `latest`; without SESSION, the current
     project's sessions; --all: every project. Billed counts every request recorded in the files
     (all branches, subagents included, each request once); current counts what each
-    conversation's current branch holds. Never writes a session.
+    conversation's current branch holds. Never writes a session. With --store on PostgreSQL or
+    SQLite the database adds it up (the tables index --store makes; --all: every machine's
+    sessions; --user/--machine filter them).
 
     \b
     Examples:
@@ -147,6 +154,7 @@ def stats_command(sessions: tuple[str, ...], all_sessions: bool, root: Path | No
     active = active_store()
     if active is not None and root is not None:
         raise click.UsageError("--root names a folder of files; with --store the store's root is used")
+    check_filters(ns_user, ns_host, active is not None)
     paths: list[str] | None = None
     if sessions:
         paths = [resolve_in_store(s, *active) if active is not None else resolve_session(s, root=root)
@@ -154,8 +162,8 @@ def stats_command(sessions: tuple[str, ...], all_sessions: bool, root: Path | No
     by = by or "day"
     with _progress() as progress:  # a bad --tz/--since/--until is a usage error (cli/_errors.py)
         if active is not None:
-            report = stats(paths, all_sessions=all_sessions, root=active[0].root, by=by, since=since,
-                           until=until, tz=tz, progress=progress, storage=active[1])
+            report = store_stats(*active, paths, all_sessions=all_sessions, by=by, since=since, until=until, tz=tz,
+                                 user=ns_user, host=ns_host, placed=blocks or kind == "html", progress=progress)
         else:
             report = stats(paths, all_sessions=all_sessions, root=root, by=by, since=since, until=until,
                            tz=tz, cache=StatsCache(enabled=not no_cache), progress=progress)

@@ -20,7 +20,8 @@ import os
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Final
+from functools import wraps
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from omp_session.catalog.listing import SessionInfo, is_quarantine_name, list_sessions, sort_sessions
 from omp_session.catalog.resolve import name_matches, pick_one
@@ -39,8 +40,9 @@ from .render import clip, entry_item, iso, message_item, preview
 if TYPE_CHECKING:
     from omp_session.ops.redact.detectors import Matcher
     from omp_session.ops.search.query import SearchHit
+    from omp_session.ops.stats.report import StatsReport
 
-__all__ = ["MAX_CHARS", "MAX_LIMIT", "VIEWS", "Library"]
+__all__ = ["MAX_CHARS", "MAX_LIMIT", "VIEWS", "Library", "file_id"]
 
 VIEWS: Final = ("context", "transcript", "branch")
 MAX_LIMIT: Final = 200  # items, sessions or hits per call: more is one page after another
@@ -62,7 +64,7 @@ def _under(cwd: str | None, project: str) -> bool:
     return cwd == base or cwd.startswith(base.rstrip("/") + "/")
 
 
-def _file_id(name: str) -> str:
+def file_id(name: str) -> str:
     """The session id in a file name ``<time>_<id>.jsonl``; "" when the name has none."""
     stem = name.removesuffix(".gz").removesuffix(".jsonl")
     return stem.split("_", 1)[1] if "_" in stem else ""
@@ -86,6 +88,19 @@ def _ms_iso(ms: int | float | None) -> str | None:
     return None if ms is None else iso(ms)
 
 
+_A = TypeVar("_A")
+_R = TypeVar("_R")
+
+
+def _call(method: Callable[[Library, _A], _R]) -> Callable[[Library, _A], _R]:
+    """A tool or resource: it starts from what is stored now (:meth:`Library._begin`)."""
+    @wraps(method)
+    def call(self: Library, arg: _A) -> _R:
+        self._begin()
+        return method(self, arg)
+    return call
+
+
 class Library:
     """The sessions under ``root``, read for the tools; ``redact`` scrubs every returned string."""
 
@@ -107,6 +122,7 @@ class Library:
 
     # ----- the tools ------------------------------------------------------------------------
 
+    @_call
     def list_sessions(self, args: Mapping[str, Any]) -> dict[str, Any]:
         check_names(args, ("project", "since", "query", "limit", "offset"))
         project = text_arg(args, "project")
@@ -130,9 +146,8 @@ class Library:
         return self._out({"sessions": [self._row(i) for i in page], "total": len(rows), "offset": offset,
                           "next_offset": offset + limit if offset + limit < len(rows) else None})
 
+    @_call
     def search_sessions(self, args: Mapping[str, Any]) -> dict[str, Any]:
-        from omp_session.ops.search.query import search
-
         check_names(args, ("query", "project", "since", "limit"))
         query = text_arg(args, "query", required=True)
         assert query is not None
@@ -140,21 +155,14 @@ class Library:
         since = when_arg(args, "since")
         limit = int_arg(args, "limit", 10, 1, MAX_LIMIT)
         notices: list[str] = []
-        ask: int | None = limit
-        while True:
-            result = search(query, index_path=self.index_path, root=self.root, cwd=project, since_ms=since,
-                            limit=ask, sessions=True, on_notice=notices.append)
-            # the index may also hold sessions of another root: those never leave
-            hits = [h for h in result.hits if _inside(os.path.realpath(h.path), self.real_root)]
-            if len(hits) >= limit or ask is None or len(result.hits) < ask:
-                break
-            ask = ask * 8 if ask * 8 <= 10 * MAX_LIMIT else None  # None: every match
+        hits = self._search(query, project, since, limit, notices)
         secrets: dict[tuple[str, str | None], list[tuple[str, str]]] = {}
         out: dict[str, Any] = {"hits": [self._hit(h, secrets) for h in hits[:limit]]}
         if notices:
             out["notices"] = notices
         return self._out(out)
 
+    @_call
     def read_session(self, args: Mapping[str, Any]) -> dict[str, Any]:
         check_names(args, ("session", "leaf", "view", "from", "limit", "max_chars"))
         path = self.locate(text_arg(args, "session", required=True) or "")
@@ -179,6 +187,7 @@ class Library:
                    "from": start, "next": start + limit if start + limit < total else None, "items": items}
         return self._out(out)
 
+    @_call
     def read_entry(self, args: Mapping[str, Any]) -> dict[str, Any]:
         check_names(args, ("session", "entry", "offset", "max_chars"))
         path = self.locate(text_arg(args, "session", required=True) or "")
@@ -197,6 +206,7 @@ class Library:
                    "next_offset": offset + max_chars if offset + max_chars < len(text) else None}
         return self._out(out)
 
+    @_call
     def session_tree(self, args: Mapping[str, Any]) -> dict[str, Any]:
         check_names(args, ("session",))
         path = self.locate(text_arg(args, "session", required=True) or "")
@@ -206,9 +216,8 @@ class Library:
         out["subagents"] = [self._row(i) for i in self._subagents(path)]
         return self._out(out)
 
+    @_call
     def session_stats(self, args: Mapping[str, Any]) -> dict[str, Any]:
-        from omp_session.ops.stats.report import stats
-
         check_names(args, ("session", "project", "since"))
         session = text_arg(args, "session")
         project = text_arg(args, "project")
@@ -216,18 +225,17 @@ class Library:
         if session is not None and project is not None:
             raise ToolArgumentError("give session or project, not both")
         scope: dict[str, Any]
+        paths: list[str] | None
         if session is not None:
             path = self.locate(session)
-            paths: list[str] = [path]
+            paths = [path]
             scope = {"session": self.handle(path)}
         elif project is not None:
             paths = [i.path for i in self.infos() if _under(i.cwd, project)]
             scope = {"project": project}
         else:
-            # the files stats --all reads, less those linked in from elsewhere (a linked project
-            # folder or session file): nothing from outside the root, not even a model's name
-            paths, scope = self._stats_files(), {"all": True}
-        report = stats(paths, root=self.root, by="model", since=None if since is None else to_iso(since), tz="UTC")
+            paths, scope = None, {"all": True}
+        report = self._stats(paths, None if since is None else to_iso(since))
         out = {**scope, "since": _ms_iso(since), "sessions": len(report.sessions),
                "billed": report.total.billed.to_dict(), "current_branch": report.total.current.to_dict(),
                "by_model": [{"model": g.key, "billed": g.billed.to_dict(), "current_branch": g.current.to_dict()}
@@ -238,12 +246,14 @@ class Library:
 
     # ----- resources ------------------------------------------------------------------------
 
+    @_call
     def recent(self, limit: int) -> list[dict[str, Any]]:
         """The newest sessions, for ``resources/list``."""
         return [self._out(self._row(i)) for i in self.infos()[:limit]]
 
     def session_markdown(self, session: str, max_chars: int = DEFAULT_ITEM_CHARS) -> str:
         """A session's model context as plain text, for ``resources/read``."""
+        self._begin()
         path = self.locate(session)
         handle = self.handle(path)
         with self._open(path) as s:
@@ -262,6 +272,47 @@ class Library:
             lines.append("")
         return "\n".join(lines)
 
+    # ----- what a store does its own way (mcp_server/stored.py) ------------------------------
+
+    def _begin(self) -> None:
+        """A call starts: forget what was read for the last one (the files keep nothing)."""
+
+    @staticmethod
+    def _canon(path: str) -> str:
+        """The one name of a session file: symlinks resolved (what ``_inside`` checks)."""
+        return os.path.realpath(path)
+
+    def _exists(self, path: str) -> bool:
+        return os.path.isfile(path)
+
+    def _bucket_sessions(self, bucket: str) -> list[SessionInfo]:
+        """A project folder's sessions as omp lists them, newest first."""
+        return list_sessions(bucket, pins=(), recover_backups=False)
+
+    def _search(self, query: str, project: str | None, since: int | None, limit: int,
+                notices: list[str]) -> list[SearchHit]:
+        """The best hit of each of the ``limit`` best sessions, this root's only."""
+        from omp_session.ops.search.query import search
+
+        ask: int | None = limit
+        while True:
+            result = search(query, index_path=self.index_path, root=self.root, cwd=project, since_ms=since,
+                            limit=ask, sessions=True, on_notice=notices.append)
+            # the index may also hold sessions of another root: those never leave
+            hits = [h for h in result.hits if _inside(os.path.realpath(h.path), self.real_root)]
+            if len(hits) >= limit or ask is None or len(result.hits) < ask:
+                return hits
+            ask = ask * 8 if ask * 8 <= 10 * MAX_LIMIT else None  # None: every match
+
+    def _stats(self, paths: list[str] | None, since: str | None) -> StatsReport:
+        """``stats --by model`` of ``paths``, or (None) of every session of the root."""
+        from omp_session.ops.stats.report import stats
+
+        # every session: the files stats --all reads, less those linked in from elsewhere (a linked
+        # project folder or session file): nothing from outside the root, not even a model's name
+        return stats(self._stats_files() if paths is None else paths, root=self.root, by="model", since=since,
+                     tz="UTC")
+
     # ----- finding sessions ------------------------------------------------------------------
 
     def locate(self, arg: str) -> str:
@@ -271,18 +322,18 @@ class Library:
         if not arg:
             raise ToolArgumentError("session is required")
         if "/" in arg or os.sep in arg or arg.endswith(_SUFFIXES):
-            path = os.path.realpath(os.path.join(self.root, arg))
+            path = self._canon(os.path.join(self.root, arg))
             if not _inside(path, self.real_root):
                 raise ToolArgumentError(f"{arg}: outside the sessions root {self.root}; only sessions under it "
                                         "can be read")
             if not path.endswith(_SUFFIXES):  # the root holds other files too (tool outputs, blobs)
                 raise ToolArgumentError(f"{arg}: not a session file (*.jsonl)")
-            if not os.path.isfile(path):
+            if not self._exists(path):
                 raise SessionNotFoundError(f"{arg}: no such session under {self.root}")
             return path
         bucket = os.path.join(self.root, project_dir_name(os.getcwd()))
         if arg == "latest":
-            found = [s for s in list_sessions(bucket, pins=(), recover_backups=False) if not s.skipped_by_resume]
+            found = [s for s in self._bucket_sessions(bucket) if not s.skipped_by_resume]
             if not found:
                 raise SessionNotFoundError(f"no session for the server's project ({os.getcwd()}) under {self.root}")
             return self._checked(found[0].path)
@@ -291,8 +342,8 @@ class Library:
         # a whole id first: a handle this server gave must name its session even when it also
         # starts a longer id, or the id is also in the server's own project under another name
         key = arg.lower()
-        exact = [f for f in everywhere if _file_id(os.path.basename(f)).lower() == key]
-        exact_local = [f for f in local if _file_id(os.path.basename(f)).lower() == key]
+        exact = [f for f in everywhere if file_id(os.path.basename(f)).lower() == key]
+        exact_local = [f for f in local if file_id(os.path.basename(f)).lower() == key]
         chosen = exact if len(exact) == 1 else exact_local if len(exact_local) == 1 else exact
         if not chosen:
             matching = [f for f in local if name_matches(os.path.basename(f), arg)]
@@ -315,7 +366,7 @@ class Library:
         rel = os.path.relpath(path, self.real_root)
         parts = rel.split(os.sep)
         name = parts[-1]
-        ident = _file_id(name)
+        ident = file_id(name)
         # the id only where it names this file alone (a copied session is in two projects)
         if len(parts) == 2 and ident and ident != name and ident.lower() != "latest" \
                 and self._id_counts()[ident.lower()] == 1:
@@ -333,7 +384,7 @@ class Library:
             except OSError:
                 key.append((b, -1))
         if self._ids is None or self._ids[0] != key:
-            self._ids = (key, Counter(_file_id(os.path.basename(f)).lower() for b in buckets
+            self._ids = (key, Counter(file_id(os.path.basename(f)).lower() for b in buckets
                                       for f in self._bucket_files(b)))
         return self._ids[1]
 
@@ -344,8 +395,7 @@ class Library:
         except OSError:
             return []
 
-    @staticmethod
-    def _bucket_files(bucket: str) -> list[str]:
+    def _bucket_files(self, bucket: str) -> list[str]:
         try:
             with os.scandir(bucket) as it:
                 return sorted(e.path for e in it if e.name.endswith(_SUFFIXES) and not e.name.startswith(".")
@@ -401,7 +451,7 @@ class Library:
 
     def _row(self, info: SessionInfo) -> dict[str, Any]:
         first = " ".join(info.first_message.split())
-        return {"session": self.handle(os.path.realpath(info.path)), "title": info.title, "cwd": info.cwd,
+        return {"session": self.handle(self._canon(info.path)), "title": info.title, "cwd": info.cwd,
                 "created": _ms_iso(info.created), "modified": _ms_iso(info.modified),
                 "messages": info.message_count, "status": info.status,
                 "first_message": first if len(first) <= 300 else first[:299] + "…", "path": info.path}
@@ -417,7 +467,7 @@ class Library:
             if key not in secrets:
                 secrets[key] = self._secrets_of(h.path, h.entry_id, self._matcher)
             snippet = redact_snippet(h.snippet, HIGHLIGHT, self._matcher, secrets[key])
-        return {"session": self.handle(os.path.realpath(h.path)), "title": h.title, "cwd": h.cwd,
+        return {"session": self.handle(self._canon(h.path)), "title": h.title, "cwd": h.cwd,
                 "entry": h.entry_id, "role": h.role or h.entry_type, "kind": h.kind, "time": h.timestamp,
                 "snippet": snippet}
 

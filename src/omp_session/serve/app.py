@@ -26,7 +26,7 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from omp_session.errors import IndexBusyError, SessionError, StatsOptionError
+from omp_session.errors import IndexBusyError, SessionError, StatsOptionError, StoreError
 from omp_session.js.date import now_ms as stats_now  # the clock `stats --blocks` judges the active block by
 from omp_session.ops.search.query import search
 from omp_session.ops.stats.html import render_html as render_stats_html
@@ -37,6 +37,8 @@ from .blocks import blocks_section
 from .events import session_events
 from .security import ASGIApp, Guard, new_token
 from .sessions import Catalog, Query, QueryError, now_ms, row_json
+from .store_events import store_events
+from .store_source import StoreCatalog, store_page, store_report, store_search
 from .viewer import SessionStream, session_stream
 
 __all__ = ["MAX_PER_PAGE", "PER_PAGE", "Running", "build_app", "serve_forever", "start"]
@@ -148,17 +150,20 @@ def _query(request: Request, per_page: int) -> Query:
 
 def build_app(root: str | os.PathLike[str], *, token: str, host: str = "127.0.0.1", port: int,
               remote: bool = False, interval: float = 0.25, cache: bool = True,
-              stopping: threading.Event | None = None) -> ASGIApp:
-    """The guarded application serving the sessions under ``root`` (nothing is read yet).
+              stopping: threading.Event | None = None, store: StoreCatalog | None = None) -> ASGIApp:
+    """The guarded application serving the sessions under ``root`` (nothing is read yet), or
+    with ``store``, those under that store's root (``root`` is then not used).
     ``stopping``, once set, ends the open event streams (:func:`serve_forever` sets it)."""
-    root = os.path.abspath(root)  # search and stats name files by absolute path: the listing too
-    state = _State(Catalog(root, cache=cache), root, interval, _static_files(), threading.Lock(),
+    root = store.parsed.root if store is not None else os.path.abspath(root)  # search and stats name files
+    state = _State(store if store is not None else Catalog(root, cache=cache), root, interval, _static_files(), threading.Lock(),
                    threading.Lock(), stopping if stopping is not None else threading.Event())
 
     def sessions_json(request: Request) -> Response:
         try:
             q = _query(request, PER_PAGE)
             page = state.catalog.page(q)
+        except StoreError as e:
+            return _error(request, 503, str(e))
         except QueryError as e:
             return _error(request, 400, str(e))
         now = now_ms()
@@ -172,14 +177,26 @@ def build_app(root: str | os.PathLike[str], *, token: str, host: str = "127.0.0.
         try:
             q = _query(request, PER_PAGE)
             page = state.catalog.page(q)
+        except StoreError as e:
+            return _error(request, 503, str(e))
         except QueryError as e:
             return _error(request, 400, str(e))
         return _html(pages.list_page(page, q, now_ms()))
 
     def session(request: Request) -> Response:
-        row = state.catalog.find(request.path_params["sid"])
+        try:
+            row = state.catalog.find(request.path_params["sid"])
+        except StoreError as e:
+            return _error(request, 503, str(e))
         if row is None:
             return _error(request, 404, "no such session")
+        if store is not None:
+            try:
+                return _PageResponse(store_page(store, row))
+            except StoreError as e:
+                return _error(request, 503, str(e))
+            except SessionError as e:
+                return _error(request, 404, str(e))
         try:
             # read and checked here, in the thread pool: a failure is still a status, not a cut page
             page = session_stream(state.catalog, row)
@@ -192,6 +209,15 @@ def build_app(root: str | os.PathLike[str], *, token: str, host: str = "127.0.0.
         return _PageResponse(page)
 
     def events(request: Request) -> Response:
+        if store is not None:  # no file to follow: the key's size and time are polled
+            try:
+                found = store.find(request.path_params["sid"])
+            except StoreError as e:
+                return _error(request, 503, str(e))
+            if found is None:
+                return _error(request, 404, "no such session")
+            return StreamingResponse(store_events(store.storage, found.path, stopping=state.stopping),
+                                     media_type="text/event-stream", headers={"x-accel-buffering": "no"})
         row = state.catalog.find(request.path_params["sid"])
         if row is None:
             return _error(request, 404, "no such session")
@@ -207,9 +233,13 @@ def build_app(root: str | os.PathLike[str], *, token: str, host: str = "127.0.0.
         try:
             limit = max(1, _int(request.query_params.get("limit"), limit, name="limit"))
             role = request.query_params.get("role") or None
+            whole = request.query_params.get("sessions", "") not in ("", "0")
+            if store is not None:
+                return q, store_search(store, q, role=role, limit=limit, sessions=whole), None, 200
             with state.search_lock:
-                result = search(q, root=state.root, role=role, limit=limit,
-                                sessions=request.query_params.get("sessions", "") not in ("", "0"))
+                result = search(q, root=state.root, role=role, limit=limit, sessions=whole)
+        except StoreError as e:  # MariaDB, Redis: no search tables; a database gone
+            return q, None, str(e), 503
         except IndexBusyError as e:
             return q, None, str(e), 503
         except (QueryError, SessionError) as e:  # a bad limit, or a query FTS cannot take (errors.QueryError)
@@ -232,6 +262,9 @@ def build_app(root: str | os.PathLike[str], *, token: str, host: str = "127.0.0.
 
     def _report(request: Request) -> Any:
         p = request.query_params
+        if store is not None:
+            return store_report(store, by=p.get("by") or "day", since=p.get("since") or None,
+                                until=p.get("until") or None, tz=p.get("tz") or None)
         with state.stats_lock:
             return stats(all_sessions=True, root=state.root, by=p.get("by") or "day", since=p.get("since") or None,
                          until=p.get("until") or None, tz=p.get("tz") or None)
@@ -241,6 +274,8 @@ def build_app(root: str | os.PathLike[str], *, token: str, host: str = "127.0.0.
             return costs_api(request)
         try:
             report = _report(request)
+        except StoreError as e:
+            return _error(request, 503, str(e))
         except (StatsOptionError, SessionError) as e:
             return _error(request, 400, str(e))
         p = request.query_params
@@ -258,6 +293,8 @@ def build_app(root: str | os.PathLike[str], *, token: str, host: str = "127.0.0.
             return _error(request, 400, "give by= or blocks=1, not both (as stats --by and --blocks)")
         try:
             report = _report(request)
+        except StoreError as e:
+            return _error(request, 503, str(e))
         except (StatsOptionError, SessionError) as e:
             return _error(request, 400, str(e))
         # what `stats --json` (or `stats --blocks --json`) prints: json.dumps of the report's dict

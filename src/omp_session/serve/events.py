@@ -32,7 +32,7 @@ from omp_session.ops.follow import (
     Unreadable,
 )
 
-__all__ = ["KEEPALIVE_S", "event_payload", "plain", "session_events"]
+__all__ = ["KEEPALIVE_S", "event_payload", "plain", "session_events", "sse"]
 
 KEEPALIVE_S: Final = 10.0
 
@@ -71,6 +71,11 @@ def event_payload(event: Event) -> dict[str, Any]:
 
 def _sse(kind: str, data: dict[str, Any]) -> bytes:
     return f"event: {kind}\ndata: {json.dumps(data, ensure_ascii=True)}\n\n".encode()
+
+
+def sse(kind: str, data: dict[str, Any]) -> bytes:
+    """One server-sent event (a stored session's stream sends the same)."""
+    return _sse(kind, data)
 
 
 def _start(follower: Follower) -> list[bytes]:

@@ -33,7 +33,8 @@ from .events import plain
 from .security import DEFAULT_CSP
 from .sessions import Catalog, Row
 
-__all__ = ["SERVE_DATA_ID", "SessionPage", "SessionStream", "resume_line", "session_page", "session_stream"]
+__all__ = ["SERVE_DATA_ID", "SessionPage", "SessionStream", "resume_line", "serve_csp", "served_pieces", "session_page",
+           "session_stream"]
 
 SERVE_DATA_ID: Final = "omp-serve-session"
 _META_CSP: Final = b'<meta http-equiv="Content-Security-Policy"'
@@ -246,3 +247,13 @@ def session_page(catalog: Catalog, row: Row) -> SessionPage:
 
 
 _VIEWER_HASHES: Final = _viewer_script_hashes()
+
+
+def served_pieces(pieces: Iterator[bytes], data: dict[str, Any], session: Session) -> Generator[bytes, None, None]:
+    """An export's pieces as the server sends them (a stored session's page too)."""
+    return _served(pieces, data, session)
+
+
+def serve_csp() -> str:
+    """The policy a session's page is sent with."""
+    return _serve_csp(_VIEWER_HASHES)

@@ -77,7 +77,7 @@ from .group import (
 )
 
 __all__ = ["CACHE_NAME", "FileUsage", "StatsCache", "StatsItem", "StatsOptionError", "StatsReport", "UsageRecord",
-           "read_file_usage", "stats"]
+           "group_items", "read_file_usage", "session_extra", "stats"]
 
 CACHE_NAME: Final = "stats-usage.json"
 _VERSION: Final = 3  # 2: task results without usage, model ids with a colon, omp NaN as null; 3: task models
@@ -468,7 +468,8 @@ def _key_of(item: StatsItem, by: str, tz: tzinfo) -> str:
     return period_key(r.timestamp, by, tz)
 
 
-def _session_extra(fu: FileUsage) -> dict[str, Any]:
+def session_extra(fu: FileUsage) -> dict[str, Any]:
+    """What a session's row shows beside its sums (``--by session``)."""
     return {"path": fu.path, "id": fu.id, "title": fu.title, "cwd": fu.cwd, "created": fu.created,
             "omp_usage": fu.omp_usage}
 
@@ -537,7 +538,7 @@ def stats(sessions: Iterable[str | os.PathLike[str]] | None = None, *, all_sessi
     read.sort(key=lambda t: (t[1][t[0].path].created or "", t[0].path))
     items, outside = _place(read, window)
     report_sessions = [u[t.path] for t, u in read]
-    groups = _groups(items, report_sessions, by, zone_, window)
+    groups = group_items(items, report_sessions, by, zone_, window)
     total = Group("total")
     for item in items:
         if item.billed:
@@ -603,7 +604,9 @@ def _current_nodes(top: _Node, usages: dict[str, FileUsage], by_agent: dict[str,
     return seen
 
 
-def _groups(items: list[StatsItem], sessions: list[FileUsage], by: str, tz: tzinfo, window: Window) -> list[Group]:
+def group_items(items: list[StatsItem], sessions: list[FileUsage], by: str, tz: tzinfo, window: Window) -> list[Group]:
+    """The rows of placed records ``by`` a grouping, in the report's order (by session: a row for
+    each of ``sessions`` without a window; by period: each period's models)."""
     keys = {id(item): _key_of(item, by, tz) for item in items}  # a period's key is a date conversion: once
     groups = group_rows(items, lambda item: keys[id(item)])
     if by == "session":
@@ -612,7 +615,7 @@ def _groups(items: list[StatsItem], sessions: list[FileUsage], by: str, tz: tzin
             if g is None and not window.bounded:
                 g = groups[fu.path] = Group(fu.path)  # a session that spent nothing is still a row
             if g is not None:
-                g.extra = _session_extra(fu)
+                g.extra = session_extra(fu)
     if by in TIME_GROUPINGS:  # each period's models, as ccusage's daily report breaks a day down
         per: dict[str, list[StatsItem]] = {}
         for item in items:

@@ -11,6 +11,7 @@ from .tables import (
     DerivedState,
     DerivedTables,
     Facts,
+    Listed,
     Pending,
     TextRow,
     UsageRow,
@@ -19,4 +20,4 @@ from .tables import (
 )
 
 __all__ = ["HEAD_BYTES", "KINDS", "NOT_SUPPORTED", "TEXT_LIMIT", "DerivedNames", "DerivedState", "DerivedTables",
-           "Facts", "Pending", "TextRow", "UsageRow", "derived_names", "open_derived", "title_columns"]
+           "Facts", "Listed", "Pending", "TextRow", "UsageRow", "derived_names", "open_derived", "title_columns"]

@@ -14,7 +14,7 @@ from omp_session.errors import StoreError
 
 from .tables import DerivedTables
 
-__all__ = ["apply_rls", "rls_script", "rls_statements"]
+__all__ = ["apply_rls", "grant", "rls_script", "rls_statements"]
 
 _MARK = "-- policies"
 _VARIABLE = re.compile(r""":"(\w+)"|:'(\w+)'|:(entries_seq)\b""")
@@ -61,10 +61,25 @@ def apply_rls(tables: DerivedTables, team: str) -> None:
         raise StoreError(f"{tables.name}: row-level security needs a PostgreSQL store")
     if not tables.exists():
         raise StoreError(f"{tables.name}: no search tables yet: run omp-session index --store URL once")
-    found = tables.rows("SELECT pg_get_serial_sequence(?, 'id')", (tables.names.entries,))
-    if not found or found[0][0] is None:
-        raise StoreError(f"{tables.name}: {tables.names.entries} has no id sequence: not omp-session's table")
-    statements = rls_statements(tables, team, str(found[0][0]))
+    statements = rls_statements(tables, team, _sequence(tables))
     with tables.transaction("enabling row-level security") as conn:
         for statement in statements:
             conn.execute(statement)
+
+
+def grant(tables: DerivedTables, role: str) -> None:
+    """The grants of ``rls.sql`` to ``role`` without its policies (a PostgreSQL store's tables
+    remade by an upgrade, for a role that could use the old ones)."""
+    if tables.dialect != "postgres":
+        return
+    statements = [s for s in rls_statements(tables, role, _sequence(tables)) if s.upper().startswith("GRANT")]
+    with tables.transaction("granting the derived tables again") as conn:
+        for statement in statements:
+            conn.execute(statement)
+
+
+def _sequence(tables: DerivedTables) -> str:
+    found = tables.rows("SELECT pg_get_serial_sequence(?, 'id')", (tables.names.entries,))
+    if not found or found[0][0] is None:
+        raise StoreError(f"{tables.name}: {tables.names.entries} has no id sequence: not omp-session's table")
+    return str(found[0][0])

@@ -11,7 +11,13 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
-__all__ = ["KINDS", "SPLIT", "TEXT_LIMIT", "DerivedNames", "derived_names", "schema"]
+__all__ = ["KINDS", "SCHEMA_VERSION", "SPLIT", "TEXT_LIMIT", "DerivedNames", "derived_names", "schema"]
+
+# the layout of the derived tables, the default of the sessions table's `layout` column: tables of
+# another layout are dropped and derived again by the next `index --store` or `sync --to` (derived
+# data is disposable); bump it with every change of a column, an index or what a column means.
+# 1: the first layout (no `layout` column); 2: list facts, stats (current branch, trees, forks)
+SCHEMA_VERSION = 2
 
 # the kinds of searchable text, as the file index names them (ops/search/index.py)
 KINDS = ("text", "thinking", "tool_call", "tool_result", "title", "label", "summary")
@@ -61,7 +67,27 @@ def schema(dialect: str, n: DerivedNames) -> list[str]:
         "entries INTEGER NOT NULL, messages INTEGER NOT NULL, next_seq INTEGER NOT NULL, damaged INTEGER NOT NULL, "
         f"models TEXT NOT NULL, cost {real}, tokens {real}, "
         "namespace TEXT, "
-        "keyed INTEGER NOT NULL)"  # 0: a session omp migrates, whose usage rows ops/stats does not key
+        "keyed INTEGER NOT NULL, "  # 0: a session omp migrates, whose usage rows ops/stats does not key
+        # what `list` shows, as omp's listing reads it from the first 4 KB and the last 32 KB
+        # (catalog/list_facts.py); list_id NULL: omp lists the session not; status_at, line_status:
+        # where the last whole message line starts, and its status (to read only appended bytes
+        # after a line that was being written); list_head: while the
+        # session is shorter than 4 KB, its bytes, to read those facts again after an append.
+        # folder: the key without its file name (a bucket, or a subagent's parent's artifacts folder);
+        # root_folder: that folder's own, with its "/" (the sessions root, for a session in a bucket)
+        f"folder TEXT, root_folder TEXT, list_id TEXT, list_cwd TEXT, list_title TEXT, list_parent TEXT, list_created {big}, "
+        f"list_messages INTEGER, first_message TEXT, status TEXT, status_at {big}, line_status TEXT, "
+        f"list_head {blob}, "
+        # what `stats` reads (store/derived/stats_query.py): the header as ops/stats reads it (ASCII
+        # JSON [id, title, cwd, created]), the created time that orders forks, the project key (ASCII
+        # JSON), omp's getUsageStatistics (JSON; NULL: omp throws), the entries' ids and parents (for
+        # the current branch after an append; NULL: re-derived instead). top: the top-level session
+        # this transcript counts under (itself, or its parent's); node_order: its place in that
+        # session's tree (NULL: not read by stats: its parent transcript is missing); node_current:
+        # its current branch counts in the current view (the top's, a subagent's on it)
+        f"stats_head TEXT, stats_born TEXT, project TEXT, omp_usage TEXT, links {blob}, "
+        "top TEXT, node_order INTEGER, node_current INTEGER NOT NULL DEFAULT 0, "
+        f"layout INTEGER NOT NULL DEFAULT {SCHEMA_VERSION})"  # its default says which layout made the tables
     )
     entries = (
         f"CREATE TABLE IF NOT EXISTS {n.entries} ("
@@ -79,12 +105,30 @@ def schema(dialect: str, n: DerivedNames) -> list[str]:
         f"input {real} NOT NULL, output {real} NOT NULL, cache_read {real} NOT NULL, cache_write {real} NOT NULL, "
         f"total_tokens {real} NOT NULL, cost {real} NOT NULL, "
         "dedup TEXT, agent TEXT, "  # what ops/stats needs to count a fork's copy and a subagent's calls once
+        # on_branch: on its transcript's current branch (or a side call off it); floats: bit i when
+        # count i (input, output, cache_read, cache_write, total_tokens) was not a whole JSON number;
+        # shared: another transcript holds the same dedup key (a fork's copy: decided per report);
+        # matched: a task agent whose own transcript is in the tree (its calls count from there)
+        "on_branch INTEGER NOT NULL, floats INTEGER NOT NULL, shared INTEGER NOT NULL DEFAULT 0, "
+        "matched INTEGER NOT NULL DEFAULT 0, "
         "PRIMARY KEY (key, seq, n))"
     )
+    list_base = n.sessions.removesuffix("_sessions_derived")
     out = [sessions, entries, usage,
            f"CREATE INDEX IF NOT EXISTS {n.entries}_key ON {n.entries} (key, seq)",
            f"CREATE INDEX IF NOT EXISTS {n.usage}_ts ON {n.usage} (ts)",
-           f"CREATE INDEX IF NOT EXISTS {n.sessions}_modified ON {n.sessions} (modified)"]
+           f"CREATE INDEX IF NOT EXISTS {n.sessions}_modified ON {n.sessions} (modified)",
+           # a bucket's sessions, a parent's subagents and every bucket's sessions newest first; the
+           # few that omp lists not
+           # (named after the base: "<sessions>_…" may pass 63 characters, and PostgreSQL cuts it)
+           f"CREATE INDEX IF NOT EXISTS {list_base}_list_folder ON {n.sessions} (folder, modified)",
+           f"CREATE INDEX IF NOT EXISTS {list_base}_list_root ON {n.sessions} (root_folder, modified)",
+           f"CREATE INDEX IF NOT EXISTS {list_base}_list_unlisted ON {n.sessions} (key) WHERE list_id IS NULL",
+           # a session's tree of transcripts; the copies of one record in other transcripts
+           f"CREATE INDEX IF NOT EXISTS {list_base}_stats_top ON {n.sessions} (top)",
+           f"CREATE INDEX IF NOT EXISTS {list_base}_stats_dedup ON {n.usage} (dedup) WHERE dedup IS NOT NULL",
+           # the few rows whose record another transcript holds too: every report looks them up
+           f"CREATE INDEX IF NOT EXISTS {list_base}_stats_shared ON {n.usage} (dedup) WHERE shared = 1"]
     if dialect == "postgres":
         out.append(f"CREATE INDEX IF NOT EXISTS {n.entries}_tsv ON {n.entries} USING GIN (tsv)")
     else:

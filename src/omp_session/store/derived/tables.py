@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import math
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,10 +27,11 @@ from omp_session.errors import StoreError, StoreMissingError
 
 from ..sql import DEFAULT_TABLE, check_table_name, overlay_title
 from ..url import StoreURL, check_timeout, parse_store_url
-from .schema import DerivedNames, derived_names, schema
+from .schema import SCHEMA_VERSION, DerivedNames, derived_names, schema
+from .trees import settle, tree_top
 
-__all__ = ["HEAD_BYTES", "NOT_SUPPORTED", "DerivedState", "DerivedTables", "Facts", "Pending", "TextRow",
-           "UsageRow", "open_derived", "title_columns"]
+__all__ = ["HEAD_BYTES", "NOT_SUPPORTED", "DerivedState", "DerivedTables", "Facts", "Listed", "Pending", "StatsFacts",
+           "TextRow", "UsageRow", "open_derived", "title_columns"]
 
 HEAD_BYTES = 259  # the 256-byte title slot and a little more: a rewritten slot or header shows here
 NOT_SUPPORTED = "not supported: use PostgreSQL or SQLite for team search"
@@ -70,6 +71,33 @@ class UsageRow:
     cost: float
     dedup: str | None
     agent: str | None
+    on_branch: bool = False  # on the transcript's current branch, or a side call hanging off it
+    floats: int = 0  # bit i: count i (input … total_tokens) was not a whole number (ops/stats sums it as a float)
+
+
+@dataclass(frozen=True)
+class StatsFacts:
+    """What ``stats`` needs of a transcript beyond its usage rows (store/derived/stats_query.py)."""
+
+    head: str | None = None  # ASCII JSON [id, title, cwd, created] as ops/stats reads the header
+    born: str = ""  # the header's creation time as ops/stats orders forks ("" when none)
+    project: str | None = None  # ASCII JSON: the cwd, else the bucket's name (a top-level session's row)
+    omp_usage: str | None = None  # JSON of omp's getUsageStatistics so far; None: omp throws
+    links: bytes | None = None  # the entries' ids and parents (catalog/derived_usage.py); None: not kept
+
+
+@dataclass(frozen=True)
+class Listed:
+    """What omp's listing shows of a session from its first 4 KB (spec S11.2): the fields of
+    ``catalog.listing.SessionInfo`` that do not come from its stat or its last 32 KB."""
+
+    id: str
+    cwd: str
+    title: str | None
+    parent: str | None  # the header's parentSession
+    created: int | None  # ms since the epoch; None: an Invalid Date
+    messages: int
+    first_message: str
 
 
 @dataclass
@@ -88,6 +116,12 @@ class Facts:
     cost: float | None = 0.0  # None: omp's total is not a number (or omp cannot sum it)
     tokens: float | None = 0.0
     keyed: bool = True  # usage rows carry the key a fork's copy shares (False: a session omp migrates)
+    listed: Listed | None = None  # None: omp's listing passes over the session
+    status: str = "unknown"  # omp's listing status, from the last message line in the last 32 KB
+    status_at: int | None = None  # where the last whole message line starts (None: none in reach)
+    stats: StatsFacts = field(default_factory=StatsFacts)
+    list_head: bytes | None = None  # the bytes so far as omp reads them, while fewer than 4 KB (list_facts)
+    line_status: str | None = None  # the status of the message line at status_at
 
 
 @dataclass(frozen=True)
@@ -118,6 +152,11 @@ class Pending:
 _STATE_COLUMNS = ("key", "modified", "size", "derived", "head", "anchor", "title_columns", "id", "cwd", "title",
                   "created", "entries", "messages", "next_seq", "damaged", "models", "cost", "tokens", "namespace",
                   "keyed")
+_LIST_COLUMNS = ("list_id", "list_cwd", "list_title", "list_parent", "list_created", "list_messages",
+                 "first_message", "status", "status_at", "list_head", "line_status")
+_STATS_COLUMNS = ("stats_head", "stats_born", "project", "omp_usage", "links")
+# the sessions table of the first layout (it recorded no version) holds these, among others
+_FIRST_LAYOUT = frozenset({"key", "derived", "head", "anchor", "title_columns", "next_seq", "damaged", "keyed"})
 
 
 def title_columns(title: Any, source: Any, updated: Any) -> str | None:
@@ -214,6 +253,53 @@ class DerivedTables:
             for statement in schema(self.dialect, self.names):
                 conn.execute(statement)
 
+    def version(self) -> int | None:
+        """The layout of the derived tables in the database (schema.SCHEMA_VERSION when this
+        omp-session made them: the default of the sessions table's ``layout`` column); None when
+        there are none; 1 for the first layout, which recorded none; 0 for a table of that name
+        that is not omp-session's (never dropped)."""
+        if not self.exists():
+            return None
+        columns = self._columns(self.names.sessions)
+        if "layout" not in columns:
+            return 1 if set(columns) >= _FIRST_LAYOUT else 0
+        try:
+            return int(str(columns["layout"]).split("::")[0].strip("'"))
+        except ValueError:
+            return 0
+
+    def outdated(self) -> bool:
+        """The derived tables exist but are of another layout than this omp-session's: ``index
+        --store`` (or ``sync --to``) drops them and derives them again."""
+        return self.version() not in (None, 0, SCHEMA_VERSION)
+
+    def _columns(self, table: str) -> dict[str, Any]:
+        """The columns of ``table`` and their defaults."""
+        if self.dialect == "postgres":
+            rows = self.rows("SELECT column_name, column_default FROM information_schema.columns "
+                             "WHERE table_schema = current_schema() AND table_name = ?", (table,))
+        else:
+            rows = self.rows(f"SELECT name, dflt_value FROM pragma_table_info('{table}')")
+        return {str(r[0]): r[1] for r in rows}
+
+    def drop(self) -> None:
+        """Drop every derived table (an older layout's: what is derived is derived again)."""
+        n = self.names
+        with self.transaction("dropping the derived tables of an older layout") as conn:
+            for table in ((n.fts,) if self.dialect == "sqlite" else ()) + (n.entries, n.usage, n.sessions):
+                conn.execute(f"DROP TABLE IF EXISTS {table}")
+        self._rls.clear()
+
+    def grantees(self) -> tuple[bool, list[str]]:
+        """PostgreSQL: whether the sessions table has row-level security, and the roles other than
+        its owner that may read it (docs/team.md: what an upgrade grants again)."""
+        if self.dialect != "postgres" or not self.exists():
+            return False, []
+        rows = self.rows("SELECT c.relrowsecurity, r.rolname FROM pg_class c LEFT JOIN LATERAL aclexplode(c.relacl) a "
+                         "ON a.privilege_type = 'SELECT' AND a.grantee <> c.relowner LEFT JOIN pg_roles r "
+                         "ON r.oid = a.grantee WHERE c.oid = ?::regclass", (self.names.sessions,))
+        return bool(rows and rows[0][0]), sorted({str(r[1]) for r in rows if r[1] is not None})
+
     def close(self) -> None:
         with suppress(*self._errors):
             self.conn.close()
@@ -248,7 +334,7 @@ class DerivedTables:
         under ``root`` whose row is gone."""
         cond, args = self._under(root)
         d = self.names.sessions
-        cols = ", ".join(f"d.{c}" for c in _STATE_COLUMNS)
+        cols = ", ".join(f"d.{c}" for c in _STATE_COLUMNS + _LIST_COLUMNS + _STATS_COLUMNS)
         rows = self.rows(
             f"SELECT t.path, {self._len}, t.mtime_ms, {cols} FROM {self.table} t LEFT JOIN {d} d ON d.key = t.path "
             f"WHERE {cond} AND (d.key IS NULL OR d.size <> {self._len} OR d.modified <> t.mtime_ms) ORDER BY t.path",
@@ -301,27 +387,40 @@ class DerivedTables:
         return found == (None if expected is None else (expected.derived, expected.size))
 
     def write(self, batch: Sequence[tuple[DerivedState, Sequence[TextRow], Sequence[UsageRow], DerivedState | None,
-                                         bool]]) -> list[bool]:
+                                         bool]], *, root: str | None = None,
+              flips: Mapping[str, Sequence[tuple[int, bool]]] | None = None) -> list[bool]:
         """Store what was derived from some sessions, in one transaction: per session (state,
         texts, usage, expected, whole). ``whole`` replaces the session's rows, else its texts and
-        usage are added to them. A session whose derived state is no longer ``expected`` (another
-        indexer got there first) is left alone: False in its place."""
+        usage are added to them, and ``flips[key]`` (seq, on_branch) changes the flag of its
+        earlier usage rows (the current branch moved). A session whose derived state is no longer
+        ``expected`` (another indexer got there first) is left alone: False in its place.
+        ``root``: the store's root, which places each transcript in its session's tree (trees.py;
+        without it a transcript is in none, and ``stats`` does not see it)."""
         n = self.names
         done: list[bool] = []
         cols = ("key", "id", "cwd", "title", "created", "modified", "size", "derived", "head", "anchor",
                 "title_columns", "entries", "messages", "next_seq", "damaged", "models", "cost", "tokens", "namespace",
-                "keyed")
+                "keyed", "folder", "root_folder", *_LIST_COLUMNS, *_STATS_COLUMNS, "top", "node_order", "node_current")
+        # a transcript's place in its tree is settled below (trees.py): a new row starts as a
+        # session alone (its own tree's first node) or a transcript not placed yet; a row rewritten keeps its place
+        kept = ("node_order", "node_current")
         upsert = self.sql(f"INSERT INTO {n.sessions} ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))}) "
-                          f"ON CONFLICT (key) DO UPDATE SET {', '.join(f'{c} = excluded.{c}' for c in cols[1:])}")
+                          f"ON CONFLICT (key) DO UPDATE SET "
+                          f"{', '.join(f'{c} = excluded.{c}' for c in cols[1:] if c not in kept)}")
         with self.transaction("storing what was derived") as conn:
             if self.dialect == "postgres":
                 # rows anyone can derive again: a crash may lose the last commits, never mix them up
                 conn.execute("SET LOCAL synchronous_commit TO OFF")
+            tops: set[str] = set()
+            added: set[str] = set()
+            removed: set[str] = set()
             for state, texts, usage, expected, whole in batch:
                 if not self._same(conn, state.key, expected):
                     done.append(False)
                     continue
                 if whole:
+                    if expected is not None:  # rows derived before: the records they shared may be shared no more
+                        removed |= self._shared_of(conn, state.key)
                     for table in (n.entries, n.usage):
                         conn.execute(self.sql(f"DELETE FROM {table} WHERE key = ?"), (state.key,))
                 # the session's row first: under row-level security (docs/team.md) its texts and
@@ -330,14 +429,39 @@ class DerivedTables:
                 conn.execute(upsert, (state.key, f.id, f.cwd, f.title, f.created, state.modified, state.size,
                                       state.derived, state.head, state.anchor, state.title_columns, f.entries,
                                       f.messages, f.next_seq, f.damaged, json.dumps(f.models, ensure_ascii=False),
-                                      _finite(f.cost), _finite(f.tokens), state.namespace, int(f.keyed)))
+                                      _finite(f.cost), _finite(f.tokens), state.namespace, int(f.keyed),
+                                      *_folders(state.key), *_list_values(f), *_stats_values(f),
+                                      tree_top(state.key, root), *_unplaced(state.key, root)))
                 self._insert(conn, state.key, texts, usage)
+                if flips and flips.get(state.key):
+                    self._flip(conn, state.key, flips[state.key])
+                top = tree_top(state.key, root)
+                if top is not None:
+                    tops.add(top)
+                added.update(u.dedup for u in usage if u.dedup is not None)
                 done.append(True)
+            if tops or added or removed:
+                settle(self.names, self.dialect, conn, tops, added, removed)
         return done
+
+    def _shared_of(self, conn: Any, key: str) -> set[str]:
+        """The dedup keys of ``key``'s rows that another transcript shares: they may stop being shared."""
+        rows = conn.execute(self.sql(f"SELECT DISTINCT dedup FROM {self.names.usage} WHERE key = ? AND shared = 1"),
+                            (key,)).fetchall()
+        return {str(r[0]) for r in rows if r[0] is not None}
+
+    def _flip(self, conn: Any, key: str, flips: Sequence[tuple[int, bool]]) -> None:
+        statement = self.sql(f"UPDATE {self.names.usage} SET on_branch = ? WHERE key = ? AND seq = ?")
+        rows = [(int(on), key, seq) for seq, on in flips]
+        if self.dialect != "postgres":
+            conn.executemany(statement, rows)
+        else:
+            with conn.cursor() as cur:
+                cur.executemany(statement, rows)
 
     _TEXT_COLUMNS = ("key", "seq", "kind", "entry_id", "type", "role", "ts", "target_id", "text")
     _USAGE_COLUMNS = ("key", "seq", "n", "entry_id", "ts", "kind", "provider", "model", "input", "output", "cache_read",
-                      "cache_write", "total_tokens", "cost", "dedup", "agent")
+                      "cache_write", "total_tokens", "cost", "dedup", "agent", "on_branch", "floats")
 
     def _insert(self, conn: Any, key: str, texts: Sequence[TextRow], usage: Sequence[UsageRow]) -> None:
         n = self.names
@@ -345,7 +469,8 @@ class DerivedTables:
                    [(key, t.seq, t.kind, t.entry_id, t.type, t.role, t.ts, t.target_id, t.text) for t in texts])
         self._many(conn, n.usage, self._USAGE_COLUMNS,
                    [(key, u.seq, u.n, u.entry_id, u.ts, u.kind, u.provider, u.model, u.input, u.output, u.cache_read,
-                     u.cache_write, u.total_tokens, u.cost, u.dedup, u.agent) for u in usage])
+                     u.cache_write, u.total_tokens, u.cost, u.dedup, u.agent, int(u.on_branch), u.floats)
+                    for u in usage])
 
     def _many(self, conn: Any, table: str, columns: Sequence[str], rows: list[tuple[Any, ...]]) -> None:
         if not rows:
@@ -370,13 +495,22 @@ class DerivedTables:
         return known
 
     def delete(self, keys: Sequence[str]) -> None:
-        """Forget sessions whose row is gone (their rows in every derived table)."""
+        """Forget sessions whose row is gone (their rows in every derived table; the trees they
+        were in and the records they shared follow)."""
         n = self.names
         with self.transaction("removing deleted sessions") as conn:
+            tops: set[str] = set()
+            removed: set[str] = set()
             for key in keys:
+                row = conn.execute(self.sql(f"SELECT top FROM {n.sessions} WHERE key = ?"), (key,)).fetchone()
+                if row is not None and row[0] is not None:
+                    tops.add(str(row[0]))
+                removed |= self._shared_of(conn, key)
                 for table in (n.entries, n.usage):
                     conn.execute(self.sql(f"DELETE FROM {table} WHERE key = ?"), (key,))
                 conn.execute(self.sql(f"DELETE FROM {n.sessions} WHERE key = ?"), (key,))
+            if tops or removed:
+                settle(self.names, self.dialect, conn, tops, (), removed)
 
     def count(self, root: str) -> int:
         """Sessions derived under ``root``."""
@@ -388,6 +522,12 @@ class DerivedTables:
         rows = self.rows(f"SELECT key, namespace FROM {self.names.sessions} WHERE substr(key, 1, ?) = ? "
                          "AND namespace IS NOT NULL", (len(root), root))
         return {str(r[0]): str(r[1]) for r in rows}
+
+    def analyze(self) -> None:
+        """Gather the planner's statistics on the derived tables (a role that does not own them
+        is passed over: PostgreSQL warns and skips)."""
+        for table in (self.names.sessions, self.names.entries, self.names.usage):
+            self.rows(f"ANALYZE {table}", action="analysing the derived tables")
 
     def drop_rows(self) -> None:
         """Forget everything derived (``index --rebuild``): the next update derives every session."""
@@ -417,12 +557,55 @@ class DerivedTables:
         return out
 
 
+def _folders(key: str) -> tuple[str, str]:
+    """The key's folder, and that folder's own (with its ``/``: a sessions root, for a session
+    in a bucket): what ``list`` looks sessions up by (store/derived/listing.py)."""
+    folder = key.rpartition("/")[0]
+    return folder, folder.rpartition("/")[0] + "/"
+
+
+def _list_values(f: Facts) -> tuple[Any, ...]:
+    li = f.listed
+    listed = (None,) * 7 if li is None else (li.id, li.cwd, li.title, li.parent, li.created, li.messages,
+                                             li.first_message)
+    return (*listed, f.status, f.status_at, f.list_head, f.line_status)
+
+
+def _unplaced(key: str, root: str | None) -> tuple[int | None, int]:
+    """(node_order, node_current) of a row before its tree is settled: a session is its tree's
+    first node and counts in the current view (most sessions have no other transcript, and then
+    nothing needs settling); any other transcript is not placed yet."""
+    return (0, 1) if root is not None and tree_top(key, root) == key else (None, 0)
+
+
+def _stats_values(f: Facts) -> tuple[Any, ...]:
+    st = f.stats
+    return (st.head, st.born, st.project, st.omp_usage, st.links)
+
+
+def _stats(r: Sequence[Any]) -> StatsFacts:
+    head, born, project, omp_usage, links = r
+    return StatsFacts(head, str(born or ""), project, omp_usage, None if links is None else bytes(links))
+
+
+def _listed(r: Sequence[Any]) -> Listed | None:
+    id_, cwd, title, parent, created, messages, first = r
+    if id_ is None:
+        return None
+    return Listed(str(id_), str(cwd), title, parent, None if created is None else int(created), int(messages),
+                  str(first))
+
+
 def _state(r: Sequence[Any]) -> DerivedState:
     (key, modified, size, derived, head, anchor, tcols, id_, cwd, title, created, entries, messages, next_seq,
-     damaged, models, cost, tokens, namespace, keyed) = r
+     damaged, models, cost, tokens, namespace, keyed) = r[:len(_STATE_COLUMNS)]
+    listing = r[len(_STATE_COLUMNS):]
     facts = Facts(id_, cwd, title, created, int(entries), int(messages), int(next_seq), int(damaged),
                   list(json.loads(models)), None if cost is None else float(cost),
-                  None if tokens is None else float(tokens), bool(keyed))
+                  None if tokens is None else float(tokens), bool(keyed), _listed(listing[:7]),
+                  str(listing[7]) if listing[7] is not None else "unknown",
+                  None if listing[8] is None else int(listing[8]), _stats(listing[11:]),
+                  None if listing[9] is None else bytes(listing[9]), listing[10])
     return DerivedState(str(key), int(modified), int(size), int(derived), bytes(head), bytes(anchor), tcols, facts,
                         namespace)
 
