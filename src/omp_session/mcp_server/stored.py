@@ -27,6 +27,7 @@ from omp_session.catalog.stored import read_stored_session
 from omp_session.errors import SessionError, SessionNotFoundError, StoreError
 from omp_session.format.blobs import MemoryBlobStore
 from omp_session.store.base import SessionStorage, StoredFile
+from omp_session.store.reopening import ReopeningStorage
 
 from .tools import Library, file_id
 
@@ -114,7 +115,9 @@ class StoreLibrary(Library):
                  timeout: float | None = None) -> None:
         super().__init__("/", redact=redact, cache=False)
         self.parsed = parsed
-        self.storage = storage
+        self._given = storage
+        # connected again after a database error (a restarted server closed the connection)
+        self.storage = ReopeningStorage(parsed, storage, timeout=timeout)
         self.timeout = timeout
         # keys are names, not paths on this machine: nothing is resolved, and "/" splits them
         self.prefix = parsed.root
@@ -127,7 +130,10 @@ class StoreLibrary(Library):
 
     def close(self) -> None:
         self._drop_tables()
-        self.storage.close()
+        try:
+            self.storage.close()
+        finally:
+            self._given.close()
 
     # ----- the hooks of Library -------------------------------------------------------------
 

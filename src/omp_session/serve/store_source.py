@@ -23,6 +23,7 @@ from omp_session.errors import SessionError, SessionNotFoundError, StoreError
 from omp_session.format.blobs import MemoryBlobStore
 from omp_session.ops.export.html import render_html_pieces
 from omp_session.ops.search.query import SearchHit, to_fts
+from omp_session.store.reopening import ReopeningStorage
 
 from .events import plain
 from .sessions import Catalog, Row
@@ -54,7 +55,7 @@ class StoreCatalog(Catalog):
     def __init__(self, parsed: StoreURL, storage: SessionStorage, *, timeout: float | None = None) -> None:
         super().__init__(parsed.root, cache=False)
         self.parsed = parsed
-        self.storage = storage
+        self.storage = ReopeningStorage(parsed, storage, timeout=timeout)
         self.timeout = timeout
         self.db_lock = threading.Lock()  # one connection, one request at a time
         self._tables: DerivedTables | None = None
@@ -80,6 +81,7 @@ class StoreCatalog(Catalog):
     def close(self) -> None:
         with self.db_lock:
             self.drop_tables()
+        self.storage.close()
 
     def _listing(self) -> tuple[list[SessionInfo], dict[str, list[SessionInfo]]]:
         from omp_session.store.derived.schema import SCHEMA_VERSION

@@ -212,7 +212,11 @@ class SqlStorage:
     @contextmanager
     def _tx(self, action: str, path: str | None = None) -> Iterator[Any]:
         """One transaction; a driver error rolls back and becomes one line naming the store."""
-        cur = self._conn.cursor()
+        where = f"{self.name}: {path}" if path else self.name
+        try:  # a connection the server closed fails here already
+            cur = self._conn.cursor()
+        except self.driver_errors as e:
+            raise StoreError(f"{where}: {action} failed: {self.reason(e)}; nothing was changed") from e
         try:
             cur.execute(self.dialect.begin)
             yield cur
@@ -221,22 +225,23 @@ class SqlStorage:
             with suppress(*self.driver_errors):  # a lost connection: the server dropped the transaction
                 cur.execute("ROLLBACK")
             if isinstance(e, self.driver_errors):
-                where = f"{self.name}: {path}" if path else self.name
                 raise StoreError(f"{where}: {action} failed: {self.reason(e)}; nothing was changed") from e
             raise
         finally:
             cur.close()
 
     def _query(self, sql: str, params: Sequence[Any], action: str, path: str | None = None) -> list[Any]:
-        cur = self._conn.cursor()
-        try:
+        cur = None
+        try:  # the cursor too: a connection the server closed fails there already
+            cur = self._conn.cursor()
             cur.execute(sql, params)
             return builtins.list(cur.fetchall())
         except self.driver_errors as e:
             where = f"{self.name}: {path}" if path else self.name
             raise StoreError(f"{where}: {action} failed: {self.reason(e)}") from e
         finally:
-            cur.close()
+            if cur is not None:
+                cur.close()
 
     def _prepare(self, create_table: bool) -> None:
         if create_table:
