@@ -13,6 +13,9 @@ and imports, for the commands and for the baseline alike.
 * one contender per command (``--commands``, default all; names in ``COMMANDS``);
 * ``omp`` (when installed and not ``--no-omp``): omp's own open + context + tree under Bun, for
   issue 15's memory target (peak RSS <= 0.2x omp's).
+* floors (unless ``--no-floors``): ``read`` (the file read in 1 MiB pieces) and ``orjson`` (every
+  line parsed by ``orjson.loads``), the fair yardstick of a command that must read every record;
+  each command's time is also printed as a ratio to them.
 
 Peak RSS is the child's own ``ru_maxrss`` (``os.wait4``). A child that exceeds ``--mem-limit``
 (address space, default 6G) fails instead of pushing a shared machine into the OOM killer; it is
@@ -49,6 +52,13 @@ BASELINE_CODE = (
     "s.build_session_context()\n"
     "s.get_tree()\n"
 )
+# floors, whole processes as well: touching the bytes, and parsing every line with orjson (what a
+# command that must read every record cannot go below)
+FLOOR_CODE = {
+    "read": "import sys\nwith open(sys.argv[1], 'rb') as f:\n    while f.read(1 << 20):\n        pass\n",
+    "orjson": ("import sys, orjson\nwith open(sys.argv[1], 'rb') as f:\n    for line in f:\n        try:\n"
+               "            orjson.loads(line)\n        except orjson.JSONDecodeError:\n            pass\n"),
+}
 # name -> (arguments after the program, output file name or None, stdout captured into a file)
 # {s} is the session, {o} the output path inside the run's temporary directory
 COMMANDS: dict[str, tuple[list[str], str | None]] = {
@@ -134,6 +144,8 @@ def run_one(name: str, session: Path, blobs: Path | None, scratch: Path, mem_lim
     try:
         if name == "baseline":
             cmd = [sys.executable, "-c", BASELINE_CODE, str(session)]
+        elif name in FLOOR_CODE:
+            cmd = [sys.executable, "-c", FLOOR_CODE[name], str(session)]
         elif name == "omp":
             cmd = [str(BUN), "--no-install", str(HERE / "omp_open_context.ts"), str(session)]
         else:
@@ -162,13 +174,16 @@ def summarize(label: str, size: int, runs: dict[str, list[dict]]) -> dict:
             "error": next((r["stderr"].strip().splitlines()[-1:] for r in rs if r["failed"]), None),
         }
     base = med.get("baseline", {}).get("seconds")
+    floors = {f: med.get(f, {}).get("seconds") for f in FLOOR_CODE}
     omp_rss = med.get("omp", {}).get("peak_rss")
     rows = []
     for name in runs:
-        if name in ("baseline", "omp"):
+        if name in ("baseline", "omp", *FLOOR_CODE):
             continue
         m = med[name]
         r = m["seconds"] / base if m["seconds"] is not None and base else None
+        to_floor = {f"ratio_{f}": m["seconds"] / t if m["seconds"] is not None and t else None
+                    for f, t in floors.items()}
         limit = TIME_TIGHT if name in TIGHT else TIME_ALL
         checks = {
             "time": None if r is None else r <= limit,
@@ -176,13 +191,14 @@ def summarize(label: str, size: int, runs: dict[str, list[dict]]) -> dict:
         }
         if omp_rss and name in TIGHT:
             checks["rss_omp"] = m["peak_rss"] <= OMP_RSS_SHARE * omp_rss
-        rows.append({"command": name, **m, "ratio": r, "time_limit": limit, "checks": checks,
+        rows.append({"command": name, **m, "ratio": r, **to_floor, "time_limit": limit, "checks": checks,
                      "pass": all(v is True for v in checks.values())})
     return {"size": label, "bytes": size, "median": med, "rows": rows, "runs": runs}
 
 
 def print_table(report: dict) -> None:
-    print("whole processes, medians, contenders interleaved; ratio = time / baseline (open + context + tree)")
+    print("whole processes, medians, contenders interleaved; ratio = time / baseline (open + context + tree); "
+          "/orjson, /read = time / floor")
     print(f"targets: peak RSS <= {RSS_LIMIT / MB:.0f} MB and time <= {TIME_ALL:g}x for every command; "
           f"<= {TIME_TIGHT:g}x and RSS <= {OMP_RSS_SHARE:g}x omp's open for {', '.join(sorted(TIGHT))}")
     for s in report["sizes"]:
@@ -192,16 +208,22 @@ def print_table(report: dict) -> None:
                f"{base.get('peak_rss', 0) / MB:.0f} MB"
         if omp:
             line += f"; omp open+context+tree {omp['seconds'] or 0:.2f} s, {omp['peak_rss'] / MB:.0f} MB"
+        for f in FLOOR_CODE:
+            if s["median"].get(f, {}).get("seconds") is not None:
+                line += f"; floor {f} {s['median'][f]['seconds']:.2f} s"
         print(line)
-        print(f"  {'command':<12} {'time s':>8} {'ratio':>7} {'limit':>6} {'peak RSS':>10}  result")
+        print(f"  {'command':<12} {'time s':>8} {'ratio':>7} {'limit':>6} {'/orjson':>8} {'/read':>7} "
+              f"{'peak RSS':>10}  result")
         for r in s["rows"]:
             t = "-" if r["seconds"] is None else f"{r['seconds']:.2f}"
             ratio = "-" if r["ratio"] is None else f"{r['ratio']:.2f}x"
+            floor = " ".join("-".rjust(w) if r.get(f"ratio_{f}") is None else f"{r[f'ratio_{f}']:.2f}x".rjust(w)
+                             for f, w in (("orjson", 8), ("read", 7)))
             rss = f"{r['peak_rss'] / MB:.0f} MB"
             verdict = "PASS" if r["pass"] else "MISS " + ",".join(k for k, v in r["checks"].items() if v is not True)
             if r["failed"]:
                 verdict += " (over limit)" if r["over_limit"] else f" (failed: {' '.join(r['error'] or [])})"
-            print(f"  {r['command']:<12} {t:>8} {ratio:>7} {r['time_limit']:>5g}x {rss:>10}  {verdict}")
+            print(f"  {r['command']:<12} {t:>8} {ratio:>7} {r['time_limit']:>5g}x {floor} {rss:>10}  {verdict}")
 
 
 def main(argv: list[str]) -> int:
@@ -211,6 +233,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--commands", default=",".join(COMMANDS), help="subset of " + ",".join(COMMANDS))
     ap.add_argument("--no-omp", action="store_true", help="leave omp's open out (no Bun needed)")
+    ap.add_argument("--no-floors", action="store_true", help="leave the read and orjson floors out")
     ap.add_argument("--mem-limit", default="6G", help="address-space limit per child (default 6G)")
     ap.add_argument("--data-dir", type=Path, default=DATA_DIR, help=f"data cache (default {DATA_DIR})")
     ap.add_argument("--keep-data", action="store_true", help="keep data this run generates, for later runs")
@@ -222,7 +245,7 @@ def main(argv: list[str]) -> int:
     if not CLI.exists():
         raise SystemExit(f"{CLI} not found: run this with the venv's python (.venv/bin/python)")
     with_omp = not a.no_omp and BUN.is_file() and OMP_PKG.is_dir()
-    kinds = ["baseline", *(["omp"] if with_omp else []), *names]
+    kinds = ["baseline", *(["omp"] if with_omp else []), *([] if a.no_floors else FLOOR_CODE), *names]
     mem_limit = parse_size(a.mem_limit)
     report: dict = {"seed": a.seed, "mem_limit": mem_limit, "omp": with_omp, "sizes": []}
     created: list[Path] = []

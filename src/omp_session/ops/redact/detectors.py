@@ -220,7 +220,10 @@ class Matcher:
                 if d.fold and lower is None:
                     lower = text.lower()
                 hay = lower if d.fold and lower is not None else text
-                if not any(h in hay for h in d.hints):
+                for h in d.hints:  # (a loop, not any(): this runs for every detector of every string)
+                    if h in hay:
+                        break
+                else:
                     continue
             for m in d.find(text) if d.find is not None else d.regex.finditer(text):
                 span = d.check(m) if d.check is not None else m.span(d.group)

@@ -14,13 +14,21 @@ test: with them every record is walked):
 * A decoded view can only make a hint where an escape is decoded: ``%XX`` and ``\\uXXXX`` can
   make any character (a record holding either is walked), ``\\/`` makes ``/`` (walked), the
   others make ``"``, ``\\`` or a control character (in no hint), ``+`` a space (the one hint with
-  a space is tested by ``PRIVATE``).
+  a space is tested by ``PRIVATE``). The same holds for the file's own ``\\u00XX`` escapes of
+  control characters (ANSI colours in tool output): a record holding only those is judged like
+  any other (a hint right after one may start a token); any other ``\\u`` escape, or a ``\\u``
+  the string itself holds, makes it walked (and every ``\\u`` does under ``--paths``).
 * Hints that are common words in sessions (``token``, ``key`` in ``totalTokens``, ``sk-`` in
   ``task-``) are looked at where they occur: ``env-assignment`` needs a ``:`` or ``=`` after the
   name (``totalTokens":`` ends a JSON string first), the ``sk-``-style tokens need a left
   boundary (``task-`` has a letter there), ``url-password`` needs an ``@``.
 * A key naming a secret (``"apiKey":"…"``) redacts its value whatever it is: every object key
-  with a string value is checked by name.
+  with a non-empty string value is checked by name, in the decoded record (keys repeat from
+  record to record, so each name is judged once).
+* Only ``env-assignment`` is common in code and prose (``token``, ``key`` are words), and its
+  matches never cross a line (nor does any decoded view move a line break of the string): a
+  string where only its hints may match is scanned line by line, each line holding such a hint.
+  A string holding any other detector's hint is scanned whole.
 * A secret split across adjacent text (or thinking) blocks is found in their joined text: a
   record that may hold such a run has each run's joined text tested the same way.
 * The drop options and ``--paths`` are tested by the words and paths they act on.
@@ -39,24 +47,37 @@ import orjson
 from .assign import NAME_HINTS
 from .detectors import BUILTIN_DETECTORS, secret_key_name
 
-__all__ = ["Prefilter"]
+__all__ = ["Prefilter", "escape_may_decode", "u_escape_of_text"]
 
 # A hint that starts its token, whose detector requires no word character before it
 # (``_L`` in detectors.py): an occurrence after a letter or digit is no match.
 _BOUNDED = (b"sk-", b"AIza", b"ghp_", b"gho_", b"ghu_", b"ghs_", b"ghr_", b"github_pat_", b"glpat-", b"xox", b"hf_",
             b"eyJ")
 _WORD = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
-_NAME = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
-# escapes that can decode to any character, or to "/" (in "://")
-_WILD_ESCAPE = re.compile(rb"%[0-9A-Fa-f]{2}|\\u|\\/")
-# a JSON object key whose value is a string (the only values a secret key name redacts)
-_KEY_WITH_STRING = re.compile(rb'[{,]\s*"((?:[^"\\]|\\.)*)"\s*:\s*"')
-# words one of which every secret key name holds, once lowercased without "_" and "-"
-_KEY_WORDS = (b"pass", b"secret", b"token", b"key", b"authorization", b"credential", b"cookie")
+# escapes that can decode to any character, or to "/" (in "://"): %XX, \/ and \u, except (unless
+# strict) a file's own escape of a control character (``\u001b``: JSON.stringify writes those);
+# ``\\u`` is a \u the string holds, which a decoded view decodes
+_PERCENT = re.compile(rb"%[0-9A-Fa-f]{2}")
+_U_NOT_CONTROL = re.compile(rb"\\u(?!00[01][0-9A-Fa-f])")
+
+
+def escape_may_decode(raw: bytes, strict: bool) -> bool:
+    """Whether ``raw`` holds an escape that may decode to a hint's character (see above)."""
+    if b"\\/" in raw or (b"%" in raw and _PERCENT.search(raw) is not None):
+        return True
+    return b"\\u" in raw and (strict or b"\\\\u" in raw or _U_NOT_CONTROL.search(raw) is not None)
+
+
+def u_escape_of_text(raw: bytes) -> bool:
+    """Whether ``raw`` holds a ``\\u`` escape that is not one of a control character: one that may
+    spell a letter of a key (the only escape JSON decoding undoes in a key)."""
+    return b"\\u" in raw and _U_NOT_CONTROL.search(raw) is not None
+
+
 _NAME_HINTS = tuple(h.encode() for h in NAME_HINTS)
-# The one character str.lower() (what secret_key_name and the detectors' hint test use) turns into
-# an ASCII letter: "api\u212aey" names a secret though the raw bytes, lowercased, hold no "key".
-# ("\u0130" lowers to "i" and a combining dot, which no hint or key word can take.)
+# The one character str.lower() (what the detectors' hint test uses) turns into an ASCII letter:
+# "to\u212aen" holds "token" to a fold detector though the raw bytes, lowercased, hold no "token".
+# ("\u0130" lowers to "i" and a combining dot, which no hint can take.)
 _KELVIN = "\u212a".encode()
 
 
@@ -79,129 +100,230 @@ def _plain_hints() -> tuple[tuple[bytes, ...], tuple[bytes, ...]]:
 
 
 _EXACT, _FOLDED = _plain_hints()
+# name hints worth a search of their own: one holding a folded hint ("secret") is in a string that
+# is scanned whole anyway
+_NAME_SCAN = tuple(h for h in _NAME_HINTS if not any(f in h for f in _FOLDED))
 
 
-def _bounded_hint_may_match(raw: bytes, hint: bytes) -> Iterator[int]:
-    """Occurrences of ``hint`` that may start a token: not glued to a word on their left. A
-    letter right after a backslash may be an escape (``\\n``) that decodes to a boundary."""
+def _by_first_byte(hints: Sequence[bytes]) -> tuple[tuple[bytes, ...], tuple[re.Pattern[bytes], ...]]:
+    """``hints`` to look for: those alone with their first byte as they are, the others one regex
+    per first byte, whose matches are where any of them starts (overlapping ones too: a match
+    takes one byte). One pass over a record finds a group: ``AKIA|ASIA|ABIA|ACCA`` takes as long
+    as ``AKIA`` alone."""
+    groups: dict[bytes, list[bytes]] = {}
+    for h in hints:
+        groups.setdefault(h[:1], []).append(h[1:])
+    alone = tuple(first + rests[0] for first, rests in groups.items() if len(rests) == 1)
+    grouped = tuple(re.compile(re.escape(first) + b"(?=" + b"|".join(re.escape(r) for r in rests) + b")")
+                    for first, rests in groups.items() if len(rests) > 1)
+    return alone, grouped
+
+
+_EXACT_ALONE, _EXACT_GROUPED = _by_first_byte(_EXACT)
+_BOUNDED_ALONE, _BOUNDED_GROUPED = _by_first_byte(_BOUNDED)
+
+
+def _may_start_token(raw: bytes, i: int) -> bool:
+    """Whether a bounded hint at ``i`` may start a token: not glued to a word on its left. A
+    letter right after a backslash may be an escape (``\\n``) that decodes to a boundary, a
+    hex digit may end a ``\\u00XX`` escape of a control character."""
+    return (i == 0 or raw[i - 1] not in _WORD or (i >= 2 and raw[i - 2] == 0x5C)
+            or (i >= 6 and raw[i - 6] == 0x5C and raw[i - 5] == 0x75))
+
+
+def _all(raw: bytes, hint: bytes, found: list[int]) -> None:
     i = raw.find(hint)
     while i >= 0:
-        if i == 0 or raw[i - 1] not in _WORD or (i >= 2 and raw[i - 2] == 0x5C):
-            yield i
+        found.append(i)
         i = raw.find(hint, i + 1)
 
 
-def _all(raw: bytes, hint: bytes) -> Iterator[int]:
+def _bounded(raw: bytes, hint: bytes, found: list[int]) -> None:
     i = raw.find(hint)
     while i >= 0:
-        yield i
+        if _may_start_token(raw, i):
+            found.append(i)
         i = raw.find(hint, i + 1)
 
 
-def _separator_may_follow(raw: bytes, e: int) -> bool:
-    """Whether the name ending at raw offset ``e`` may be followed, in its string or a decoded view
-    of it, by env-assignment's separator: an optional quote, blanks, then ``:`` or ``=``."""
-    n = len(raw)
-    i = e
-    while i < n:
-        c = raw[i]
-        if c == 0x22:  # an unescaped quote: the JSON string ends with the name
-            return False
-        if c in b":=%":
-            return True
-        if c in b" +'\t":
-            i += 1
-            continue
-        if c == 0x5C:  # an escape: \" and \t are a quote and a tab in the string, \\ starts another layer
-            nxt = raw[i + 1] if i + 1 < n else 0
-            if nxt in b'"t':
-                i += 2
-                continue
-            return nxt not in b"nrbf/"  # a newline (or CR, BS, FF, /) ends what the regex can take
-        return False
-    return True
+# The rest of a name (letters, digits, "_", ".", "-"; lowercased) and, looked ahead, what may
+# follow it, in its string or a decoded view of it, up to env-assignment's separator: blanks, "+"
+# (a space in a query), "'", \" or \t (a quote and a tab), then ":", "=", "%", another escape
+# than a line break (or CR, BS, FF, /), or the end. An unescaped quote ends the string first.
+_NAME_THEN_SEPARATOR = re.compile(rb"""[a-z0-9_.\-]*+(?=(?:[ +'\t]|\\["t])*+(?:[:=%]|\\[^nrbf/"t]|\\?\Z))""")
 
 
-def _assignment_may_match(low: bytes) -> Iterator[int]:
-    """Occurrences of a name hint whose name may be followed by an assignment's separator."""
-    for hint in _NAME_HINTS:
+def _assignment_may_match(low: bytes, found: list[int]) -> None:
+    """Occurrences of a name hint whose name may be followed by an assignment's separator (the
+    first of each name: the others end where it does)."""
+    then = _NAME_THEN_SEPARATOR.match
+    for hint in _NAME_SCAN:
+        n = len(hint)
         i = low.find(hint)
         while i >= 0:
-            e = i + len(hint)
-            while e < len(low) and low[e] in _NAME:
-                e += 1
-            if _separator_may_follow(low, e):
-                yield i
-            i = low.find(hint, e)
+            m = then(low, i + n)
+            if m is not None:
+                found.append(i)
+                i = low.find(hint, m.end())
+            else:
+                i = low.find(hint, i + n)
 
 
-def _hint_positions(raw: bytes, low: bytes) -> list[int]:
+def _hint_positions(raw: bytes, low: bytes) -> tuple[list[int], list[int]]:
     """Where a built-in detector may find something: every occurrence of a hint that cannot be
-    ruled out by what surrounds it (see the module docstring)."""
+    ruled out by what surrounds it (see the module docstring); those of env-assignment's name
+    hints apart (the second list)."""
     found: list[int] = []
-    for h in _EXACT:
-        found.extend(_all(raw, h))
+    for h in _EXACT_ALONE:
+        if h in raw:
+            _all(raw, h, found)
+    for rx in _EXACT_GROUPED:
+        found.extend(m.start() for m in rx.finditer(raw))
     for h in _FOLDED:
-        found.extend(_all(low, h))
-    for h in _BOUNDED:
-        found.extend(_bounded_hint_may_match(raw, h))
+        if h in low:
+            _all(low, h, found)
+    for h in _BOUNDED_ALONE:
+        if h in raw:
+            _bounded(raw, h, found)
+    for rx in _BOUNDED_GROUPED:
+        found.extend(i for i in (m.start() for m in rx.finditer(raw)) if _may_start_token(raw, i))
     if b"@" in raw:
-        found.extend(_all(raw, b"://"))
-    found.extend(_assignment_may_match(low))
-    return sorted(found)
+        _all(raw, b"://", found)
+    names: list[int] = []
+    _assignment_may_match(low, names)
+    return found, names
+
+
+def _unescaped(raw: bytes, at: int) -> bool:
+    """Whether the byte at ``at`` follows an even run of backslashes (is not escaped by one)."""
+    k = at
+    while k > 0 and raw[k - 1] == 0x5C:
+        k -= 1
+    return (at - k) % 2 == 0
 
 
 def _quote(raw: bytes, at: int, step: int) -> int:
     """The nearest unescaped quote from ``at`` on (``step`` 1) or before ``at`` (``step`` -1), or -1."""
     while True:
         at = raw.find(b'"', at) if step > 0 else raw.rfind(b'"', 0, at)
-        if at < 0:
-            return -1
-        k = at
-        while k > 0 and raw[k - 1] == 0x5C:
-            k -= 1
-        if (at - k) % 2 == 0:
+        if at < 0 or _unescaped(raw, at):
             return at
         if step > 0:
             at += 1
 
 
-def _strings_at(raw: bytes, positions: list[int]) -> Iterator[str | None]:
-    """The JSON strings holding ``positions`` (sorted), each once; None for one that cannot be read."""
+def _line(raw: bytes, pos: int) -> tuple[int, int] | None:
+    """The raw span of the line of a JSON string that holds ``pos``: from just after the ``\\n``
+    escape or the opening quote before it to the ``\\n`` escape or the closing quote after it (the
+    nearer one each way, so only the line is read); None when ``pos`` is in no string."""
+    at = pos
+    while True:
+        q = raw.rfind(b'"', 0, at)
+        if q < 0:
+            return None
+        e = raw.rfind(b"\\n", q + 1, at)
+        while e >= 0 and not _unescaped(raw, e):  # an escaped backslash, then an "n"
+            e = raw.rfind(b"\\n", q + 1, e)
+        if e >= 0:
+            start = e + 2
+            break
+        if _unescaped(raw, q):
+            start = q + 1
+            break
+        at = q
+    at = pos
+    while True:
+        q = raw.find(b'"', at)
+        if q < 0:
+            return None
+        e = raw.find(b"\\n", at, q)
+        while e >= 0 and not _unescaped(raw, e):
+            e = raw.find(b"\\n", e + 1, q)
+        if e >= 0:
+            return start, e
+        if _unescaped(raw, q):
+            return start, q
+        at = q + 1
+
+
+def _decoded(raw: bytes) -> str | None:
+    """The JSON string ``raw`` (quotes included), or None when it is not one."""
+    try:
+        text = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return None
+    return text if isinstance(text, str) else None
+
+
+def _texts_at(raw: bytes, found: list[int], names: list[int]) -> Iterator[str | None]:
+    """What to scan for the hint positions ``found`` and ``names`` (see _hint_positions): each
+    JSON string holding one of ``found``, whole; each line (of a string) holding one of ``names``
+    (see the module docstring). None for a string that cannot be read."""
+    whole: list[tuple[int, int]] = []
     end = -1
-    for pos in positions:
+    for pos in sorted(found):
         if pos < end:
             continue
         start = _quote(raw, pos, -1)
         end = _quote(raw, pos, 1) + 1
-        if start < 0 or end <= 0:
-            yield None
+        text = _decoded(raw[start:end]) if start >= 0 and end > 0 else None
+        yield text
+        if text is None:
             return
-        try:
-            text = orjson.loads(raw[start:end])
-        except orjson.JSONDecodeError:
-            yield None
+        whole.append((start, end))
+    w, end = 0, -1
+    for pos in sorted(names):
+        while w < len(whole) and whole[w][1] <= pos:
+            w += 1
+        if pos < end or (w < len(whole) and whole[w][0] < pos):
+            continue  # on a line already scanned, or in a string scanned whole
+        span = _line(raw, pos)
+        text = _decoded(b'"' + raw[span[0]:span[1]] + b'"') if span is not None else None
+        yield text
+        if span is None or text is None:
             return
-        yield text if isinstance(text, str) else None
+        end = span[1]
 
 
-def _secret_key_may_match(raw: bytes, low: bytes) -> bool:
-    squeezed = low.replace(b"_", b"").replace(b"-", b"")
-    if not any(w in squeezed for w in _KEY_WORDS):
-        return False
-    for m in _KEY_WITH_STRING.finditer(raw):
-        key = m.group(1)
-        named = _KEY_NAMES.get(key)
-        if named is None:
-            named = b"\\" in key or secret_key_name(key.decode("utf-8", "replace"))
-            if len(_KEY_NAMES) < 10_000:  # keys repeat from record to record: a few hundred distinct
-                _KEY_NAMES[key] = named
-        if named:
+def _secret_key_in(value: Any) -> bool:
+    """Whether an object anywhere in ``value`` has a key naming a secret with a non-empty string
+    value (which the walk redacts whatever it is), found without recursion. (Exact types: a
+    decoded record holds no others, and anything else is left to the walk.)"""
+    names = _KEY_NAMES
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if type(v) is dict:
+            for k, sub in v.items():
+                t = type(sub)
+                if t is str:
+                    if not sub:
+                        continue
+                    named = names.get(k)
+                    if named is None:
+                        named = secret_key_name(k)
+                        if len(names) < 10_000:  # keys repeat from record to record: a few hundred distinct
+                            names[k] = named
+                    if named:
+                        return True
+                elif t is dict or t is list:
+                    stack.append(sub)
+                elif t not in _SCALARS:
+                    return True
+        elif type(v) is list:
+            for sub in v:
+                t = type(sub)
+                if t is dict or t is list:
+                    stack.append(sub)
+                elif t is not str and t not in _SCALARS:
+                    return True
+        elif type(v) is not str and type(v) not in _SCALARS:
             return True
     return False
 
 
-_KEY_NAMES: dict[bytes, bool] = {}
+_SCALARS = frozenset({int, float, bool, type(None)})
+_KEY_NAMES: dict[str, bool] = {}
 
 
 def joined_runs(value: Any) -> Iterator[str]:
@@ -257,19 +379,21 @@ class Prefilter:
         if drop_custom:
             words += [b'"custom', b'"hookMessage"']
         self.words = tuple(words)
+        # a path may hold a control character, which another writer may have escaped otherwise
+        self.strict = bool(literals)
 
     def may_change(self, raw: bytes, value: Any) -> bool:
-        """``raw``: the record's bytes; ``value``: what they decode to (for joined text blocks)."""
-        if self.walk_all or _WILD_ESCAPE.search(raw) is not None or any(w in raw for w in self.words):
+        """``raw``: the record's bytes; ``value``: what they decode to (for keys and joined text blocks)."""
+        if self.walk_all or any(w in raw for w in self.words) or _KELVIN in raw:
             return True
-        if _KELVIN in raw:
+        if escape_may_decode(raw, self.strict):
             return True
-        low = raw.lower()
-        if _secret_key_may_match(raw, low):
+        if _secret_key_in(value):
             return True
         if not self.builtin:
             return False
-        if any(text is None or self.hits(text) for text in _strings_at(raw, _hint_positions(raw, low))):
+        low = raw.lower()
+        if any(text is None or self.hits(text) for text in _texts_at(raw, *_hint_positions(raw, low))):
             return True
         # a run of two text blocks has "text" twice as a type and twice as a key
         if raw.count(b'"text"') < 4 and raw.count(b'"thinking"') < 4:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+from bisect import bisect_left
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,7 +31,7 @@ from omp_session.model.session import Session
 from omp_session.store.atomic import open_output, write_new_file
 
 from .detectors import Hit, Matcher, marker, parse_secrets_file, secret_key_name
-from .prefilter import Prefilter
+from .prefilter import Prefilter, u_escape_of_text
 
 __all__ = ["Finding", "PatternError", "RedactReport", "RedactResult", "RedactRules", "SecretsFileError",
            "redact", "redact_to", "write_redacted"]
@@ -49,6 +50,8 @@ _ENVELOPE = frozenset({"type", "id", "parentId", "timestamp", "targetId", "fromI
                        "providerReplayThroughEntryId", "version"})
 _MESSAGE_FIXED = frozenset({"role", "toolCallId", "timestamp"})
 _MARKER = re.compile(r"\[REDACTED[^\]]*\]")  # already redacted (e.g. a file redacted twice)
+_BLOB_PREFIX = BLOB_PREFIX.encode()
+_GROUP_BYTES = 1 << 20  # records read at once when looking for signed tool calls (or one bigger record)
 # Only a whole blob ref or base64 image data URL is skipped: text that merely starts like one is text.
 _NOT_TEXT = re.compile(r"blob:sha256:[0-9a-f]{64}|data:image/[A-Za-z0-9.+\-]+;base64,[A-Za-z0-9+/=]*")
 
@@ -513,16 +516,35 @@ class _Job:
     def _plain(self, k: int, raw: bytes) -> bool:
         """Whether entry ``k`` is what its bytes say (not migrated, sanitized or blob-resolved)."""
         j = self.session.journal
-        return not j.is_decoded(k + 1) and (j.decode_hook is None or BLOB_PREFIX.encode() not in raw)
+        return not j.is_decoded(k + 1) and (j.decode_hook is None or _BLOB_PREFIX not in raw)
+
+    def _maybe_signed(self) -> Iterator[int]:
+        """The entries that may hold a signed tool call, judged a group of records at a time on
+        their bytes (read once, with what lies between them): a group without the key, a \\u
+        escape that could spell it or an entry decoded before has none. (Resolving a blob ref
+        replaces an image's string, never makes a key.)"""
+        s, j = self.session, self.session.journal
+        n = len(s)
+        decoded = sorted(i - 1 for i in j.values if i > 0)  # (the header is record 0)
+        first = 0
+        while first < n:
+            start, last = j.start(first + 1), first + 1
+            while last < n and j.end(last + 1) - start <= _GROUP_BYTES:
+                last += 1
+            group = j.read(start, j.end(last))
+            if (b"thoughtSignature" in group or u_escape_of_text(group)
+                    or bisect_left(decoded, first) < bisect_left(decoded, last)):
+                yield from range(first, last)
+            first = last
 
     def _removed_calls(self) -> set[str]:
         """The ids of the signed tool calls the walk removes, known before the first entry is
         written: a tool result can come before its call in the file, and its content goes too."""
         s, j = self.session, self.session.journal
         probe = _Redactor(self.r.rules, self.matcher, self.r.literals)
-        for k in range(len(s)):
+        for k in self._maybe_signed():
             raw = j.raw(k + 1)
-            if b"thoughtSignature" not in raw and b"\\u" not in raw and self._plain(k, raw):
+            if b"thoughtSignature" not in raw and not u_escape_of_text(raw) and self._plain(k, raw):
                 continue  # no signed tool call (its key is spelled out unless escaped)
             value = s.peek_entry(k)
             if not _has_signed_call(value) or (self._plain(k, raw) and not self.prefilter.may_change(raw, value)):

@@ -15,6 +15,7 @@ size of the file, what a ``.jsonl.gz`` archive holds.
 from __future__ import annotations
 
 import os
+import threading
 import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -162,13 +163,44 @@ def _thinking(message: dict[str, Any], report: SizeReport) -> None:
             report.thinking.add(len(text.encode("utf-8")) if text else 0)
 
 
-def _gzip_size(path: str) -> int:
+def _gzip_size(path: str, stop: threading.Event | None = None) -> int:
     z = zlib.compressobj(6, zlib.DEFLATED, 31)
     n = 0
     with open(path, "rb") as f:
         while chunk := f.read(_CHUNK):
+            if stop is not None and stop.is_set():
+                return 0
             n += len(z.compress(chunk))
     return n + len(z.flush())
+
+
+class _GzipSize:
+    """:func:`_gzip_size` in a thread, alongside the analysis: zlib compresses without the GIL,
+    and the compression is most of the work (the exact level-6 size needs the whole deflate)."""
+
+    def __init__(self, path: str) -> None:
+        self._stop = threading.Event()
+        self._result: int | None = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, args=(path,), name="omp-session-gzip-size", daemon=True)
+        self._thread.start()
+
+    def _run(self, path: str) -> None:
+        try:
+            self._result = _gzip_size(path, self._stop)
+        except BaseException as e:  # handed to the caller in result()
+            self._error = e
+
+    def result(self) -> int:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        assert self._result is not None
+        return self._result
+
+    def cancel(self) -> None:
+        self._stop.set()
+        self._thread.join()
 
 
 def analyze_size(path: str | os.PathLike[str], *, archive: bool = True, top: int = _TOP) -> SizeReport:
@@ -176,6 +208,7 @@ def analyze_size(path: str | os.PathLike[str], *, archive: bool = True, top: int
     src = os.fspath(path)
     archived = src.endswith(".jsonl.gz")  # reported as the plain file it holds; already archived
     s = open_tree_session(src, archives=True)
+    gzip = _GzipSize(src) if archive and not archived else None  # (after the open: its errors come first)
     try:
         j = s.journal
         report = SizeReport(src, j.size, entries=len(s))
@@ -228,10 +261,14 @@ def analyze_size(path: str | os.PathLike[str], *, archive: bool = True, top: int
             report.prune_saves = plan_prune(s).saved
         except EditError:
             report.prune_saves = 0
+    except BaseException:
+        if gzip is not None:
+            gzip.cancel()
+        raise
     finally:
         s.close()
-    if archive and not archived:
-        report.archive_bytes = _gzip_size(src)
+    if gzip is not None:
+        report.archive_bytes = gzip.result()
     # prune and externalize write from a plain file: an archive is to be unpacked first
     report.suggestions = [] if archived else _suggest(report)
     return report

@@ -1,0 +1,68 @@
+"""The usage and models of the Markdown export's header (docs/export.md), in as few passes as
+give the same figures: the branch's models and usage, and the usage of every branch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+from omp_session.errors import ContextError
+from omp_session.model.session import Session
+from omp_session.model.text import model_of, nonempty_str, usage_line
+from omp_session.model.usage import usage_statistics
+
+__all__ = ["all_figures", "branch_figures", "note_model", "usage_text"]
+
+
+def usage_text(entries: Iterable[Any]) -> str:
+    try:
+        return usage_line(usage_statistics(entries))
+    except ContextError as e:  # omp cannot sum these either; say so rather than fail the export
+        return f"unavailable ({e})"
+
+
+def branch_figures(s: Session, branch: Sequence[int], counted: Sequence[int]) -> tuple[list[str], str]:
+    """The models of ``branch`` in order of first use and its usage line, in one pass that keeps
+    no entry."""
+    models: dict[str, None] = {}
+
+    def entries() -> Iterator[Any]:
+        for k in branch:
+            if counted[k]:
+                entry = s.peek_entry(k)
+                note_model(models, entry)
+                yield entry
+
+    walk = entries()
+    usage = usage_text(walk)
+    for _ in walk:  # usage gave up part-way: the models still come from the whole branch
+        pass
+    return list(models), usage
+
+
+def all_figures(s: Session, branch: Sequence[int], counted: Sequence[int]) -> tuple[list[str], str, str]:
+    """(the models of ``branch``, its usage line, the usage line of every branch), as
+    :func:`branch_figures` and :func:`usage_text` over every counted entry give them. When no
+    entry off the branch is counted (a session without side branches, or whose side branches
+    hold no usage), both sums are over the same entries in the same order: one pass gives both.
+    (Summing both in one pass otherwise, the branch's in a thread, saved no time here: what the
+    second decode costs went to handing the entries between threads.)"""
+    every = [k for k in range(len(s)) if counted[k]]
+    models, usage = branch_figures(s, branch, counted)
+    if [k for k in branch if counted[k]] == every:
+        return models, usage, usage
+    return models, usage, usage_text(s.peek_entry(k) for k in every)
+
+
+def note_model(seen: dict[str, None], entry: Any) -> None:
+    """Add the provider/model an assistant message or model change names (in order of first use)."""
+    if not isinstance(entry, dict):
+        return
+    if entry.get("type") == "model_change" and nonempty_str(entry.get("model")):
+        seen.setdefault(entry["model"])
+    message = entry.get("message")
+    if entry.get("type") == "message" and isinstance(message, dict) and message.get("role") == "assistant":
+        model = model_of(message)
+        if model:
+            seen.setdefault(model)

@@ -1,0 +1,82 @@
+"""``size`` computes its archive figure in a thread alongside the analysis (issue 16 item 2, time):
+the figure is zlib's exact level-6 gzip size as before, an error on either side is reported as
+before, and no thread outlives the call."""
+
+from __future__ import annotations
+
+import gzip
+import threading
+import zlib
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from builders import assistant, entry, tool_result, user, write_session
+from omp_session.ops.size import doctor
+from omp_session.ops.size.doctor import analyze_size
+
+
+def _session(path: Path, turns: int = 300) -> Path:
+    es: list[Any] = []
+    parent = None
+    for n in range(turns):
+        es.append(entry(f"u{n}", parent, message=user(f"question {n} " + "words " * (n % 50))))
+        es.append(entry(f"a{n}", f"u{n}", message=assistant(f"answer {n} " + "é" * (n % 70))))
+        es.append(entry(f"t{n}", f"a{n}", message=tool_result("output " * (n % 90))))
+        parent = f"t{n}"
+    return write_session(path, es)
+
+
+def _gzip_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == "omp-session-gzip-size"]
+
+
+def _zlib_size(path: Path) -> int:
+    z = zlib.compressobj(6, zlib.DEFLATED, 31)
+    return len(z.compress(path.read_bytes()) + z.flush())
+
+
+def test_the_archive_figure_is_the_exact_gzip_size(tmp_path: Path) -> None:
+    path = _session(tmp_path / "s.jsonl")
+    r = analyze_size(path)
+    assert r.archive_bytes == _zlib_size(path)
+    assert any(s.action == "archive" and s.saves == r.bytes - _zlib_size(path) for s in r.suggestions)
+    assert _gzip_threads() == []
+
+
+def test_an_error_in_the_analysis_stops_the_compression(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = _session(tmp_path / "s.jsonl")
+    seen: list[int] = []
+
+    def failing(journal: Any, i: int, raw: bytes, result: Any, sink: Any) -> None:
+        seen.append(i)
+        if len(seen) == 50:
+            raise RuntimeError("disk gone")
+
+    monkeypatch.setattr(doctor, "externalize_record", failing)
+    with pytest.raises(RuntimeError, match="disk gone"):
+        analyze_size(path)
+    assert _gzip_threads() == []
+
+
+def test_an_error_of_the_compression_is_raised_after_the_analysis(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    path = _session(tmp_path / "s.jsonl")
+
+    def unreadable(p: str, stop: threading.Event | None = None) -> int:
+        raise PermissionError(13, "Permission denied", p)
+
+    monkeypatch.setattr(doctor, "_gzip_size", unreadable)
+    with pytest.raises(PermissionError):
+        analyze_size(path)
+    assert _gzip_threads() == []
+
+
+def test_no_thread_without_the_archive_figure(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = _session(tmp_path / "s.jsonl")
+    monkeypatch.setattr(doctor, "_GzipSize", lambda p: pytest.fail("a compression was started"))
+    assert analyze_size(path, archive=False).archive_bytes is None
+    archived = tmp_path / "s.jsonl.gz"
+    archived.write_bytes(gzip.compress(path.read_bytes()))
+    assert analyze_size(archived).archive_bytes is None  # already an archive: no figure, as before
