@@ -13,7 +13,7 @@ from omp_session.diagnostics import Diagnostic, summarize
 from omp_session.js import codec
 from omp_session.model.session import Session, usage_or_model_candidates
 from omp_session.model.text import shown as _shown
-from omp_session.model.usage import usage_statistics
+from omp_session.model.usage import branch_and_all_usage
 
 from ._style import Styler, clip, page, terminal_width, width
 
@@ -25,6 +25,13 @@ def _emit_json(value: Any) -> None:
 
 
 def _clip(text: str, width: int = 80) -> str:
+    """``text`` on one line (whitespace runs as one space), cut to ``width`` with "…"."""
+    if len(text) > 4 * width:
+        # the words of a prefix are the text's first words (the last maybe cut short), so its
+        # collapsed form starts the text's: enough of it decides without splitting a long output
+        head = " ".join(text[: 4 * width].split())
+        if len(head) > width:
+            return head[: width - 1] + "…"
     text = " ".join(text.split())
     return text if len(text) <= width else text[: width - 1] + "…"
 
@@ -133,8 +140,8 @@ def show_info(s: Session, findings: list[Diagnostic] | None = None) -> dict[str,
         "branch_tips": [s.ids[k] for k in tips[:50]],
         "labels": {str(k): v for k, v in s.labels().items()},
         "models": _models_used(s),
-        "usage": {"branch": usage_statistics(s.peek_entry(k) for k in branch if counted[k]),
-                  "all": usage_statistics(s.peek_entry(k) for k in range(len(s)) if counted[k])},
+        "usage": dict(zip(("branch", "all"), branch_and_all_usage(
+            s.peek_entry, [k for k in branch if counted[k]], [k for k in range(len(s)) if counted[k]]), strict=True)),
         "diagnostics_summary": {k.value: v for k, v in counts.items()},
         "diagnostics_worst": worst,
         "diagnostics": [d.to_json() for d in found],

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
+from itertools import pairwise
 from typing import Any, Final
 
 from omp_session.errors import ContextError, JSTypeError
@@ -12,7 +13,7 @@ from omp_session.js.value import get, get_opt, is_undef, nullish, num_out, truth
 
 from .jsstring import describe, js_string, template_string
 
-__all__ = ["usage_statistics"]
+__all__ = ["UsageSum", "branch_and_all_usage", "usage_statistics"]
 
 _USAGE_FIELDS: Final = ("input", "output", "cacheRead", "cacheWrite", "totalTokens")
 
@@ -93,24 +94,25 @@ def _plain_usage(usage: Any) -> bool:
     return True
 
 
-def usage_statistics(entries: Iterable[Any]) -> dict[str, Any]:
-    """omp's ``getUsageStatistics()``: token and cost totals over every entry (all branches).
+class UsageSum:
+    """The running sum of :func:`usage_statistics`, one entry at a time."""
 
-    Sums assistant ``usage``, ``task`` tool results' ``details.usage`` and
-    ``model_usage`` entries with JavaScript ``+`` (so a string field turns the
-    total into a string, a missing one into NaN). Raises :class:`ContextError`
-    where omp throws while indexing (a usage without ``cost``, a ``message``
-    entry without ``message``): omp then cannot open the session at all.
-    """
-    totals: dict[str, Any] = {name: 0.0 for name in (*_USAGE_FIELDS, "orchestrationInput", "orchestrationOutput",
-                                                    "orchestrationCacheRead", "premiumRequests", "cost")}
-    numeric = True  # all of input..totalTokens and cost are still numbers
-    for entry in entries:
+    __slots__ = ("numeric", "totals")
+
+    def __init__(self) -> None:
+        self.totals: dict[str, Any] = {name: 0.0 for name in (*_USAGE_FIELDS, "orchestrationInput",
+                                                              "orchestrationOutput", "orchestrationCacheRead",
+                                                              "premiumRequests", "cost")}
+        self.numeric = True  # all of input..totalTokens and cost are still numbers
+
+    def add(self, entry: Any) -> None:
+        """Add ``entry``'s usage; raises :class:`ContextError` where omp throws."""
+        totals = self.totals
         try:
             usage = _entry_usage(entry)
             if not truthy(usage):
-                continue
-            if numeric and _plain_usage(usage):
+                return
+            if self.numeric and _plain_usage(usage):
                 # The common shape: every field a number, so JS `+` is float addition.
                 for name in _USAGE_FIELDS:
                     totals[name] += usage[name]
@@ -119,7 +121,7 @@ def usage_statistics(entries: Iterable[Any]) -> dict[str, Any]:
                 for name in _USAGE_FIELDS:
                     totals[name] = _js_add(totals[name], get(usage, name))
                 totals["cost"] = _js_add(totals["cost"], get(get(usage, "cost"), "total"))
-                numeric = all(totals[name].__class__ is float for name in (*_USAGE_FIELDS, "cost"))
+                self.numeric = all(totals[name].__class__ is float for name in (*_USAGE_FIELDS, "cost"))
             # `x ?? 0` is still added: a total that became a string gains a "0".
             orchestration = get(usage, "orchestration")
             for name, part in (("orchestrationInput", "input"), ("orchestrationOutput", "output"),
@@ -132,4 +134,43 @@ def usage_statistics(entries: Iterable[Any]) -> dict[str, Any]:
                 totals["premiumRequests"] = _js_add(totals["premiumRequests"], 0 if nullish(premium) else premium)
         except JSTypeError as exc:
             raise ContextError(f"{describe(entry)}: {exc}") from None
-    return {name: num_out(value) for name, value in totals.items()}
+
+    def result(self) -> dict[str, Any]:
+        return {name: num_out(value) for name, value in self.totals.items()}
+
+
+def usage_statistics(entries: Iterable[Any]) -> dict[str, Any]:
+    """omp's ``getUsageStatistics()``: token and cost totals over every entry (all branches).
+
+    Sums assistant ``usage``, ``task`` tool results' ``details.usage`` and
+    ``model_usage`` entries with JavaScript ``+`` (so a string field turns the
+    total into a string, a missing one into NaN). Raises :class:`ContextError`
+    where omp throws while indexing (a usage without ``cost``, a ``message``
+    entry without ``message``): omp then cannot open the session at all.
+    """
+    total = UsageSum()
+    for entry in entries:
+        total.add(entry)
+    return total.result()
+
+
+def branch_and_all_usage(peek: Callable[[int], Any], branch: Sequence[int],
+                         every: Sequence[int]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``(usage_statistics(peek(k) for k in branch), usage_statistics(peek(k) for k in every))``
+    (``every`` ascending, ``branch`` a part of it), each entry decoded once when ``branch`` is
+    ascending too (a branch of a file omp appended to: each entry after its parent). Sums are
+    made in the same order as the two passes make them, so they are the same floats; the first
+    error is the branch's, as with the branch summed first (two passes then say which)."""
+    on_branch = set(branch)
+    if all(a < b for a, b in pairwise(branch)) and on_branch.issubset(every):
+        mine, whole = UsageSum(), UsageSum()
+        try:
+            for k in every:
+                entry = peek(k)
+                whole.add(entry)
+                if k in on_branch:
+                    mine.add(entry)
+            return mine.result(), whole.result()
+        except ContextError:
+            pass  # summed apart below, so that the error raised is the one the branch meets first
+    return usage_statistics(peek(k) for k in branch), usage_statistics(peek(k) for k in every)
