@@ -275,3 +275,52 @@ def test_from_a_folder_that_does_not_exist_is_a_usage_error(home: Path, tmp_path
     assert result.exit_code == 2
     assert "no-such-folder" in result.output
 
+
+
+def test_a_run_killed_right_after_placing_a_session_does_not_import_it_twice(
+        home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The ledger is written before the session takes its name: a run that dies between the two
+    # leaves a record of a session that exists (counted) or of one that does not (imported again),
+    # never a session the next run does not know about.
+    from omp_session.foreign import batch
+    from omp_session.foreign.batch import find_sessions, import_sessions
+    from omp_session.foreign.ledger import Ledger
+
+    _claude_home(home, home / "proj")
+    real = batch.place_staged
+
+    def place_then_die(staged: Any) -> str:
+        real(staged)
+        raise SystemExit("killed")  # (a worker killed here: nothing after this line runs)
+
+    monkeypatch.setattr(batch, "place_staged", place_then_die)
+    found = find_sessions("claude")
+    with pytest.raises(SystemExit):
+        list(import_sessions(found, fallback_cwd=str(home / "proj"), ledger=Ledger(tmp_path / "ledger.jsonl")))
+    [made] = _omp_sessions()
+    monkeypatch.setattr(batch, "place_staged", real)
+    [again] = import_sessions(found, fallback_cwd=str(home / "proj"), ledger=Ledger(tmp_path / "ledger.jsonl"))
+    assert again.status == "already imported" and _omp_sessions() == [made]
+
+
+def test_a_session_that_cannot_be_placed_is_imported_by_the_next_run(
+        home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from omp_session.errors import SessionError
+    from omp_session.foreign import batch
+    from omp_session.foreign.batch import find_sessions, import_sessions
+    from omp_session.foreign.ledger import Ledger
+
+    _claude_home(home, home / "proj")
+    real = batch.place_staged
+
+    def refuse(staged: Any) -> str:
+        batch.discard_staged(staged)
+        raise SessionError(f"{staged.path}: cannot write: No space left on device")
+
+    monkeypatch.setattr(batch, "place_staged", refuse)
+    found = find_sessions("claude")
+    [failed] = import_sessions(found, fallback_cwd=str(home / "proj"), ledger=Ledger(tmp_path / "ledger.jsonl"))
+    assert failed.status == "failed" and _omp_sessions() == []
+    monkeypatch.setattr(batch, "place_staged", real)
+    [done] = import_sessions(found, fallback_cwd=str(home / "proj"), ledger=Ledger(tmp_path / "ledger.jsonl"))
+    assert done.status == "imported" and len(_omp_sessions()) == 1

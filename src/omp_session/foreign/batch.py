@@ -268,16 +268,17 @@ class _Job:
                 latest = ledger.latest(info.path)
                 if latest is not None and latest != rec:  # another run imported it meanwhile
                     return Outcome(info, "already imported", reason=f"as {latest.session}", session=latest.session)
-                out.session = place_staged(staged)
-                placed = True
+                # recorded before it takes its name: a run killed between the two leaves a record
+                # of a session that is not there (counted as not imported: the next run imports
+                # it), never a session no record names (the next run would import it twice)
                 try:
                     ledger.add(LedgerRecord(source=info.source, source_id=info.id, source_path=info.path,
-                                            size=before.size, mtime_ns=before.mtime_ns, session=out.session,
+                                            size=before.size, mtime_ns=before.mtime_ns, session=staged.path,
                                             imported_at=now_iso()))
-                except OSError as e:  # unrecorded, the session would be imported again by the next run
-                    with contextlib.suppress(OSError):
-                        os.unlink(out.session)
+                except OSError as e:
                     return _ledger_failed(info, ledger, e)
+                placed = True  # (place_staged removes the temporary file whatever happens)
+                out.session = place_staged(staged)
         except OSError as e:
             return _ledger_failed(info, ledger, e)
         except SessionError as e:
