@@ -38,6 +38,7 @@ from .events import session_events
 from .security import ASGIApp, Guard, new_token
 from .sessions import Catalog, Query, QueryError, now_ms, row_json
 from .store_events import store_events
+from .store_filters import Namespaces, namespace_filters
 from .store_source import StoreCatalog, store_page, store_report, store_search
 from .viewer import SessionStream, session_stream
 
@@ -139,13 +140,15 @@ class _State:
     stopping: threading.Event  # set when the server shuts down: the event streams end
 
 
-def _query(request: Request, per_page: int) -> Query:
+def _query(request: Request, per_page: int, *, store: bool) -> Query:
     p = request.query_params
+    user, host = namespace_filters(p, store=store)
     return Query(project=p.get("project", ""), text=p.get("text", ""), model=p.get("model", ""), since=p.get("since", ""),
                  until=p.get("until", ""), sort=p.get("sort", "modified") or "modified",
                  reverse=p.get("reverse", "") not in ("", "0", "false"),
                  page=_int(p.get("page"), 1, name="page"),
-                 per_page=min(MAX_PER_PAGE, max(1, _int(p.get("per_page"), per_page, name="per_page"))))
+                 per_page=min(MAX_PER_PAGE, max(1, _int(p.get("per_page"), per_page, name="per_page"))),
+                 user=user or "", machine=host or "")
 
 
 def build_app(root: str | os.PathLike[str], *, token: str, host: str = "127.0.0.1", port: int,
@@ -158,13 +161,17 @@ def build_app(root: str | os.PathLike[str], *, token: str, host: str = "127.0.0.
     state = _State(store if store is not None else Catalog(root, cache=cache), root, interval, _static_files(), threading.Lock(),
                    threading.Lock(), stopping if stopping is not None else threading.Event())
 
+    def choices() -> Namespaces | None:
+        """What the store mode's user and machine controls offer (None on the files)."""
+        return None if store is None else store.namespaces()
+
     def sessions_json(request: Request) -> Response:
         try:
-            q = _query(request, PER_PAGE)
+            q = _query(request, PER_PAGE, store=store is not None)
             page = state.catalog.page(q)
         except StoreError as e:
             return _error(request, 503, str(e))
-        except QueryError as e:
+        except (QueryError, SessionError) as e:  # SessionError: user= on a store without search tables
             return _error(request, 400, str(e))
         now = now_ms()
         rows = [row_json(x, now) for r in page.rows for x in (r, *r.children)]
@@ -175,13 +182,14 @@ def build_app(root: str | os.PathLike[str], *, token: str, host: str = "127.0.0.
         if _wants_json(request):
             return sessions_json(request)
         try:
-            q = _query(request, PER_PAGE)
+            q = _query(request, PER_PAGE, store=store is not None)
             page = state.catalog.page(q)
+            namespaces = choices()
         except StoreError as e:
             return _error(request, 503, str(e))
-        except QueryError as e:
+        except (QueryError, SessionError) as e:
             return _error(request, 400, str(e))
-        return _html(pages.list_page(page, q, now_ms()))
+        return _html(pages.list_page(page, q, now_ms(), namespaces))
 
     def session(request: Request) -> Response:
         try:
@@ -228,6 +236,10 @@ def build_app(root: str | os.PathLike[str], *, token: str, host: str = "127.0.0.
 
     def _search(request: Request, limit: int) -> tuple[str, list[Any] | None, str | None, int]:
         q = request.query_params.get("q", "").strip()
+        try:
+            user, host = namespace_filters(request.query_params, store=store is not None)
+        except QueryError as e:
+            return q, None, str(e), 400
         if not q:
             return q, None, None, 200
         try:
@@ -235,7 +247,8 @@ def build_app(root: str | os.PathLike[str], *, token: str, host: str = "127.0.0.
             role = request.query_params.get("role") or None
             whole = request.query_params.get("sessions", "") not in ("", "0")
             if store is not None:
-                return q, store_search(store, q, role=role, limit=limit, sessions=whole), None, 200
+                hits = store_search(store, q, role=role, limit=limit, sessions=whole, user=user, host=host)
+                return q, hits, None, 200
             with state.search_lock:
                 result = search(q, root=state.root, role=role, limit=limit, sessions=whole)
         except StoreError as e:  # MariaDB, Redis: no search tables; a database gone
@@ -250,7 +263,12 @@ def build_app(root: str | os.PathLike[str], *, token: str, host: str = "127.0.0.
         if _wants_json(request):
             return search_api(request)
         q, hits, error, status = _search(request, SEARCH_LIMIT)
-        return _html(pages.search_page(q, hits, error), status)
+        p = request.query_params
+        try:
+            namespaces = choices()
+        except StoreError as e:
+            return _error(request, 503, str(e))
+        return _html(pages.search_page(q, hits, error, namespaces, p.get("user", ""), p.get("machine", "")), status)
 
     def search_api(request: Request) -> Response:
         _q, hits, error, status = _search(request, 20)
@@ -262,9 +280,10 @@ def build_app(root: str | os.PathLike[str], *, token: str, host: str = "127.0.0.
 
     def _report(request: Request) -> Any:
         p = request.query_params
+        user, host = namespace_filters(p, store=store is not None)
         if store is not None:
             return store_report(store, by=p.get("by") or "day", since=p.get("since") or None,
-                                until=p.get("until") or None, tz=p.get("tz") or None)
+                                until=p.get("until") or None, tz=p.get("tz") or None, user=user, host=host)
         with state.stats_lock:
             return stats(all_sessions=True, root=state.root, by=p.get("by") or "day", since=p.get("since") or None,
                          until=p.get("until") or None, tz=p.get("tz") or None)
@@ -274,16 +293,18 @@ def build_app(root: str | os.PathLike[str], *, token: str, host: str = "127.0.0.
             return costs_api(request)
         try:
             report = _report(request)
+            namespaces = choices()
         except StoreError as e:
             return _error(request, 503, str(e))
-        except (StatsOptionError, SessionError) as e:
+        except (StatsOptionError, SessionError, QueryError) as e:
             return _error(request, 400, str(e))
         p = request.query_params
         since, until, tz = p.get("since", ""), p.get("until", ""), p.get("tz", "")
-        head = pages.costs_head(report, report.by, since, until)
+        user, machine = p.get("user", ""), p.get("machine", "")
+        head = pages.costs_head(report, report.by, since, until, namespaces, user, machine)
         # the blocks at one "now", as `stats --blocks` cuts them once
-        blocks_query = urlencode({k: v for k, v in (("blocks", "1"), ("since", since), ("until", until), ("tz", tz))
-                                  if v})
+        blocks_query = urlencode({k: v for k, v in (("blocks", "1"), ("since", since), ("until", until), ("tz", tz),
+                                                    ("user", user), ("machine", machine)) if v})
         blocks = blocks_section(report.blocks_dict(stats_now()), blocks_query)
         return _html(pages.costs_page(render_stats_html(report), head, blocks))
 
@@ -295,7 +316,7 @@ def build_app(root: str | os.PathLike[str], *, token: str, host: str = "127.0.0.
             report = _report(request)
         except StoreError as e:
             return _error(request, 503, str(e))
-        except (StatsOptionError, SessionError) as e:
+        except (StatsOptionError, SessionError, QueryError) as e:
             return _error(request, 400, str(e))
         # what `stats --json` (or `stats --blocks --json`) prints: json.dumps of the report's dict
         if blocks:

@@ -7,6 +7,7 @@ Every text that comes from a session (titles, messages, paths, snippets) goes th
 from __future__ import annotations
 
 import html
+import shlex
 import time
 from collections.abc import Iterable
 from typing import Any, Final
@@ -85,15 +86,32 @@ def _row_html(row: Row, now: float, sub: bool, with_cost: bool = False) -> str:
             f'<td class="num">{_size(row.size)}</td>{cost}<td>{_e(row.status or "")}</td></tr>')
 
 
+def _namespace_fields(namespaces: tuple[list[str], list[str]] | None, user: str, machine: str) -> str:
+    """``serve --store``'s user and machine pickers (nothing on the files: ``namespaces`` None);
+    a value asked for that no session has is still shown, as chosen."""
+    if namespaces is None:
+        return ""
+    out = []
+    for name, label, every, values, current in (("user", "User", "all users", namespaces[0], user),
+                                                ("machine", "Machine", "all machines", namespaces[1], machine)):
+        shown = [*values, current] if current and current not in values else values
+        options = "".join(f'<option value="{_e(v)}"{" selected" if v == current else ""}>{_e(v)}</option>'
+                          for v in shown)
+        out.append(f'<label>{label} <select name="{name}" id="f-{name}"><option value="">{every}</option>'
+                   f"{options}</select></label>")
+    return "".join(out)
+
+
 def _query_args(q: Query, **change: Any) -> str:
     args = {"project": q.project, "text": q.text, "model": q.model, "since": q.since, "until": q.until, "sort": q.sort,
-            "reverse": "1" if q.reverse else "", "page": str(q.page)}
+            "reverse": "1" if q.reverse else "", "page": str(q.page), "user": q.user, "machine": q.machine}
     args.update({k: str(v) for k, v in change.items()})
     return urlencode({k: v for k, v in args.items() if v and not (k == "sort" and v == "modified")
                       and not (k == "page" and v == "1")})
 
 
-def list_page(page: Page, q: Query, now: float) -> str:
+def list_page(page: Page, q: Query, now: float, namespaces: tuple[list[str], list[str]] | None = None) -> str:
+    """The sessions list; ``namespaces``: a store's users and machines to filter by."""
     projects = "".join(f'<option value="{_e(cwd)}"{" selected" if cwd == q.project else ""}>{_e(cwd or "(none)")} '
                        f"({n})</option>" for cwd, n in page.projects)
     sorts = "".join(f'<option{" selected" if s == q.sort else ""}>{s}</option>' for s in SORTS)
@@ -106,6 +124,7 @@ def list_page(page: Page, q: Query, now: float) -> str:
             f'placeholder="provider/model"></label>'
             f'<label>From <input type="date" name="since" id="f-since" value="{_e(q.since)}"></label>'
             f'<label>To <input type="date" name="until" id="f-until" value="{_e(q.until)}"></label>'
+            f"{_namespace_fields(namespaces, q.user, q.machine)}"
             f'<label>Sort <select name="sort" id="f-sort">{sorts}</select></label>'
             f'<label><input type="checkbox" name="reverse" value="1"{" checked" if q.reverse else ""}> reverse</label>'
             f'<button type="submit">Filter</button></form>')
@@ -146,10 +165,11 @@ def _snippet(text: str) -> str:
     return "".join(out)
 
 
-def search_page(query: str, hits: list[SearchHit] | None, error: str | None) -> str:
+def search_page(query: str, hits: list[SearchHit] | None, error: str | None,
+                namespaces: tuple[list[str], list[str]] | None = None, user: str = "", machine: str = "") -> str:
     form = (f'<form class="filters" method="get" action="/search"><input type="search" name="q" id="q" '
             f'value="{_e(query)}" placeholder="words, &quot;a phrase&quot;, prefix*, OR, NOT" autofocus>'
-            f'<button type="submit">Search</button></form>')
+            f'{_namespace_fields(namespaces, user, machine)}<button type="submit">Search</button></form>')
     if error is not None:
         return _layout("Search", "/search", form + f'<p class="error">{_e(error)}</p>')
     if hits is None:
@@ -184,7 +204,8 @@ def _count(x: Any) -> str:
     return f"{x:,}" if isinstance(x, int | float) else _e(x)
 
 
-def costs_head(report: StatsReport, by: str, since: str, until: str) -> str:
+def costs_head(report: StatsReport, by: str, since: str, until: str,
+               namespaces: tuple[list[str], list[str]] | None = None, user: str = "", machine: str = "") -> str:
     """The part of the costs page above the stats report: nav, the choices and the totals."""
     total = report.total.to_dict()
     billed, current = total["billed"], total["current"]
@@ -192,16 +213,20 @@ def costs_head(report: StatsReport, by: str, since: str, until: str) -> str:
     form = (f'<form class="filters" method="get" action="/costs"><label>By <select name="by" id="c-by">{options}'
             f'</select></label><label>Since <input name="since" value="{_e(since)}" placeholder="YYYY-MM-DD or 7d">'
             f'</label><label>Until <input name="until" value="{_e(until)}" placeholder="YYYY-MM-DD"></label>'
-            '<button type="submit">Show</button></form>')
+            f'{_namespace_fields(namespaces, user, machine)}<button type="submit">Show</button></form>')
     totals = (f'<dl class="totals"><dt>Billed cost</dt><dd id="billed-cost" data-value="{_e(repr(billed["cost"]))}">'
               f'{_money(billed["cost"])}</dd><dt>Current-branch cost</dt><dd id="current-cost" '
               f'data-value="{_e(repr(current["cost"]))}">{_money(current["cost"])}</dd><dt>Billed tokens</dt>'
               f'<dd id="billed-tokens">{_count(billed["totalTokens"])}</dd><dt>Sessions</dt>'
               f'<dd id="sessions">{len(report.sessions)}</dd></dl>')
     nav = "".join(f'<a href="{href}"{" class=here" if href == "/costs" else ""}>{name}</a>' for href, name in _NAV)
+    flags = "".join(f" --{k} {_e(shlex.quote(v))}" for k, v in (("user", user), ("machine", machine)) if v)
+    store = " --store URL" if flags else ""  # the filters are a store's only
+    query = urlencode({k: v for k, v in (("by", by), ("since", since), ("until", until), ("user", user),
+                                         ("machine", machine)) if v or k in ("by", "since", "until")})
     return (f'<header class="top"><strong>omp-session</strong><nav>{nav}</nav></header>'
-            f'<div class="page">{form}{totals}<p class="meta">Same numbers as <code>omp-session stats --all '
-            f'--by {_e(by)} --json</code> (<a href="/api/costs?{_e(urlencode({"by": by, "since": since, "until": until}))}">JSON</a>).</p></div>')
+            f'<div class="page">{form}{totals}<p class="meta">Same numbers as <code>omp-session stats{store} --all '
+            f'--by {_e(by)}{flags} --json</code> (<a href="/api/costs?{_e(query)}">JSON</a>).</p></div>')
 
 
 def costs_page(report_html: str, head: str, blocks: str = "") -> str:

@@ -33,7 +33,8 @@ from omp_session.catalog import listing
 from omp_session.catalog.summaries import ListCache, SessionStats, is_archived
 from omp_session.js.date import to_iso
 
-__all__ = ["ACTIVE_MS", "SORTS", "STATS_WAIT", "Catalog", "Page", "Query", "QueryError", "Row", "now_ms", "row_json"]
+__all__ = ["ACTIVE_MS", "SORTS", "STATS_WAIT", "Catalog", "Page", "Query", "QueryError", "Row", "now_ms", "paged",
+           "row_json"]
 
 ACTIVE_MS: Final = 5 * 60 * 1000  # a session written to this recently is marked active
 SORTS: Final = ("modified", "created", "size", "messages", "title", "cost")
@@ -113,6 +114,8 @@ class Query:
     reverse: bool = False
     page: int = 1
     per_page: int = 100
+    user: str = ""  # a store's namespace filters (serve --store only; "": any)
+    machine: str = ""
 
 
 @dataclass
@@ -337,26 +340,9 @@ class Catalog:
 
     def page(self, q: Query) -> Page:
         self.refresh()
-        if q.sort not in SORTS:
-            raise QueryError(f"cannot sort by {q.sort!r} (choose one of {', '.join(SORTS)})")
-        since, until = _day_ms(q.since, end=False), _day_ms(q.until, end=True)
-        model = q.model.strip()
-        pending = self.with_stats(STATS_WAIT) if q.sort == "cost" or model else 0
-        parents, projects = self._parents, self._projects  # the rows the stats were put on
-        text = q.text.strip().lower()
-        if q.project or text or since is not None or until is not None:
-            parents = [p for p in parents if _matches(p, q.project, text, since, until)]
-        if model:
-            parents = [p for p in parents if p.uses_model(model) or any(c.uses_model(model) for c in p.children)]
-        if q.sort != "modified" or q.reverse:
-            parents = _sorted(parents, q.sort, q.reverse)
-        if q.page < 1:
-            raise QueryError(f"page={q.page} (pages count from 1)")
-        per = max(1, q.per_page)
-        pages = max(1, -(-len(parents) // per))
-        # past the end is an empty page, not the last one again: a client paging until it gets
-        # nothing must stop, and see no row twice
-        return Page(parents[(q.page - 1) * per: q.page * per], len(parents), q.page, pages, projects, pending)
+        _check(q)
+        pending = self.with_stats(STATS_WAIT) if q.sort == "cost" or q.model.strip() else 0
+        return paged(self._parents, self._projects, q, pending)  # the rows the stats were put on
 
     # ----- cost and models, on demand --------------------------------------------------------
 
@@ -406,6 +392,35 @@ class Catalog:
             self._stats[path] = ((st.st_size, st.st_mtime_ns, st.st_ino), stats)
         with self._lock, contextlib.suppress(TypeError, ValueError):
             self._cache.save()
+
+
+def _check(q: Query) -> None:
+    if q.sort not in SORTS:
+        raise QueryError(f"cannot sort by {q.sort!r} (choose one of {', '.join(SORTS)})")
+    for day, end in ((q.since, False), (q.until, True)):
+        _day_ms(day, end=end)  # a bad date: a 400 before any cost is computed
+
+
+def paged(parents: list[Row], projects: list[tuple[str, int]], q: Query, pending: int = 0) -> Page:
+    """The page ``q`` asks for of ``parents`` (every listed parent, in omp's order; ``projects``:
+    their projects, counted), filtered, sorted and cut (a store's listing too)."""
+    _check(q)
+    since, until = _day_ms(q.since, end=False), _day_ms(q.until, end=True)
+    model = q.model.strip()
+    text = q.text.strip().lower()
+    if q.project or text or since is not None or until is not None:
+        parents = [p for p in parents if _matches(p, q.project, text, since, until)]
+    if model:
+        parents = [p for p in parents if p.uses_model(model) or any(c.uses_model(model) for c in p.children)]
+    if q.sort != "modified" or q.reverse:
+        parents = _sorted(parents, q.sort, q.reverse)
+    if q.page < 1:
+        raise QueryError(f"page={q.page} (pages count from 1)")
+    per = max(1, q.per_page)
+    pages = max(1, -(-len(parents) // per))
+    # past the end is an empty page, not the last one again: a client paging until it gets
+    # nothing must stop, and see no row twice
+    return Page(parents[(q.page - 1) * per: q.page * per], len(parents), q.page, pages, projects, pending)
 
 
 def _as_info(row: Row) -> listing.SessionInfo:

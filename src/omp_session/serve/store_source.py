@@ -5,7 +5,8 @@
 for the files: the listing comes from the store's derived tables when they are of this
 omp-session's layout (``index --store``, ``sync --to`` make them), else from the stored bytes
 (as ``list --store`` does). Only keys under the URL's root are ever listed, so only they can be
-served. Search and costs use the derived tables as ``search --store`` and ``stats --store`` do.
+served. Search and costs use the derived tables as ``search --store`` and ``stats --store`` do;
+``user=``/``machine=`` filter all three with their filters (store_filters.py).
 """
 
 from __future__ import annotations
@@ -21,13 +22,16 @@ from omp_session.catalog.stored import read_stored_session
 from omp_session.catalog.summaries import is_archived
 from omp_session.errors import SessionError, SessionNotFoundError, StoreError
 from omp_session.format.blobs import MemoryBlobStore
-from omp_session.ops.export.html import render_html_pieces
+from omp_session.ops.export.html import MAX_SUBAGENT_DEPTH, render_html_pieces
+from omp_session.ops.export.subagents import FILE_TRANSCRIPTS
 from omp_session.ops.search.query import SearchHit, to_fts
 from omp_session.store.reopening import ReopeningStorage
 
 from .events import plain
-from .sessions import Catalog, Row
-from .viewer import SessionStream, resume_line, serve_csp, served_pieces
+from .sessions import Catalog, Page, Query, Row, paged
+from .store_filters import Namespaces, needs_tables, store_namespaces
+from .store_subagents import store_transcripts
+from .viewer import SessionStream, links_below, resume_line, serve_csp, served_pieces
 
 if TYPE_CHECKING:
     from omp_session.ops.stats.report import StatsReport
@@ -83,24 +87,45 @@ class StoreCatalog(Catalog):
             self.drop_tables()
         self.storage.close()
 
-    def _listing(self) -> tuple[list[SessionInfo], dict[str, list[SessionInfo]]]:
+    def _listing(self, user: str | None = None,
+                 host: str | None = None) -> tuple[list[SessionInfo], dict[str, list[SessionInfo]]]:
+        """Every session under the root (of the namespace's ``user``/``host``: ``list --store
+        --user/--machine``'s rows, which only the search tables know) and their subagents."""
         from omp_session.store.derived.schema import SCHEMA_VERSION
 
         prefix = self.parsed.root
+        tables: DerivedTables | None = None
+        version: int | None = None
         with self.db_lock:
             try:
                 tables = self.tables()
-                if tables is not None and tables.version() == SCHEMA_VERSION:
-                    found = list_derived_sessions(tables, prefix, all_buckets=True)
+                version = None if tables is None else tables.version()
+                if tables is not None and version == SCHEMA_VERSION:
+                    found = list_derived_sessions(tables, prefix, all_buckets=True, user=user, host=host)
                     return found.sessions, found.subagents
             except StoreError:
                 self.drop_tables()
                 raise
+        if user is not None or host is not None:
+            raise needs_tables(self.parsed.name, version, supported=tables is not None)
         found = list_store_sessions(self.storage, prefix, all_buckets=True)
         return found.sessions, found.subagents
 
+    def page(self, q: Query) -> Page:
+        if not q.user and not q.machine:
+            return super().page(q)
+        # one namespace's rows, this request's own: the shared listing stays every session's
+        parents, _by_id, projects = self._rows(*self._listing(q.user or None, q.machine or None))
+        return paged(parents, projects, q)
+
     def refresh(self) -> None:
-        sessions, subagents = self._listing()
+        parents, by_id, projects = self._rows(*self._listing())
+        with self._lock:
+            self._parents, self._by_id, self._projects = parents, by_id, projects
+
+    def _rows(self, sessions: list[SessionInfo], subagents: dict[str, list[SessionInfo]]
+              ) -> tuple[list[Row], dict[str, Row], list[tuple[str, int]]]:
+        """The listed parents in omp's order (subagents in ``children``), by id, and the projects."""
         by_id: dict[str, Row] = {}
         counts: dict[str, int] = {}
         parents: list[Row] = []
@@ -112,8 +137,7 @@ class StoreCatalog(Catalog):
                 if isinstance(r.id, str) and r.id and r.id not in by_id:
                     by_id[r.id] = r
             counts[p.cwd] = counts.get(p.cwd, 0) + 1
-        with self._lock:
-            self._parents, self._by_id, self._projects = parents, by_id, sorted(counts.items())
+        return parents, by_id, sorted(counts.items())
 
     def find(self, session_id: str) -> Row | None:
         self.refresh()
@@ -125,6 +149,16 @@ class StoreCatalog(Catalog):
     def with_stats(self, wait: float) -> int:
         return 0  # no per-session cost in a store's list (the Costs page has the totals)
 
+    def namespaces(self) -> Namespaces | None:
+        """The users and machines to filter by (None: the store has no current search tables)."""
+        with self.db_lock:
+            try:
+                tables = self.tables()
+                return None if tables is None else store_namespaces(tables, self.parsed.root)
+            except StoreError:
+                self.drop_tables()
+                raise
+
 
 def store_page(catalog: StoreCatalog, row: Row) -> SessionStream:
     """The page of the listed stored session ``row``, as the file's page is made (raises
@@ -134,8 +168,17 @@ def store_page(catalog: StoreCatalog, row: Row) -> SessionStream:
     except FileNotFoundError:
         raise SessionNotFoundError(f"{catalog.parsed.name}: no session {row.path}") from None
     problems: list[str] = []
+    # the transcripts omp keeps next to it, read from the store's keys as the file page reads the
+    # files; a file: store's keys are the files: read as the file page reads them, so a symlink
+    # among them (which could bring any file of the disk into the page) shows none, as there
+    files = catalog.parsed.kind == "file"
+    link = links_below(row.path[: -len(".jsonl")], MAX_SUBAGENT_DEPTH) if files and row.path.endswith(".jsonl") \
+        else None
+    if link is not None:
+        problems.append(f"{link}: a symlink among the subagent transcripts: subagents not shown")
     try:
-        pieces = render_html_pieces(s, subagents=False, on_problem=problems.append)
+        pieces = render_html_pieces(s, subagents=link is None, on_problem=problems.append,
+                                    transcripts=FILE_TRANSCRIPTS if files else store_transcripts(catalog.storage, row.path))
         events = f"/events/{quote(row.id, safe='')}"
         data: dict[str, Any] = {"id": row.id, "resume": resume_line(s, row.path), "events": events,
                                 "archived": row.archived, "entries": len(s), "leaf": plain(s.get_leaf_id())}
@@ -145,10 +188,11 @@ def store_page(catalog: StoreCatalog, row: Row) -> SessionStream:
     return SessionStream(served_pieces(pieces, data, s), serve_csp(), problems, s)
 
 
-def store_search(catalog: StoreCatalog, query: str, *, role: str | None, limit: int,
-                 sessions: bool) -> list[SearchHit]:
-    """The hits of ``query`` under the store's root, as ``search --store`` finds them. Raises
-    SessionError (no tables yet), StoreError (MariaDB, Redis) or QueryError."""
+def store_search(catalog: StoreCatalog, query: str, *, role: str | None, limit: int, sessions: bool,
+                 user: str | None = None, host: str | None = None) -> list[SearchHit]:
+    """The hits of ``query`` under the store's root (of the namespace's ``user``/``host``), as
+    ``search --store`` finds them. Raises SessionError (no tables yet), StoreError (MariaDB,
+    Redis) or QueryError."""
     from omp_session.ops.search.query import ROLES
     from omp_session.store.derived.query import search_derived
 
@@ -163,7 +207,7 @@ def store_search(catalog: StoreCatalog, query: str, *, role: str | None, limit: 
                 raise SessionError(f"{catalog.parsed.name}: {NO_TABLES}")
             fts5 = to_fts(query) if tables.dialect == "sqlite" else None
             hits = search_derived(tables, query, fts5=fts5, roles=ROLES[role] if role else None,
-                                  root=catalog.parsed.root, limit=limit, sessions=sessions)
+                                  root=catalog.parsed.root, limit=limit, sessions=sessions, user=user, host=host)
         except StoreError:
             catalog.drop_tables()
             raise
@@ -172,11 +216,13 @@ def store_search(catalog: StoreCatalog, query: str, *, role: str | None, limit: 
 
 
 def store_report(catalog: StoreCatalog, *, by: str, since: str | None, until: str | None,
-                 tz: str | None) -> StatsReport:
+                 tz: str | None, user: str | None = None, host: str | None = None) -> StatsReport:
     """``stats --store --all``'s report: added up by the database from the derived tables when
-    they are current, else by reading every session under the root."""
+    they are current, else by reading every session under the root (``user``/``host``, as
+    ``--user``/``--machine``, need the tables)."""
     from omp_session.ops.stats.report import stats
 
+    version: int | None = None
     with catalog.db_lock:
         tables = catalog.tables()
         if tables is not None:
@@ -186,9 +232,11 @@ def store_report(catalog: StoreCatalog, *, by: str, since: str | None, until: st
                     from omp_session.ops.stats.database import stats_in_tables
 
                     return stats_in_tables(tables, None, all_sessions=True, root=catalog.parsed.root, by=by,
-                                           since=since, until=until, tz=tz, placed=True)
+                                           since=since, until=until, tz=tz, user=user, host=host, placed=True)
             except StoreError:
                 catalog.drop_tables()
                 raise
+    if user is not None or host is not None:
+        raise needs_tables(catalog.parsed.name, version, supported=tables is not None)
     return stats(all_sessions=True, root=catalog.parsed.root, by=by, since=since, until=until, tz=tz,
                  storage=catalog.storage)

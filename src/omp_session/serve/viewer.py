@@ -33,8 +33,8 @@ from .events import plain
 from .security import DEFAULT_CSP
 from .sessions import Catalog, Row
 
-__all__ = ["SERVE_DATA_ID", "SessionPage", "SessionStream", "resume_line", "serve_csp", "served_pieces", "session_page",
-           "session_stream"]
+__all__ = ["SERVE_DATA_ID", "SessionPage", "SessionStream", "links_below", "resume_line", "serve_csp", "served_pieces",
+           "session_page", "session_stream"]
 
 SERVE_DATA_ID: Final = "omp-serve-session"
 _META_CSP: Final = b'<meta http-equiv="Content-Security-Policy"'
@@ -188,7 +188,7 @@ def _read_listed(catalog: Catalog, row: Row) -> Session:
     return Session(journal, row.path, BlobStore(blobs_dir()))
 
 
-def _links_below(folder: str, depth: int) -> str | None:
+def links_below(folder: str, depth: int) -> str | None:
     """The first symlink in a session's artifacts folder (the folder itself included), searched
     as deep as the viewer embeds subagents; None when there is none."""
     try:
@@ -202,7 +202,7 @@ def _links_below(folder: str, depth: int) -> str | None:
         if e.is_symlink():
             return e.path
         if depth > 0 and e.is_dir(follow_symlinks=False):
-            found = _links_below(e.path, depth - 1)
+            found = links_below(e.path, depth - 1)
             if found is not None:
                 return found
     return None
@@ -218,7 +218,7 @@ def session_stream(catalog: Catalog, row: Row) -> SessionStream:
     path, session_id, archived = row.path, row.id, row.archived
     # the viewer embeds every transcript of the artifacts folder, following links: a link there
     # could bring any file of the disk into the page, so such a folder's subagents are left out
-    link = _links_below(path[: -len(".jsonl")], MAX_SUBAGENT_DEPTH) if path.endswith(".jsonl") else None
+    link = links_below(path[: -len(".jsonl")], MAX_SUBAGENT_DEPTH) if path.endswith(".jsonl") else None
     if link is not None:
         problems.append(f"{link}: a symlink among the subagent transcripts: subagents not shown")
     s = _read_listed(catalog, row)

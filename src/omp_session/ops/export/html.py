@@ -15,7 +15,7 @@ import html
 from collections.abc import Callable, Iterator
 from typing import Any, Final
 
-from omp_session.errors import EntryNotFoundError, SessionError
+from omp_session.errors import EntryNotFoundError, SessionError, StoreError
 from omp_session.format.blobs import BlobReader, resolve_blob_refs
 from omp_session.format.reader import copilot_records
 from omp_session.js import codec
@@ -23,7 +23,7 @@ from omp_session.js.codec import UNDEFINED
 from omp_session.model.session import Session
 from omp_session.model.tree import branch_tips
 
-from .subagents import artifacts_dir, find_subagents, task_agent_ids
+from .subagents import FILE_TRANSCRIPTS, Transcripts, artifacts_dir, find_subagents, task_agent_ids
 from .viewer_css import VIEWER_CSS
 from .viewer_js import VIEWER_JS
 
@@ -194,9 +194,11 @@ class _Subagents:
     """Embeds subagent transcripts: each one is its own JSON block (``omp-subagent-<n>``), parsed
     by the viewer only when opened, so a page with many big subagents opens as fast as without."""
 
-    def __init__(self, blob_store: BlobReader | None, on_problem: Callable[[str], None] | None) -> None:
+    def __init__(self, blob_store: BlobReader | None, on_problem: Callable[[str], None] | None,
+                 transcripts: Transcripts) -> None:
         self.blob_store = blob_store
         self.on_problem = on_problem
+        self.transcripts = transcripts
         self.blocks: list[bytes] = []
 
     def _problem(self, message: str) -> None:
@@ -204,11 +206,9 @@ class _Subagents:
             self.on_problem(message)
 
     def listing(self, session_path: str, refs: dict[str, list[int]], depth: int) -> list[dict[str, Any]]:
-        from omp_session.model.session import open_session
-
         out: list[dict[str, Any]] = []
         folder = artifacts_dir(session_path)
-        for found in find_subagents(session_path, refs):
+        for found in find_subagents(session_path, refs, self.transcripts):
             # relative to the session's folder: the page does not need to reveal absolute paths
             item: dict[str, Any] = {"id": found.agent_id, "file": f"{folder.name if folder else ''}/{found.path.name}",
                                     "refs": list(found.refs), "doc": None, "note": None, "entries": None,
@@ -223,9 +223,11 @@ class _Subagents:
                 item["note"] = f"nested more than {MAX_SUBAGENT_DEPTH} levels deep: not embedded"
                 continue
             try:
-                with open_session(found.path, blob_store=self.blob_store) as sub:
+                with self.transcripts.open(found.path, self.blob_store) as sub:
                     doc = _Document(sub, None, None)
                     entries = [doc.entry(k) for k in range(doc.count)]
+            except StoreError:
+                raise  # the database, not this transcript: the page cannot be made now
             except (SessionError, OSError) as e:
                 self._problem(f"subagent transcript not readable: {e}")
                 reason = str(e).removeprefix(f"{found.path}: ")
@@ -241,15 +243,16 @@ class _Subagents:
 
 
 def render_html_pieces(session: Session, *, leaf: str | None = None, blob_store: BlobReader | None = None,
-                       subagents: bool = True, on_problem: Callable[[str], None] | None = None
-                       ) -> Iterator[bytes]:
+                       subagents: bool = True, on_problem: Callable[[str], None] | None = None,
+                       transcripts: Transcripts = FILE_TRANSCRIPTS) -> Iterator[bytes]:
     """:func:`render_html_bytes` in pieces, to be written as they come: a big session's entries
     are copied from the file into the page one at a time, without ever becoming text. The page's
     fields and subagents are worked out first, so an unknown ``leaf`` is refused here, before
-    any piece."""
+    any piece. ``transcripts``: where the subagent transcripts are read from (default: the files
+    next to the session; ``serve --store`` reads them from the store)."""
     doc = _Document(session, leaf, blob_store)
     fields = doc.fields
-    embedder = _Subagents(blob_store if blob_store is not None else session.blob_store, on_problem)
+    embedder = _Subagents(blob_store if blob_store is not None else session.blob_store, on_problem, transcripts)
     if subagents and session.path:
         fields["subagents"] = embedder.listing(session.path, doc.task_refs, 1)
     title = fields["title"] if isinstance(fields["title"], str) and fields["title"] else "omp session"

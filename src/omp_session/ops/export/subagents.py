@@ -6,19 +6,23 @@ spawned it names the agent in ``details.results[].id`` (``details.progress[].id`
 A subagent's own subagents live in its own artifacts directory, ``<agentId>/``, the same way.
 
 This module only finds them: which files exist, which task results name them, which names have
-no file. Opening and embedding is export_html.py's job.
+no file. Opening and embedding is export_html.py's job. Both go through a :class:`Transcripts`:
+the files by default; ``serve --store`` gives one that reads the same layout from a store's keys.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["SubagentFile", "artifacts_dir", "find_subagents", "task_agent_ids"]
+if TYPE_CHECKING:
+    from omp_session.format.blobs import BlobReader
+    from omp_session.model.session import Session
 
+__all__ = ["FILE_TRANSCRIPTS", "SubagentFile", "Transcripts", "artifacts_dir", "find_subagents", "task_agent_ids"]
 
 
 @dataclass(frozen=True)
@@ -34,9 +38,12 @@ class SubagentFile:
 
 def artifacts_dir(session_path: str | os.PathLike[str]) -> Path | None:
     """The session's artifacts directory: its path without ``.jsonl`` (None for other names,
-    where omp would not have one either)."""
+    where omp would not have one either). A transcript named ``..jsonl`` or ``...jsonl`` has none:
+    its folder would be its session's own, or the one above it (every session of the project)."""
     text = os.fspath(session_path)
-    return Path(text[: -len(".jsonl")]) if text.endswith(".jsonl") and len(text) > len(".jsonl") else None
+    if not text.endswith(".jsonl") or text[: -len(".jsonl")].rpartition("/")[2] in ("", ".", ".."):
+        return None
+    return Path(text[: -len(".jsonl")])
 
 
 def _ids(items: Any) -> Iterable[str]:
@@ -65,7 +72,39 @@ def _safe_name(agent_id: str) -> bool:
     return agent_id not in ("", ".", "..") and "/" not in agent_id and "\\" not in agent_id and "\0" not in agent_id
 
 
-def find_subagents(session_path: str | os.PathLike[str], refs: Mapping[str, Iterable[int]]) -> list[SubagentFile]:
+def _files_in(folder: Path) -> list[str]:
+    """The ``*.jsonl`` regular files directly in ``folder``, by name; [] when it cannot be read.
+    omp writes real files there: a symlink (the folder or a transcript) could put any file on the
+    disk into an export or a served page, so it is not followed."""
+    if folder.is_symlink():
+        return []
+    try:
+        names = sorted(os.listdir(folder))
+    except OSError:
+        return []
+    return [n for n in names if n.endswith(".jsonl") and (folder / n).is_file() and not (folder / n).is_symlink()]
+
+
+def _open_file(path: Path, blob_store: BlobReader | None) -> Session:
+    from omp_session.model.session import open_session
+
+    return open_session(path, blob_store=blob_store)
+
+
+@dataclass(frozen=True)
+class Transcripts:
+    """Where the transcripts are: ``names`` lists the ``*.jsonl`` files directly in an artifacts
+    folder (by name, [] when there is none), ``open`` reads one (raising SessionError or OSError)."""
+
+    names: Callable[[Path], list[str]]
+    open: Callable[[Path, BlobReader | None], Session]
+
+
+FILE_TRANSCRIPTS = Transcripts(_files_in, _open_file)
+
+
+def find_subagents(session_path: str | os.PathLike[str], refs: Mapping[str, Iterable[int]],
+                   transcripts: Transcripts = FILE_TRANSCRIPTS) -> list[SubagentFile]:
     """Subagent transcripts of the session at ``session_path``.
 
     ``refs`` maps each agent id named by a task result to the entries naming it (see
@@ -73,23 +112,16 @@ def find_subagents(session_path: str | os.PathLike[str], refs: Mapping[str, Iter
     with ``exists`` telling whether its file is there; then the other ``*.jsonl`` files of the
     artifacts directory (advisor transcripts included, backups left out, as omp's own HTML export
     does), by name. Never raises for a missing or
-    unreadable directory: it then finds only the named agents, none existing.
+    unreadable directory: it then finds only the named agents, none existing. ``transcripts``
+    says which files the folder holds (default: the files on the disk).
     """
     folder = artifacts_dir(session_path)
     on_disk: dict[str, Path] = {}
-    # omp writes real files there: a symlink (the folder or a transcript) could put any file on
-    # the disk into an export or a served page, so it is not followed
-    if folder is not None and not folder.is_symlink():
-        try:
-            names = sorted(os.listdir(folder))
-        except OSError:
-            names = []
-        for name in names:
+    if folder is not None:
+        for name in transcripts.names(folder):
             # as omp's own HTML export does: every transcript but backups (advisor ones too)
             if name.endswith(".jsonl") and ".bak" not in name and len(name) > len(".jsonl"):
-                path = folder / name
-                if path.is_file() and not path.is_symlink():
-                    on_disk[name[: -len(".jsonl")]] = path
+                on_disk[name[: -len(".jsonl")]] = folder / name
     found: list[SubagentFile] = []
     named = {agent: tuple(sorted(set(ks))) for agent, ks in refs.items()}
     for agent in sorted((a for a in named if named[a]), key=lambda a: named[a][0]):
