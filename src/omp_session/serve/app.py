@@ -104,9 +104,29 @@ class _PageResponse(StreamingResponse):
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         try:
-            await super().__call__(scope, receive, send)
+            if str(scope.get("method", "")).upper() == "HEAD":
+                await _headers_only(self, send)
+            else:
+                await super().__call__(scope, receive, send)
         finally:
             self.page.close()
+
+
+class _Stream(StreamingResponse):
+    """An event stream; for HEAD only its headers (the stream would run until the reader left)."""
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if str(scope.get("method", "")).upper() == "HEAD":
+            await _headers_only(self, send)
+        else:
+            await super().__call__(scope, receive, send)
+
+
+async def _headers_only(response: Response, send: Any) -> None:
+    """The answer to HEAD: Starlette's streaming response makes its whole body for HEAD too (the
+    server then drops it), which for a session page is the whole page rendered for nothing."""
+    await send({"type": "http.response.start", "status": response.status_code, "headers": response.raw_headers})
+    await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
 def _wants_json(request: Request) -> bool:
@@ -127,6 +147,19 @@ def _int(value: str | None, default: int, *, name: str) -> int:
         return int(value)
     except ValueError:
         raise QueryError(f"{name}={value!r} is not a number") from None
+
+
+_ON, _OFF = ("1", "true", "yes", "on"), ("", "0", "false", "no", "off")
+
+
+def _flag(value: str | None, *, name: str) -> bool:
+    """A yes/no query parameter in any usual spelling (``blocks=false`` is off, not on)."""
+    word = (value or "").strip().lower()
+    if word in _ON:
+        return True
+    if word in _OFF:
+        return False
+    raise QueryError(f"{name}={value!r}: give 1 or 0 (or true/false, yes/no, on/off)")
 
 
 @dataclass
@@ -224,14 +257,14 @@ def build_app(root: str | os.PathLike[str], *, token: str, host: str = "127.0.0.
                 return _error(request, 503, str(e))
             if found is None:
                 return _error(request, 404, "no such session")
-            return StreamingResponse(store_events(store.storage, found.path, stopping=state.stopping),
+            return _Stream(store_events(store.storage, found.path, stopping=state.stopping),
                                      media_type="text/event-stream", headers={"x-accel-buffering": "no"})
         row = state.catalog.find(request.path_params["sid"])
         if row is None:
             return _error(request, 404, "no such session")
         stream = session_events(row.path, interval=state.interval, follow=not row.archived,
                                 allowed=state.catalog.is_listed_file, stopping=state.stopping)
-        return StreamingResponse(stream, media_type="text/event-stream",
+        return _Stream(stream, media_type="text/event-stream",
                                  headers={"x-accel-buffering": "no"})
 
     def _search(request: Request, limit: int) -> tuple[str, list[Any] | None, str | None, int]:
@@ -309,7 +342,10 @@ def build_app(root: str | os.PathLike[str], *, token: str, host: str = "127.0.0.
         return _html(pages.costs_page(render_stats_html(report), head, blocks))
 
     def costs_api(request: Request) -> Response:
-        blocks = request.query_params.get("blocks", "") not in ("", "0")
+        try:
+            blocks = _flag(request.query_params.get("blocks"), name="blocks")
+        except QueryError as e:
+            return _error(request, 400, str(e))
         if blocks and request.query_params.get("by"):
             return _error(request, 400, "give by= or blocks=1, not both (as stats --by and --blocks)")
         try:
