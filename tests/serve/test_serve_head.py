@@ -51,3 +51,15 @@ def test_blocks_on_spelled_any_usual_way_is_on(served: Served, on: str) -> None:
 def test_blocks_of_another_word_is_a_400(served: Served) -> None:
     got = served.get("/api/costs?blocks=maybe")
     assert got.status == 400 and "blocks=" in got.json()["error"]
+
+
+def test_the_pager_keeps_the_page_size(served: Served) -> None:
+    import html
+    import re
+
+    page = served.get("/?per_page=5").text
+    [nxt] = re.findall(r'rel="next" href="([^"]+)"', page)
+    assert "per_page=5" in html.unescape(nxt)
+    second = served.get(html.unescape(nxt)).text
+    assert 'id="count">30 session(s)' in second and "page 2 of 6" in second
+    assert "per_page" not in "".join(re.findall(r'rel="next" href="([^"]+)"', served.get("/").text))

@@ -19,6 +19,8 @@ from omp_session.ops.stats.report import StatsReport
 
 from .sessions import ACTIVE_MS, SORTS, Page, Query, Row
 
+_PER_PAGE = Query().per_page  # a link leaves out the page size when it is the default
+
 __all__ = ["COST_GROUPINGS", "costs_head", "costs_page", "error_page", "list_page", "search_page", "session_url"]
 
 _NAV: Final = (("/", "Sessions"), ("/search", "Search"), ("/costs", "Costs"))
@@ -104,10 +106,11 @@ def _namespace_fields(namespaces: tuple[list[str], list[str]] | None, user: str,
 
 def _query_args(q: Query, **change: Any) -> str:
     args = {"project": q.project, "text": q.text, "model": q.model, "since": q.since, "until": q.until, "sort": q.sort,
-            "reverse": "1" if q.reverse else "", "page": str(q.page), "user": q.user, "machine": q.machine}
+            "reverse": "1" if q.reverse else "", "page": str(q.page), "user": q.user, "machine": q.machine,
+            "per_page": str(q.per_page)}  # (the next page of 5 a page is the next 5, not the next 100)
     args.update({k: str(v) for k, v in change.items()})
     return urlencode({k: v for k, v in args.items() if v and not (k == "sort" and v == "modified")
-                      and not (k == "page" and v == "1")})
+                      and not (k == "page" and v == "1") and not (k == "per_page" and v == str(_PER_PAGE))})
 
 
 def list_page(page: Page, q: Query, now: float, namespaces: tuple[list[str], list[str]] | None = None) -> str:
