@@ -119,3 +119,27 @@ def test_piped_text_is_plain(tmp_path: Path) -> None:
     for command in ("show", "tree", "context"):
         code, out, _ = run(command, str(path))
         assert code == 0 and "\x1b" not in out and out.endswith("\n"), command
+
+
+def test_show_lists_the_worst_findings_first_and_a_screenful_at_most(tmp_path: Path) -> None:
+    # twelve missing blobs (warnings) and a file cut mid-write (an error, last in the file)
+    image = {"type": "image", "data": "blob:sha256:" + "ab" * 32, "mimeType": "image/png"}
+    records = [header("s1", cwd="/p")]
+    parent = None
+    for k in range(12):
+        ident = f"{k:08x}"
+        records.append(entry(ident, parent, timestamp=stamp(k), message=user([image])))
+        parent = ident
+    last = jsonl([entry("ffffffff", parent, timestamp=stamp(20), message=user("h\u00e9llo"))]).encode()
+    path = tmp_path / "many.jsonl"
+    path.write_bytes(jsonl(records).encode() + last[: last.index(b"\xa9")])
+    total = len(json.loads(run("show", str(path), "--json")[1])["diagnostics"])
+    code, out, _ = run("show", str(path))
+    assert code == 0
+    lines = out.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.lstrip().startswith("problems"))
+    shown = lines[at + 1:]
+    assert len(shown) == 11 and "[omp-stops-saving]" in shown[0] and "error" in shown[0]
+    assert all(": warning: " in line for line in shown[1:10])
+    assert shown[10] == f"  … and {total - 10} more: omp-session validate {path} lists them all"
+    assert str(path) not in "\n".join(shown[:10])  # the path is the one shown above

@@ -3,8 +3,10 @@ see ``_style``) for people, stable JSON for machines."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
+import shlex
 import sys
 from collections import Counter
 from typing import Any
@@ -193,9 +195,21 @@ def show(s: Session, as_json: bool, findings: list[Diagnostic] | None = None) ->
     counts = info["diagnostics_summary"]
     if counts["error"]:
         out[-1] = f" {st('problems'.ljust(key_width), 'bold')}  {st(shown[-1][1], 'red')}"
-    for d in (s.diagnostics if findings is None else findings):
-        out.append(st(str(d), "red" if d.severity.value == "error" else "yellow"))
+    found = s.diagnostics if findings is None else findings
+    # the worst first, a screenful at most: a long session can have hundreds of one warning,
+    # and validate is the command that lists them (the path is the one above: left out)
+    worst_first = sorted(found, key=lambda d: _SEVERITY_ORDER.get(d.severity.value, 3))
+    for d in worst_first[:SHOWN_FINDINGS]:
+        text = str(dataclasses.replace(d, path=None)) if d.path == s.path else str(d)
+        out.append("  " + st(text, "red" if d.severity.value == "error" else "yellow"))
+    if len(found) > SHOWN_FINDINGS:
+        out.append(f"  … and {len(found) - SHOWN_FINDINGS} more: omp-session validate {shlex.quote(s.path or '')} "
+                   "lists them all")
     page("\n".join(out) + "\n")
+
+
+SHOWN_FINDINGS = 10
+_SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
 
 
 def _is_message(entry: Any) -> bool:
