@@ -335,6 +335,7 @@ def context(s: Session, as_json: bool, *, transcript: bool) -> None:
         _emit_json(ctx)
         return
     st = Styler()
+    cells = terminal_width()
     models = ", ".join(f"{k}={_shown(v)}" for k, v in ctx.get("models", {}).items()) or "-"
     out = [f"{st('context', 'bold')}: {len(ctx['messages'])} messages · thinking "
            f"{_shown(ctx.get('thinkingLevel'))} · models {models}"]
@@ -344,5 +345,8 @@ def context(s: Session, as_json: bool, *, transcript: bool) -> None:
             text = _shown(msg.get("summary", ""))
         else:
             text = _text_of(msg.get("content")) if isinstance(msg, dict) else ""
-        out.append(f"  {st(_shown(role), 'bold')}: {_clip(text, 100)}")
+        line = _clip(text, 100)
+        if cells:  # one row per message on the terminal too
+            line = clip(line, max(cells - width(f"  {_shown(role)}: "), 12))
+        out.append(f"  {st(_shown(role), 'bold')}: {line}")
     page("\n".join(out) + "\n")
