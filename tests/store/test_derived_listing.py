@@ -316,7 +316,7 @@ def test_without_search_tables_the_bytes_are_read(url: str, tmp_path: Path) -> N
     code, out, err = run(cli, "list", "--store", url, "--all", "--json")
     assert code == 0 and _ids(out) == ["dana0", "dana1"] and err == ""
     code, _, err = run(cli, "list", "--store", url, "--all", "--user", "dana")
-    assert code == 2 and "has no search tables yet: run omp-session index --store URL" in err
+    assert code == 1 and "--user needs the search tables, and there are none yet: run omp-session index --store URL" in err
 
 
 def test_tables_of_an_older_layout(url: str, tmp_path: Path) -> None:
@@ -333,7 +333,8 @@ def test_tables_of_an_older_layout(url: str, tmp_path: Path) -> None:
     assert code == 0 and _ids(out) == ["erin0", "erin1"]
     assert f"reading every session: the search tables of {url.split('?')[0]} are of another layout (1" in err
     code, _, err = run(cli, "list", "--store", url, "--all", "--machine", "x")
-    assert code == 2 and "run omp-session index --store URL" in err
+    assert code == 1 and "--machine needs the search tables, and they are of an older layout (1, " in err
+    assert "run omp-session index --store URL" in err
     # --refresh derives them again in this layout, and lists from them
     code, out, err = run(cli, "list", "--store", url, "--all", "--json", "--refresh")
     assert code == 0 and _ids(out) == ["erin0", "erin1"] and "reading every session" not in err
@@ -349,7 +350,7 @@ def test_mysql_has_no_search_tables(tmp_path: Path) -> None:
         sync_urls(f"file:{tmp_path / 'm'}", url, use_state=False)
         assert _ids(run(cli, "list", "--store", url, "--all", "--json")[1]) == ["finn0"]
         code, _, err = run(cli, "list", "--store", url, "--all", "--user", "finn")
-        assert code == 2 and "--user needs a store's search tables: not supported: use PostgreSQL or SQLite" in err
+        assert code == 1 and "--user needs the search tables: not supported: use PostgreSQL or SQLite" in err
     finally:
         drop_table("mysql", table)
 

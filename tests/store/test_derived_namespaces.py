@@ -4,6 +4,7 @@ people's transcripts apart (docs/team.md)."""
 
 from __future__ import annotations
 
+import json
 import re
 import uuid
 from collections.abc import Iterator
@@ -15,8 +16,9 @@ import pytest
 from click.testing import CliRunner
 from psycopg import sql
 
-from builders import assistant, entry, header, user, write_session
+from builders import assistant, entry, header, run, stamp, user, write_session
 from omp_session.catalog.derived import refresh_url
+from omp_session.cli import cli
 from omp_session.cli.search import search_command
 from omp_session.cli.sync import sync as sync_command
 from omp_session.ops.sync import sync_urls
@@ -199,5 +201,86 @@ def test_row_level_security_keeps_two_people_apart(roles: tuple[str, str, str], 
         with open_derived(base) as tables:  # the owner sees everybody's
             assert _owners(search_derived(tables, "shared", limit=100)) == {"alice", "bob"}
             assert tables.rows(f"SELECT count(*) FROM {n.entries}")[0][0] == 12
+    finally:
+        _drop(table)
+
+
+def _conversation(turns: int) -> list[dict[str, Any]]:
+    """``turns`` questions and answers (each answer billed), ids and times distinct."""
+    out: list[dict[str, Any]] = []
+    parent = None
+    for t in range(turns):
+        for kind in ("u", "a"):
+            eid = f"{kind}{t:03d}"
+            message = user(f"question {t}") if kind == "u" else assistant(f"answer {t}")
+            out.append(entry(eid, parent, timestamp=stamp(2 * t + (kind == "a")), message=message))
+            parent = eid
+    return out
+
+
+def _flags(url: str) -> list[tuple[Any, ...]]:
+    with open_derived(url) as tables:
+        return sorted(tables.rows(f"SELECT key, seq, n, dedup, shared, matched FROM {tables.names.usage}"))
+
+
+def _billed(url: str) -> dict[str, Any]:
+    from omp_session.ops.stats.database import stats_in_tables
+
+    with open_derived(url) as tables:
+        report = stats_in_tables(tables, None, all_sessions=True, root="/", by="session").to_dict()
+    return {g["key"]: g["billed"]["requests"] for g in report["groups"]} | {"": report["total"]["billed"]["requests"]}
+
+
+def test_row_level_security_a_fork_of_another_persons_session(roles: tuple[str, str, str], tmp_path: Path) -> None:
+    """Bob forked a session of Alice's: the fork holds copies of her records (same ids and times).
+    Each derives as their own role, and each one's write settles which records another transcript
+    holds among the rows that role sees: neither sees the other's copy. Each person's report is
+    right for them (bob's fork bills its copies to bob: alice's session is not in his report); the
+    owner's, which reads both, bills the copies twice until the owner's own next update settles them
+    (an update by a role exempt from the policies sees every copy): then the tables are what a rebuild
+    makes, and so is every report."""
+    team, alice, bob = roles
+    table = f"t_{uuid.uuid4().hex[:16]}"
+    roots = {alice: f"/home/{alice}/sessions/", bob: f"/home/{bob}/sessions/"}
+    base = f"{POSTGRES_URL}?table={table}"
+    original = _conversation(3)
+    write_session(tmp_path / "alice" / "--work-p--" / "2026-01-01T00-00-00-000Z_orig.jsonl", original,
+                  head=header("orig", cwd="/work/p"))
+    fork = [*original, entry("u100", original[-1]["id"], timestamp=stamp(50), message=user("and then")),
+            entry("a100", "u100", timestamp=stamp(51), message=assistant("then this"))]
+    write_session(tmp_path / "bob" / "--work-p--" / "2026-01-01T00-01-00-000Z_fork.jsonl", fork,
+                  head=header("fork", cwd="/work/p", timestamp="2026-01-01T00:01:00.000Z", parentSession="orig"))
+    try:
+        for role, root in roots.items():
+            who = role.rsplit("_", 1)[1]
+            assert sync_urls(f"file:{tmp_path / who}", f"{base}&root={root}", use_state=False).count("copied") == 1
+        with open_derived(base) as tables:
+            tables.create()
+            apply_rls(tables, team)
+        for role, root in roots.items():  # each person's sync derives their own as their role
+            report = refresh_url(f"{_as(role, base)}&root={root}", create=False, new_namespace=f"{role}@laptop")
+            assert report is not None and len(report.added) == 1
+        orig_key, fork_key = (f"{roots[alice]}--work-p--/2026-01-01T00-00-00-000Z_orig.jsonl",
+                              f"{roots[bob]}--work-p--/2026-01-01T00-01-00-000Z_fork.jsonl")
+        mine = {who: _billed(_as(who, base)) for who in (alice, bob)}
+        assert mine == {alice: {orig_key: 3, "": 3}, bob: {fork_key: 4, "": 4}}
+        # the owner's report as the two writes left the tables: the three copies billed twice
+        assert _billed(base) == {orig_key: 3, fork_key: 4, "": 7}
+        # a role's update settles nothing of the other's; nor does the owner's sync (only index --store)
+        assert refresh_url(f"{_as(bob, base)}&root={roots[bob]}", create=False) is not None
+        assert refresh_url(f"{base}&root={roots[bob]}", create=False) is not None
+        assert _billed(base)[""] == 7
+        # the owner's index --store (from cron): nothing to derive, the copies settled
+        code, out, err = run(cli, "index", "--store", f"{base}&root={roots[alice]}", "--json")
+        assert code == 0 and err == "", err
+        assert json.loads(out)["added"] == 0 and json.loads(out)["copies_settled"] == 6
+        settled = _flags(base)
+        assert _billed(base) == {orig_key: 3, fork_key: 1, "": 4}
+        assert {who: _billed(_as(who, base)) for who in (alice, bob)} == mine  # each person's stays theirs
+        # what a rebuild makes of the same sessions: the owner derives both roots again
+        assert refresh_url(f"{base}&root={roots[alice]}", create=False, rebuild=True) is not None
+        assert refresh_url(f"{base}&root={roots[bob]}", create=False) is not None
+        assert _flags(base) == settled
+        assert _billed(base) == {orig_key: 3, fork_key: 1, "": 4}
     finally:
         _drop(table)

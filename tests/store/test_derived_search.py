@@ -130,7 +130,8 @@ def test_usage_errors_and_a_store_without_tables(url: str, tmp_path: Path) -> No
     with open_derived(url) as tables:
         assert not tables.exists()
     code, _out, err = run(search_command, "alpha", "--store", url)
-    assert code == 1 and "no search tables yet: run omp-session index --store URL" in err
+    assert code == 1 and "search --store needs the search tables, and there are none yet: run omp-session index " \
+        "--store URL" in err
     code, _out, err = run(search_command, "alpha", "--store", url, "--current-branch")
     assert code == 2 and "--current-branch applies to the file index, not with --store" in err
     code, _out, err = run(index_command, "--store", "redis://127.0.0.1:6379/0")

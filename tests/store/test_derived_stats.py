@@ -606,7 +606,7 @@ def test_filters_need_a_store_with_tables(tmp_path: Path) -> None:
     open_store(db, create=True).close()
     result = invoke(stats_command, "--store", db, "--all", "--user", "alice")
     assert result.exit_code == 1
-    assert "the search tables are not there yet: run omp-session index --store URL" in result.output
+    assert "--user needs the search tables, and there are none yet: run omp-session index --store URL" in result.output
     assert "--machine: the host is empty" in invoke(stats_command, "--store", db, "--all", "--machine", "").output
 
 
@@ -676,7 +676,8 @@ def test_tables_of_an_older_layout_are_derived_again(kind: str, tmp_path: Path) 
         with open_derived(url) as t:
             assert t.version() == 1 and t.outdated()
         stale = invoke(stats_command, "--store", url, "--all", "--user", "alice")
-        assert stale.exit_code == 1 and "are of an older omp-session: run omp-session index --store URL" in stale.output
+        assert stale.exit_code == 1 and "--user needs the search tables, and they are of an older layout (1, " in \
+            stale.output and "run omp-session index --store URL" in stale.output
         result = invoke(cli, "index", "--store", url)
         assert result.exit_code == 0, result.output
         assert "the search tables were made by another omp-session (layout 1, this one's is " \

@@ -48,6 +48,7 @@ from omp_session.store.derived import (
     UsageRow,
     open_derived,
 )
+from omp_session.store.derived.layout import writable_version
 from omp_session.store.derived.rls import apply_rls, grant
 from omp_session.store.derived.schema import SCHEMA_VERSION
 from omp_session.store.url import StoreURL, parse_store_url
@@ -368,6 +369,7 @@ class DeriveReport:
     bytes_read: int = 0
     seconds: float = 0.0
     upgraded: int | None = None  # the layout of the tables this update dropped (schema.SCHEMA_VERSION)
+    copies_settled: int = 0  # usage rows whose `shared` flag an update exempt from row-level security set right
 
     def to_json(self) -> dict[str, Any]:
         out = {"store": self.store, "sessions": self.sessions, "added": len(self.added), "grown": len(self.grown),
@@ -375,6 +377,8 @@ class DeriveReport:
                "skipped": self.skipped, "bytes_read": self.bytes_read, "seconds": round(self.seconds, 4)}
         if self.upgraded is not None:
             out["upgraded_from"] = self.upgraded
+        if self.copies_settled:
+            out["copies_settled"] = self.copies_settled
         return out
 
 
@@ -393,8 +397,10 @@ def upgrade(tables: DerivedTables) -> tuple[int, dict[str, str]] | None:
     everything in them comes from the sessions, which are not touched); one line on stderr says
     so. Returns the old layout and the namespaces recorded (they are not in the sessions' bytes),
     or None when the tables are of this layout. On PostgreSQL the roles that could read the old
-    tables get the same grants again, and row-level security (rls.sql) when it was on."""
-    version = tables.version()
+    tables get the same grants again, and row-level security (rls.sql) when it was on. Tables of
+    a newer layout are refused (``StoreError``), untouched: what a newer omp-session derived is not
+    ours to downgrade."""
+    version = writable_version(tables)
     if version is None or not tables.outdated():
         return None
     try:
@@ -419,11 +425,15 @@ _BATCH_BYTES = 8 * 1024 * 1024  # sessions read per transaction: a commit per sm
 
 
 def refresh(tables: DerivedTables, root: str, *, namespaces: Mapping[str, str] | None = None,
-            new_namespace: str | None = None, progress: Callable[[int, int], None] | None = None) -> DeriveReport:
+            new_namespace: str | None = None, progress: Callable[[int, int], None] | None = None,
+            copies: bool = False) -> DeriveReport:
     """Bring the derived tables up to date with every session under ``root`` (a key prefix
     ending with ``/``). ``namespaces``: key → the namespace to record for it (kept otherwise);
     ``new_namespace``: the one for a session derived for the first time and not in
-    ``namespaces`` (under row-level security a row without one is nobody's: docs/team.md)."""
+    ``namespaces`` (under row-level security a row without one is nobody's: docs/team.md).
+    ``copies`` (``index --store``): on tables with row-level security, when this connection is
+    exempt from it, also decide again over every row which records several transcripts hold
+    (one scan of the usage table; trees.py ``settle_copies``)."""
     t0 = time.perf_counter()
     report = DeriveReport(tables.name)
     upgraded = upgrade(tables)
@@ -451,6 +461,10 @@ def refresh(tables: DerivedTables, root: str, *, namespaces: Mapping[str, str] |
     if gone or stray:
         tables.delete(gone + stray)
         report.removed += gone + stray
+    if copies and tables.sees_every_copy():
+        # under row-level security each role's update flags the copies among its own rows only: a
+        # fork of another person's session is flagged by neither, until an update that sees both
+        report.copies_settled = tables.settle_copies()
     report.sessions = tables.count(root)
     if len(report.added) + len(report.rederived) + len(report.removed) >= 50 + report.sessions // 10:
         # the planner's statistics, after changes as large as those autovacuum analyses after (a
@@ -500,14 +514,16 @@ def _store(tables: DerivedTables, batch: list[tuple[Pending, Derived, str]], rep
 
 def refresh_url(url: str | StoreURL, *, create: bool = True, namespaces: Mapping[str, str] | None = None,
                 new_namespace: str | None = None, timeout: float | None = None,
-                progress: Callable[[int, int], None] | None = None, rebuild: bool = False) -> DeriveReport | None:
+                progress: Callable[[int, int], None] | None = None, rebuild: bool = False,
+                copies: bool = False) -> DeriveReport | None:
     """:func:`refresh` for the store ``url`` names, under its root. ``create``: make the tables
     (and omp's) when they do not exist yet; otherwise a store without them is left alone (None).
-    ``rebuild``: forget what was derived first."""
+    ``rebuild``: forget what was derived first. ``copies``: as for :func:`refresh`."""
     parsed = parse_store_url(url) if isinstance(url, str) else url
     if create:  # omp's table too, as omp and `sync --to` make it; and its layout checked
         open_store(parsed, create=True, timeout=timeout).close()
     with open_derived(parsed, timeout=timeout) as tables:
+        writable_version(tables)  # a newer layout's tables, or not ours: neither created into, emptied nor derived
         if not tables.exists():
             if not create:
                 return None
@@ -516,4 +532,5 @@ def refresh_url(url: str | StoreURL, *, create: bool = True, namespaces: Mapping
             # where each session came from is not in its bytes: a rebuild keeps it
             namespaces = {**tables.namespaces(parsed.root), **(namespaces or {})}
             tables.drop_rows()
-        return refresh(tables, parsed.root, namespaces=namespaces, new_namespace=new_namespace, progress=progress)
+        return refresh(tables, parsed.root, namespaces=namespaces, new_namespace=new_namespace, progress=progress,
+                       copies=copies)

@@ -12,8 +12,10 @@ import click
 from omp_session.catalog.derived import refresh_url
 from omp_session.ops.search.query import ROLES, SearchHit, to_fts
 from omp_session.store.derived import open_derived
+from omp_session.store.derived.layout import checked_version, needs_tables, not_supported
 from omp_session.store.derived.namespace import check_namespace
 from omp_session.store.derived.query import search_derived
+from omp_session.store.derived.schema import SCHEMA_VERSION
 from omp_session.store.url import parse_store_url
 
 __all__ = ["index_store", "search_store"]
@@ -30,10 +32,16 @@ def search_store(url: str, query: str, *, role: str | None, cwd: str | None, sin
         if why is not None:
             raise click.UsageError(f"--{flag}: {why}")
     parsed = parse_store_url(url)
+    filtered = "--user" if user is not None else "--machine" if host is not None else None
+    need = filtered or "search --store"
+    if parsed.kind not in ("postgres", "sqlite"):
+        raise not_supported(parsed.name, need)
     with open_derived(parsed, timeout=timeout) as tables:
-        if not tables.exists():
-            raise click.ClickException(f"{parsed.name}: no search tables yet: run omp-session index --store URL "
-                                       "once (sync --to keeps them up to date from then on)")
+        # an older layout's texts are searched as they are (until index --store derives them again);
+        # the filters need this layout's namespaces, as in list and stats; a table not ours is not read
+        version = checked_version(tables)
+        if version in (None, 0) or (filtered and version != SCHEMA_VERSION):
+            raise needs_tables(tables, need, version)
         fts5 = to_fts(query) if tables.dialect == "sqlite" else None
         hits = search_derived(tables, query, fts5=fts5, roles=ROLES[role] if role else None,
                               cwd=cwd, since_ms=since_ms, until_ms=until_ms, thinking=thinking, limit=limit,
@@ -46,7 +54,8 @@ def index_store(url: str, *, rebuild: bool, as_json: bool, timeout: float | None
                 progress: Callable[[int, int], None] | None) -> None:
     """Make or bring up to date the store's derived tables, and say what was done."""
     parsed = parse_store_url(url)
-    report = refresh_url(parsed, create=True, timeout=timeout, progress=progress, rebuild=rebuild)
+    # copies: under row-level security, the owner's update settles what the roles' could not (docs/team.md)
+    report = refresh_url(parsed, create=True, timeout=timeout, progress=progress, rebuild=rebuild, copies=True)
     assert report is not None  # create=True
     if as_json:
         click.echo(json.dumps(report.to_json(), ensure_ascii=False, indent=1))

@@ -33,31 +33,32 @@ def store_stats(parsed: StoreURL, storage: SessionStorage, paths: Sequence[str] 
                 placed: bool, progress: Callable[[int, int], None] | None) -> StatsReport:
     """The report of a store: from its derived tables when it has them (of this omp-session's
     layout), else by reading every session; ``--user``/``--machine`` need the tables."""
-    filtered = user is not None or host is not None
+    filtered = "--user" if user is not None else "--machine" if host is not None else None
     if parsed.kind in ("postgres", "sqlite"):
         from omp_session.ops.stats.database import stats_in_tables
         from omp_session.store.derived import open_derived
+        from omp_session.store.derived.layout import checked_version, needs_tables
+        from omp_session.store.derived.schema import SCHEMA_VERSION
         from omp_session.store.derived.stats_query import top_level
 
         with open_derived(parsed) as tables:
-            version = tables.version()
-            if version is not None and not tables.outdated() and version != 0:
+            version = checked_version(tables)  # a newer layout: refused, not misread
+            if version == SCHEMA_VERSION:
                 if paths is None or top_level(tables, paths) == set(paths):
                     return stats_in_tables(tables, paths, all_sessions=all_sessions, root=parsed.root, by=by,
                                            since=since, until=until, tz=tz, user=user, host=host, placed=placed)
                 if filtered:
                     raise click.UsageError("--user/--machine filter top-level sessions: give those, or none")
+            elif filtered:
+                raise needs_tables(tables, filtered, version)
             else:
                 why = ("are of an older omp-session" if version not in (None, 0) else
                        "are not there yet" if version is None else "are not omp-session's")
-                hint = f"{parsed.name}: the search tables {why}: run omp-session index --store URL"
-                if filtered:
-                    raise click.ClickException(hint)
-                click.echo(f"omp-session: {hint} to let the database add the usage up; reading every session",
-                           err=True)
+                click.echo(f"omp-session: {parsed.name}: the search tables {why}: run omp-session index --store URL "
+                           "to let the database add the usage up; reading every session", err=True)
     elif filtered:
-        from omp_session.store.derived import NOT_SUPPORTED
+        from omp_session.store.derived.layout import not_supported
 
-        raise click.ClickException(f"{parsed.name}: --user/--machine: {NOT_SUPPORTED}")
+        raise not_supported(parsed.name, filtered)
     return stats(paths, all_sessions=all_sessions, root=parsed.root, by=by, since=since, until=until, tz=tz,
                  progress=progress, storage=storage)

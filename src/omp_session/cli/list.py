@@ -349,14 +349,16 @@ def _store_listing(parsed: StoreURL, storage: SessionStorage, prefix: str, all_p
     filters = "--user" if user is not None else "--machine" if host is not None else None
     if parsed.kind not in ("postgres", "sqlite"):
         if filters or refresh:
-            from omp_session.store.derived import NOT_SUPPORTED
+            from omp_session.store.derived.layout import not_supported
 
-            raise click.UsageError(f"{filters or '--refresh'} needs a store's search tables: {NOT_SUPPORTED}")
+            # what the store is, not how the command was typed: a runtime error (exit 1), as for search and stats
+            raise not_supported(parsed.name, filters or "--refresh")
         from omp_session.catalog.store_listing import list_store_sessions
 
         return list_store_sessions(storage, prefix, all_buckets=all_projects)
     from omp_session.catalog.store_listing import list_derived_sessions, list_store_sessions
     from omp_session.store.derived import open_derived
+    from omp_session.store.derived.layout import checked_version, needs_tables
     from omp_session.store.derived.schema import SCHEMA_VERSION
 
     if refresh:
@@ -364,19 +366,16 @@ def _store_listing(parsed: StoreURL, storage: SessionStorage, prefix: str, all_p
 
         refresh_url(parsed, create=False)
     with open_derived(parsed) as tables:
-        version = tables.version()
+        version = checked_version(tables)  # a newer layout: refused, not misread
         if version == SCHEMA_VERSION:
             return list_derived_sessions(tables, prefix, all_buckets=all_projects, since_ms=since, until_ms=until,
                                          user=user, host=host, match=_matches(pattern), limit=limit,
                                          subagents=subagents)
-    made = version is not None
-    why = (f"the search tables of {parsed.name} are of another layout ({version}, this omp-session's: "
-           f"{SCHEMA_VERSION})" if made else f"{parsed.name} has no search tables yet") + \
-        ": run omp-session index --store URL"
-    if filters:
-        raise click.UsageError(f"{filters} reads the namespaces in the search tables, and {why}")
-    if made:  # the listing stays right, only slower: say how to make it fast again
-        click.echo(f"omp-session: reading every session: {why}", err=True)
+        if filters:
+            raise needs_tables(tables, filters, version)
+    if version is not None:  # the listing stays right, only slower: say how to make it fast again
+        click.echo(f"omp-session: reading every session: the search tables of {parsed.name} are of another layout "
+                   f"({version}, this omp-session's: {SCHEMA_VERSION}): run omp-session index --store URL", err=True)
     return list_store_sessions(storage, prefix, all_buckets=all_projects)
 
 

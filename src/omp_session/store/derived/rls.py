@@ -12,6 +12,7 @@ from importlib.resources import files
 
 from omp_session.errors import StoreError
 
+from .layout import writable_version
 from .tables import DerivedTables
 
 __all__ = ["apply_rls", "grant", "rls_script", "rls_statements"]
@@ -59,7 +60,7 @@ def apply_rls(tables: DerivedTables, team: str) -> None:
     their owner, in one transaction."""
     if tables.dialect != "postgres":
         raise StoreError(f"{tables.name}: row-level security needs a PostgreSQL store")
-    if not tables.exists():
+    if writable_version(tables) is None:
         raise StoreError(f"{tables.name}: no search tables yet: run omp-session index --store URL once")
     statements = rls_statements(tables, team, _sequence(tables))
     with tables.transaction("enabling row-level security") as conn:

@@ -28,7 +28,7 @@ from omp_session.errors import StoreError, StoreMissingError
 from ..sql import DEFAULT_TABLE, check_table_name, overlay_title
 from ..url import StoreURL, check_timeout, parse_store_url
 from .schema import SCHEMA_VERSION, DerivedNames, derived_names, schema
-from .trees import settle, tree_top
+from .trees import settle, settle_copies, tree_top
 
 __all__ = ["HEAD_BYTES", "NOT_SUPPORTED", "DerivedState", "DerivedTables", "Facts", "Listed", "Pending", "StatsFacts",
            "TextRow", "UsageRow", "open_derived", "title_columns"]
@@ -299,6 +299,22 @@ class DerivedTables:
                          "ON a.privilege_type = 'SELECT' AND a.grantee <> c.relowner LEFT JOIN pg_roles r "
                          "ON r.oid = a.grantee WHERE c.oid = ?::regclass", (self.names.sessions,))
         return bool(rows and rows[0][0]), sorted({str(r[1]) for r in rows if r[1] is not None})
+
+    def sees_every_copy(self) -> bool:
+        """PostgreSQL: the usage table has row-level security and this connection is exempt from
+        it (the tables' owner, a superuser, a role with BYPASSRLS): it sees the rows every role
+        wrote, which no role's own update does (:meth:`settle_copies`)."""
+        if self.dialect != "postgres" or not self.exists():
+            return False
+        rows = self.rows("SELECT relrowsecurity AND NOT row_security_active(oid) FROM pg_class WHERE oid = ?::regclass",
+                         (self.names.usage,))
+        return bool(rows and rows[0][0])
+
+    def settle_copies(self) -> int:
+        """Which records more than one transcript holds, decided again over every row (trees.py
+        ``settle_copies``); the rows whose flag changed."""
+        with self.transaction("settling the copies of records") as conn:
+            return settle_copies(self.names, conn)
 
     def close(self) -> None:
         with suppress(*self._errors):

@@ -30,7 +30,7 @@ from typing import Any, Final
 
 from .schema import DerivedNames
 
-__all__ = ["MAX_DEPTH", "SUFFIX", "Tree", "settle", "settle_tree", "tree_top"]
+__all__ = ["MAX_DEPTH", "SUFFIX", "Tree", "settle", "settle_copies", "settle_tree", "tree_top"]
 
 SUFFIX: Final = ".jsonl"
 MAX_DEPTH: Final = 16  # as ops/stats/report.py: deeper folders are not followed
@@ -165,6 +165,24 @@ def settle(names: DerivedNames, dialect: str, conn: Any, tops: Iterable[str], ad
         for part in _chunks(keys):
             conn.execute(sql(f"UPDATE {n.usage} SET shared = ? WHERE shared <> ? AND dedup IN "
                              f"({', '.join('?' * len(part))})"), [flag, flag, *part])
+
+
+def settle_copies(names: DerivedNames, conn: Any) -> int:
+    """PostgreSQL: the ``shared`` flag of every usage row brought up to date at once, in the
+    caller's transaction; the rows changed. :func:`settle` decides it among the rows its writer
+    sees: under row-level security a role sees only its own, so a record two people's transcripts
+    hold (a fork of another's session) is flagged by neither's write. A writer exempt from the
+    policies (the tables' owner) sees every copy: its update settles them all (docs/team.md)."""
+    n = names
+    conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (n.usage,))
+    # min <> max: more than one transcript, without count(DISTINCT …)'s sort of every group; only
+    # the keys whose flag is wrong are joined back (a join of every key doubled the time)
+    many = "min(key) <> max(key)"
+    cur = conn.execute(f"UPDATE {n.usage} u SET shared = c.flag FROM (SELECT dedup, CASE WHEN {many} THEN 1 ELSE 0 "
+                       f"END AS flag FROM {n.usage} WHERE dedup IS NOT NULL GROUP BY dedup HAVING ({many} AND "
+                       f"min(shared) = 0) OR (NOT {many} AND max(shared) = 1)) c "
+                       "WHERE u.dedup IS NOT NULL AND u.dedup = c.dedup AND u.shared <> c.flag")
+    return int(cur.rowcount)
 
 
 def _many(conn: Any, statement: str, rows: list[tuple[Any, ...]]) -> None:
