@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import psycopg
 
+from .pg_options import libpq_options
 from .sql import DEFAULT_TABLE, Dialect, SqlStorage
 from .url import DEFAULT_TIMEOUT
 
@@ -37,12 +37,9 @@ class PostgresStorage(SqlStorage):
 
     def _connect(self) -> Any:
         # autocommit: _tx issues BEGIN / COMMIT itself, so a read outside one holds no snapshot.
-        # libpq's connect_timeout covers the whole start-up (TLS negotiation, authentication), in
-        # whole seconds, at least 2; a connect_timeout in the URL wins
-        kwargs: dict[str, Any] = {}
-        if "connect_timeout=" not in self._conninfo:
-            kwargs["connect_timeout"] = max(1, math.ceil(self.timeout))
-        return psycopg.connect(self._conninfo, autocommit=True, **kwargs)
+        # libpq's connect_timeout covers the whole start-up (TLS negotiation, authentication);
+        # keepalives end a connection to a server that vanished (pg_options.py)
+        return psycopg.connect(self._conninfo, autocommit=True, **libpq_options(self._conninfo, self.timeout))
 
     def reason(self, error: BaseException) -> str:
         # libpq's messages span lines ("connection to server at ... failed: FATAL: ..."): keep the gist

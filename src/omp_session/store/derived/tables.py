@@ -25,6 +25,7 @@ from typing import Any
 
 from omp_session.errors import StoreError, StoreMissingError
 
+from ..pg_options import libpq_options
 from ..sql import DEFAULT_TABLE, check_table_name, overlay_title
 from ..url import StoreURL, check_timeout, parse_store_url
 from .schema import SCHEMA_VERSION, DerivedNames, derived_names, schema
@@ -188,10 +189,9 @@ class DerivedTables:
 
             self._errors: tuple[type[BaseException], ...] = (psycopg.Error,)
             try:
-                kwargs: dict[str, Any] = {}
-                if "connect_timeout=" not in parsed.location:
-                    kwargs["connect_timeout"] = max(2, math.ceil(seconds))
-                self.conn: Any = psycopg.connect(parsed.location, autocommit=True, **kwargs)
+                # connect_timeout and TCP keepalives (a server gone without a word: pg_options.py)
+                self.conn: Any = psycopg.connect(parsed.location, autocommit=True,
+                                                 **libpq_options(parsed.location, seconds, least=2))
                 # no prepared statements: a generic plan cannot tell a common word from a rare one
                 # and ranks a million matches (seconds) where the custom plan walks the newest rows
                 self.conn.prepare_threshold = None
