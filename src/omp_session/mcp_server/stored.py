@@ -219,9 +219,15 @@ class StoreLibrary(Library):
                 from omp_session.store.derived import NOT_SUPPORTED
 
                 raise StoreError(f"{self.parsed.name}: {NOT_SUPPORTED}")
-            if not tables.exists():
+            from omp_session.store.derived.layout import checked_version
+
+            version = checked_version(tables)  # a newer layout is not read: StoreError, the CLI's line
+            if version is None:
                 raise SessionError(f"{self.parsed.name}: no search tables yet: run omp-session index --store URL "
                                    "once (sync --to keeps them up to date from then on)")
+            if version == 0:
+                raise SessionError(f"{self.parsed.name}: {tables.names.sessions} in the database is not "
+                                   "omp-session's: nothing to search")
             return store_search(tables, query, root=self.prefix, cwd=project, since_ms=since, limit=limit)
 
         return self._with_tables(run)

@@ -49,6 +49,12 @@ def needs_tables(name: str, version: int | None, *, supported: bool = True) -> S
         from omp_session.store.derived import NOT_SUPPORTED
 
         return StoreError(f"{name}: user= and machine= {NOT_SUPPORTED}")
+    from omp_session.store.derived.schema import SCHEMA_VERSION
+
+    if version is not None and version > SCHEMA_VERSION:  # index --store refuses those: the CLI's advice
+        from omp_session.store.derived.layout import newer_layout
+
+        return SessionError(newer_layout(name, version))
     why = "there are none yet" if version is None else f"they are of another layout ({version})"
     return SessionError(f"{name}: user= and machine= read the namespaces in the search tables, and {why}: "
                         "run omp-session index --store URL")

@@ -194,7 +194,9 @@ def store_search(catalog: StoreCatalog, query: str, *, role: str | None, limit: 
     ``search --store`` finds them. Raises SessionError (no tables yet), StoreError (MariaDB,
     Redis) or QueryError."""
     from omp_session.ops.search.query import ROLES
+    from omp_session.store.derived.layout import checked_version
     from omp_session.store.derived.query import search_derived
+    from omp_session.store.derived.schema import SCHEMA_VERSION
 
     with catalog.db_lock:
         tables = catalog.tables()
@@ -203,8 +205,12 @@ def store_search(catalog: StoreCatalog, query: str, *, role: str | None, limit: 
 
             raise StoreError(f"{catalog.parsed.name}: search {NOT_SUPPORTED}")
         try:
-            if not tables.exists():
+            # a newer layout is not read (its line, as the command line's); 0: not omp-session's
+            version = checked_version(tables)
+            if version is None:
                 raise SessionError(f"{catalog.parsed.name}: {NO_TABLES}")
+            if version == 0 or ((user or host) and version != SCHEMA_VERSION):
+                raise needs_tables(catalog.parsed.name, version)
             fts5 = to_fts(query) if tables.dialect == "sqlite" else None
             hits = search_derived(tables, query, fts5=fts5, roles=ROLES[role] if role else None,
                                   root=catalog.parsed.root, limit=limit, sessions=sessions, user=user, host=host)
