@@ -28,6 +28,7 @@ from omp_session.paths import sessions_dir
 
 from ._errors import command
 from ._options import json_option, since_option, until_option
+from ._style import clip, terminal_width, width
 
 __all__ = ["index_command", "search_command"]
 
@@ -76,7 +77,12 @@ def _highlighted(snippet: str) -> Text:
 
 
 def _print_hits(hits: list[SearchHit]) -> None:
-    console = Console(highlight=False, soft_wrap=True)
+    # On a terminal every line fits its width: the title and the line under it are cut, the
+    # snippet wraps under its indent, and the project stands for the file's long path (`show ID`
+    # prints it). Elsewhere (a pipe, a file) the lines are whole and name the file, as scripts
+    # that grep them expect.
+    cells = terminal_width()
+    console = Console(highlight=False, soft_wrap=cells is None, width=cells)
     if not hits:
         console.print("no matches")
         return
@@ -88,10 +94,21 @@ def _print_hits(hits: list[SearchHit]) -> None:
         if h.target_id:
             where += f" (labels {h.target_id})"
         when = (h.timestamp or "")[:19].replace("T", " ")
-        console.print(f"[bold]{n}. {escape(h.title or '(untitled)')}[/bold]  [dim]{escape(h.path)}[/dim]")
-        console.print(f"   [cyan]{escape(what)}[/cyan] · {escape(where)} · {when}")
-        console.print(Text("   ") + _highlighted(h.snippet))
-        console.print(f"   [dim]resume: {escape(h.resume)}[/dim]")
+        title = h.title or "(untitled)"
+        if cells is None:
+            console.print(f"[bold]{n}. {escape(title)}[/bold]  [dim]{escape(h.path)}[/dim]")
+            console.print(f"   [cyan]{escape(what)}[/cyan] · {escape(where)} · {when}")
+            console.print(Text("   ") + _highlighted(h.snippet))
+        else:
+            head = f"{n}. "
+            console.print(Text(head + clip(" ".join(title.split()), max(cells - width(head), 8)), style="bold"))
+            parts = [what, where] if h.entry_id else [what]  # (a title hit: "session title" once)
+            line = " · ".join([*parts, when, *([h.cwd] if h.cwd else [])])
+            console.print(Text("   ") + Text(clip(line, max(cells - 3, 8)), style="cyan"))
+            for row in _highlighted(h.snippet).wrap(console, max(cells - 3, 8)):
+                row.rstrip()
+                console.print(Text("   ") + row)
+        console.print(f"   [dim]resume: {escape(h.resume)}[/dim]", soft_wrap=True)  # a command to copy: one line
 
 
 def _store_options(help_text: str) -> Callable[[Any], Any]:
