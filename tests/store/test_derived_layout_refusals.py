@@ -9,7 +9,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import psycopg
 import pytest
 
 from builders import entry, header, run, user, write_session
@@ -17,28 +16,18 @@ from omp_session.catalog.derived import refresh_url
 from omp_session.cli import cli
 from omp_session.ops.sync import sync_urls
 from omp_session.store import open_store
-from omp_session.store.derived import derived_names, open_derived
+from omp_session.store.derived import open_derived
 from omp_session.store.derived.schema import SCHEMA_VERSION
 from stores.sqlutil import POSTGRES_URL
+from stores.teamutil import ROOT, drop_derived, team_url
 
-ROOT = "/team/sessions/"
 NEWER = SCHEMA_VERSION + 1
-
-
-def _drop(table: str) -> None:
-    n = derived_names(table)
-    with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
-        for name in (n.entries, n.usage, n.sessions, table):
-            conn.execute(f"DROP TABLE IF EXISTS {name}")
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
 def url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    table = f"t_{uuid.uuid4().hex[:16]}"
-    base = f"sqlite:{tmp_path / 'team.db'}" if request.param == "sqlite" else POSTGRES_URL
-    yield f"{base}?table={table}&root={ROOT}"
-    if request.param == "postgres":
-        _drop(table)
+    with team_url(request.param, tmp_path) as made:
+        yield made
 
 
 def _machine(folder: Path, owner: str, count: int, first: int = 0) -> None:
@@ -133,4 +122,4 @@ def test_row_level_security_is_not_applied_to_a_newer_layout(tmp_path: Path) -> 
         with open_derived(url) as t:
             assert not t.grantees()[0]
     finally:
-        _drop(table)
+        drop_derived(table)

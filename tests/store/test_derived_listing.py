@@ -12,7 +12,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import psycopg
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
@@ -28,29 +27,19 @@ from omp_session.ops.sync import sync_urls
 from omp_session.paths import project_dir_name
 from omp_session.store import open_store
 from omp_session.store.base import SessionStorage
-from omp_session.store.derived import DerivedTables, derived_names, open_derived
+from omp_session.store.derived import DerivedTables, open_derived
 from omp_session.store.derived.schema import SCHEMA_VERSION
-from stores.sqlutil import MYSQL_URL, POSTGRES_URL, drop_table
+from stores.sqlutil import MYSQL_URL, drop_table
+from stores.teamutil import ROOT, team_url
 
-ROOT = "/team/sessions/"
 LISTING = Path(__file__).resolve().parents[1] / "data" / "listing" / "inputs"
 HAND, GEN = project_dir_name("/work/hand"), project_dir_name("/work/gen")
 
 
-def _drop(table: str) -> None:
-    n = derived_names(table)
-    with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
-        for name in (n.entries, n.usage, n.sessions, table):
-            conn.execute(f"DROP TABLE IF EXISTS {name}")
-
-
 @pytest.fixture(params=["sqlite", "postgres"])
 def url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    table = f"t_{uuid.uuid4().hex[:16]}"
-    base = f"sqlite:{tmp_path / 'team.db'}" if request.param == "sqlite" else POSTGRES_URL
-    yield f"{base}?table={table}&root={ROOT}"
-    if request.param == "postgres":
-        _drop(table)
+    with team_url(request.param, tmp_path) as made:
+        yield made
 
 
 def _big(n: int, role: str, chars: int, stop: str = "stop", eid: str | None = None) -> dict[str, Any]:

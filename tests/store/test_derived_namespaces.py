@@ -27,24 +27,13 @@ from omp_session.store.derived.namespace import split_namespace
 from omp_session.store.derived.query import search_derived
 from omp_session.store.derived.rls import apply_rls
 from stores.sqlutil import POSTGRES_URL
-
-ROOT = "/team/sessions/"
-
-
-def _drop(table: str) -> None:
-    n = derived_names(table)
-    with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
-        for name in (n.entries, n.usage, n.sessions, table):
-            conn.execute(f"DROP TABLE IF EXISTS {name}")
+from stores.teamutil import drop_derived, team_url
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
 def url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    table = f"t_{uuid.uuid4().hex[:16]}"
-    base = f"sqlite:{tmp_path / 'team.db'}" if request.param == "sqlite" else POSTGRES_URL
-    yield f"{base}?table={table}&root={ROOT}"
-    if request.param == "postgres":
-        _drop(table)
+    with team_url(request.param, tmp_path) as made:
+        yield made
 
 
 def _machine(folder: Path, owner: str, count: int) -> None:
@@ -202,7 +191,7 @@ def test_row_level_security_keeps_two_people_apart(roles: tuple[str, str, str], 
             assert _owners(search_derived(tables, "shared", limit=100)) == {"alice", "bob"}
             assert tables.rows(f"SELECT count(*) FROM {n.entries}")[0][0] == 12
     finally:
-        _drop(table)
+        drop_derived(table)
 
 
 def _conversation(turns: int) -> list[dict[str, Any]]:
@@ -283,4 +272,4 @@ def test_row_level_security_a_fork_of_another_persons_session(roles: tuple[str, 
         assert _flags(base) == settled
         assert _billed(base) == {orig_key: 3, fork_key: 1, "": 4}
     finally:
-        _drop(table)
+        drop_derived(table)

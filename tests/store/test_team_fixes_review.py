@@ -4,12 +4,10 @@ column's default NULL or not a number), as ``search``, ``index``, ``sync`` and `
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import psycopg
 import pytest
 
 from builders import entry, header, run, user, write_session
@@ -20,25 +18,13 @@ from omp_session.ops.sync import sync_urls
 from omp_session.store.derived import derived_names, open_derived
 from omp_session.store.derived.rls import apply_rls
 from omp_session.store.derived.schema import SCHEMA_VERSION
-from stores.sqlutil import POSTGRES_URL
-
-ROOT = "/team/sessions/"
-
-
-def _drop(table: str) -> None:
-    n = derived_names(table)
-    with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
-        for name in (n.entries, n.usage, n.sessions, table):
-            conn.execute(f"DROP TABLE IF EXISTS {name}")
+from stores.teamutil import drop_derived, team_url
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
 def url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    table = f"t_{uuid.uuid4().hex[:16]}"
-    base = f"sqlite:{tmp_path / 'team.db'}" if request.param == "sqlite" else POSTGRES_URL
-    yield f"{base}?table={table}&root={ROOT}"
-    if request.param == "postgres":
-        _drop(table)
+    with team_url(request.param, tmp_path) as made:
+        yield made
 
 
 def _machine(folder: Path, count: int, first: int = 0) -> None:
@@ -109,7 +95,7 @@ def test_search_does_not_read_a_table_that_is_not_omp_sessions(url: str, tmp_pat
         assert code == 0 and "dana" in out, (code, out, err)
     finally:
         if other.startswith("postgresql"):
-            _drop(other.split("table=")[1].split("&")[0])
+            drop_derived(other.split("table=")[1].split("&")[0])
 
 
 @pytest.mark.parametrize("column", ["INTEGER", "TEXT DEFAULT 'x'"], ids=["null", "text"])
