@@ -18,28 +18,16 @@ import pytest
 from click.testing import CliRunner
 from serve_corpus import build, sid
 from starlette.testclient import TestClient
+from storeutil import PORT, TOKEN, client, run_cli, store_app
 
 from omp_session.cli import cli
 from omp_session.serve.app import build_app
 from omp_session.serve.store_events import store_events
 from omp_session.serve.store_source import StoreCatalog
-from omp_session.store import open_store, parse_store_url
 from omp_session.store.derived import derived_names
 from stores.sqlutil import MYSQL_URL, POSTGRES_URL, drop_table, fresh_table
 
-PORT = 8765
-TOKEN = "t" * 32
 _BLOCK = re.compile(rb'<script type="application/json" id="([^"]+)">(.*?)</script>', re.S)
-
-
-def _cli(*args: str) -> str:
-    result = CliRunner().invoke(cli, list(args))
-    assert result.exit_code == 0, (args, result.output)
-    return result.output
-
-
-def _client(app: Any) -> TestClient:
-    return TestClient(app, base_url=f"http://127.0.0.1:{PORT}", headers={"Authorization": f"Bearer {TOKEN}"})
 
 
 @dataclass
@@ -48,12 +36,6 @@ class Both:
     store: TestClient
     url: str
     catalog: StoreCatalog
-
-
-def _store_app(url: str) -> tuple[TestClient, StoreCatalog]:
-    parsed = parse_store_url(url)
-    catalog = StoreCatalog(parsed, open_store(parsed, create=False))
-    return _client(build_app("/unused", token=TOKEN, port=PORT, store=catalog)), catalog
 
 
 @pytest.fixture(scope="module", params=["sqlite", pytest.param("postgres", marks=pytest.mark.db)])
@@ -67,10 +49,10 @@ def both(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactor
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("PI_CODING_AGENT_DIR", str(base / "agent"))
         mp.setenv("XDG_CACHE_HOME", str(base / "cache"))
-        _cli("sync", "--from", f"file:{root}", "--to", url)
-        _cli("index", "--store", url)
-        store, catalog = _store_app(url)
-        files = _client(build_app(root, token=TOKEN, port=PORT, cache=False))
+        run_cli("sync", "--from", f"file:{root}", "--to", url)
+        run_cli("index", "--store", url)
+        store, catalog = store_app(url)
+        files = client(build_app(root, token=TOKEN, port=PORT, cache=False))
         try:
             yield Both(files, store, url, catalog)
         finally:
@@ -162,8 +144,8 @@ def test_no_tables_says_to_index(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     root = tmp_path / "agent" / "sessions"
     build(root, 3)
     url = f"sqlite:{tmp_path / 'bare.db'}?table={fresh_table()}"
-    _cli("sync", "--from", f"file:{root}", "--to", url)
-    client, catalog = _store_app(url)
+    run_cli("sync", "--from", f"file:{root}", "--to", url)
+    client, catalog = store_app(url)
     try:
         assert {s[0] for s in _listed(client)} == {sid(0), sid(1)}  # read from the stored bytes
         page = client.get("/search?q=question")
@@ -227,8 +209,8 @@ def test_mariadb_lists_and_shows_but_search_is_not_supported(tmp_path: Path, mon
     table = fresh_table()
     url = f"{MYSQL_URL}?table={table}"
     try:
-        _cli("sync", "--from", f"file:{root}", "--to", url)
-        client, catalog = _store_app(url)
+        run_cli("sync", "--from", f"file:{root}", "--to", url)
+        client, catalog = store_app(url)
         try:
             assert {s[0] for s in _listed(client)} == {sid(0), sid(1)}
             assert client.get(f"/s/{sid(1)}").status_code == 200

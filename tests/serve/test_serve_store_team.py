@@ -16,20 +16,16 @@ from urllib.parse import urlencode
 
 import psycopg
 import pytest
-from click.testing import CliRunner
 from starlette.testclient import TestClient
+from storeutil import PORT, TOKEN, client, run_cli, store_app
 from team_corpus import NAMESPACES, TASK_SESSION, build_member
 
-from omp_session.cli import cli
 from omp_session.errors import StoreError
 from omp_session.serve.app import build_app
 from omp_session.serve.store_source import StoreCatalog
-from omp_session.store import open_store, parse_store_url
 from omp_session.store.derived import derived_names
 from stores.sqlutil import MYSQL_URL, POSTGRES_URL, drop_table, fresh_table
 
-PORT = 8766
-TOKEN = "u" * 32
 ROOT = "/team/sessions/"
 _BLOCK = re.compile(rb'<script type="application/json" id="([^"]+)">(.*?)</script>', re.S)
 # each filter, and the owners whose sessions it keeps
@@ -37,16 +33,6 @@ FILTERS: list[tuple[dict[str, str], set[str]]] = [
     ({"user": "alice"}, {"alice"}), ({"user": "bob"}, {"bob"}), ({"machine": "laptop"}, {"alice", "carol"}),
     ({"machine": "desk"}, {"bob"}), ({"user": "carol", "machine": "laptop"}, {"carol"}),
     ({"user": "alice", "machine": "desk"}, set()), ({"user": "nobody"}, set())]
-
-
-def _cli(*args: str) -> str:
-    result = CliRunner().invoke(cli, list(args))
-    assert result.exit_code == 0, (args, result.output)
-    return result.output
-
-
-def _client(app: Any) -> TestClient:
-    return TestClient(app, base_url=f"http://127.0.0.1:{PORT}", headers={"Authorization": f"Bearer {TOKEN}"})
 
 
 def _flags(params: dict[str, str]) -> list[str]:
@@ -65,12 +51,6 @@ class Team:
     catalog: StoreCatalog
 
 
-def _store_app(url: str) -> tuple[TestClient, StoreCatalog]:
-    parsed = parse_store_url(url)
-    catalog = StoreCatalog(parsed, open_store(parsed, create=False))
-    return _client(build_app("/unused", token=TOKEN, port=PORT, store=catalog)), catalog
-
-
 @pytest.fixture(scope="module", params=["sqlite", pytest.param("postgres", marks=pytest.mark.db)])
 def team(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Team]:
     base = tmp_path_factory.mktemp("serve-team")
@@ -79,12 +59,12 @@ def team(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactor
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("PI_CODING_AGENT_DIR", str(base / "agent"))
         mp.setenv("XDG_CACHE_HOME", str(base / "cache"))
-        _cli("index", "--store", url)  # the tables first: each sync then records its namespace
+        run_cli("index", "--store", url)  # the tables first: each sync then records its namespace
         for owner, namespace in NAMESPACES.items():
             build_member(base / owner, owner)
-            _cli("sync", "--from", f"file:{base / owner}", "--to", url, "--namespace", namespace)
-        store, catalog = _store_app(url)
-        files = _client(build_app(base / "alice", token=TOKEN, port=PORT, cache=False))
+            run_cli("sync", "--from", f"file:{base / owner}", "--to", url, "--namespace", namespace)
+        store, catalog = store_app(url)
+        files = client(build_app(base / "alice", token=TOKEN, port=PORT, cache=False))
         try:
             yield Team(store, files, url, catalog)
         finally:
@@ -150,7 +130,7 @@ def test_a_session_without_subagents_is_the_same_page_too(team: Team) -> None:
 
 @pytest.mark.parametrize(("params", "owners"), FILTERS)
 def test_the_sessions_filters_are_list_stores(team: Team, params: dict[str, str], owners: set[str]) -> None:
-    expected = json.loads(_cli("list", "--store", team.url, "--all", "--json", *_flags(params)))
+    expected = json.loads(run_cli("list", "--store", team.url, "--all", "--json", *_flags(params)))
     r = team.store.get("/api/sessions?" + urlencode({**params, "per_page": "1000"}))
     assert r.status_code == 200, r.text
     got = r.json()["sessions"]
@@ -166,7 +146,7 @@ def test_the_sessions_filters_are_list_stores(team: Team, params: dict[str, str]
 @pytest.mark.parametrize(("params", "owners"), FILTERS)
 def test_the_costs_filters_are_stats_stores(team: Team, params: dict[str, str], owners: set[str]) -> None:
     for by in ("model", "session"):
-        expected = json.loads(_cli("stats", "--store", team.url, "--all", "--json", "--by", by, *_flags(params)))
+        expected = json.loads(run_cli("stats", "--store", team.url, "--all", "--json", "--by", by, *_flags(params)))
         r = team.store.get("/api/costs?" + urlencode({**params, "by": by}))
         assert r.status_code == 200, r.text
         assert r.json() == expected
@@ -179,7 +159,7 @@ def test_the_costs_filters_are_stats_stores(team: Team, params: dict[str, str], 
 
 @pytest.mark.parametrize(("params", "owners"), FILTERS)
 def test_the_search_filters_are_search_stores(team: Team, params: dict[str, str], owners: set[str]) -> None:
-    expected = json.loads(_cli("search", "--store", team.url, "--json", *_flags(params), "shared"))
+    expected = json.loads(run_cli("search", "--store", team.url, "--json", *_flags(params), "shared"))
     r = team.store.get("/api/search?" + urlencode({**params, "q": "shared"}))
     assert r.status_code == 200, r.text
     assert r.json() == expected
@@ -235,8 +215,8 @@ def test_without_search_tables_the_filters_say_to_index(tmp_path: Path, monkeypa
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     build_member(tmp_path / "bob", "bob")
     url = f"sqlite:{tmp_path / 'bare.db'}?table={fresh_table()}&root={ROOT}"
-    _cli("sync", "--from", f"file:{tmp_path / 'bob'}", "--to", url)
-    client, catalog = _store_app(url)
+    run_cli("sync", "--from", f"file:{tmp_path / 'bob'}", "--to", url)
+    client, catalog = store_app(url)
     try:
         assert client.get("/api/sessions").status_code == 200  # read from the stored bytes
         for path in ("/api/sessions?user=bob", "/?user=bob", "/api/costs?machine=desk", "/api/search?q=shared&user=bob"):
@@ -255,8 +235,8 @@ def test_mariadb_has_no_namespaces_to_filter_by(tmp_path: Path, monkeypatch: pyt
     table = fresh_table()
     url = f"{MYSQL_URL}?table={table}&root={ROOT}"
     try:
-        _cli("sync", "--from", f"file:{tmp_path / 'bob'}", "--to", url)
-        client, catalog = _store_app(url)
+        run_cli("sync", "--from", f"file:{tmp_path / 'bob'}", "--to", url)
+        client, catalog = store_app(url)
         try:
             page = client.get("/")
             assert page.status_code == 200 and 'name="user"' not in page.text  # nothing to pick from

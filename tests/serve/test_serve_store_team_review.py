@@ -15,6 +15,8 @@ from typing import Any
 
 import pytest
 from starlette.testclient import TestClient
+from storeutil import PORT, TOKEN, store_app
+from storeutil import client as http_client
 from team_corpus import TASK_SESSION, build_member
 
 import omp_session
@@ -23,16 +25,9 @@ from omp_session.ops.export.html import render_html
 from omp_session.ops.export.subagents import artifacts_dir, find_subagents
 from omp_session.serve.app import build_app
 from omp_session.serve.store_source import StoreCatalog
-from omp_session.store import open_store, parse_store_url
 from stores.sqlutil import fresh_table
 
-PORT = 8767
-TOKEN = "r" * 32
 _BLOCK = re.compile(rb'<script type="application/json" id="([^"]+)">(.*?)</script>', re.S)
-
-
-def _client(app: Any) -> TestClient:
-    return TestClient(app, base_url=f"http://127.0.0.1:{PORT}", headers={"Authorization": f"Bearer {TOKEN}"})
 
 
 def _blocks(body: bytes) -> dict[str, Any]:
@@ -50,10 +45,9 @@ def agent_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 @contextlib.contextmanager
 def _store_client(url: str, *, create: bool = False) -> Iterator[tuple[TestClient, StoreCatalog]]:
-    parsed = parse_store_url(url)
-    catalog = StoreCatalog(parsed, open_store(parsed, create=create))
+    made, catalog = store_app(url, create=create)
     try:
-        yield _client(build_app("/unused", token=TOKEN, port=PORT, store=catalog)), catalog
+        yield made, catalog
     finally:
         catalog.close()
         catalog.storage.close()
@@ -83,7 +77,7 @@ def test_a_file_store_follows_no_symlink_to_a_transcript(agent_dir: Path, link: 
             d.rmdir()
         folder.rmdir()
         folder.symlink_to(outside, target_is_directory=True)
-    files = _client(build_app(root, token=TOKEN, port=PORT, cache=False)).get(f"/s/{TASK_SESSION}")
+    files = http_client(build_app(root, token=TOKEN, port=PORT, cache=False)).get(f"/s/{TASK_SESSION}")
     with _store_client(f"file:{root}") as (client, _catalog):
         stored = client.get(f"/s/{TASK_SESSION}")
         assert files.status_code == stored.status_code == 200, stored.text
@@ -133,7 +127,7 @@ def test_a_transcript_named_dots_opens_no_folder_but_its_own(agent_dir: Path, na
                                                         message=user("dots"))],
                   head=header("dots-session", cwd="/work/alice/p0", timestamp="2026-01-02T10:00:00.000Z"))
     assert any(p.name.endswith("_alice-plain-0000.jsonl") for p in parent.parent.iterdir())  # a sibling session
-    files = _client(build_app(root, token=TOKEN, port=PORT, cache=False)).get(f"/s/{TASK_SESSION}")
+    files = http_client(build_app(root, token=TOKEN, port=PORT, cache=False)).get(f"/s/{TASK_SESSION}")
     with _store_client(f"file:{root}") as (client, _catalog):
         stored = client.get(f"/s/{TASK_SESSION}")
         for page in (files, stored):
