@@ -36,7 +36,6 @@ import math
 import os
 import posixpath
 import re
-import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,6 +47,8 @@ from omp_session.js.value import JS_SPACE, truthy
 from omp_session.model.omp_version import has_s20
 from omp_session.model.omp_version import resolve as resolve_omp
 from omp_session.paths import agent_dir, sessions_dir
+
+from .quarantine import LEGACY_QUARANTINE_SUFFIX, QUARANTINE_SUFFIX, is_quarantine_name
 
 __all__ = [
     "QUARANTINE_SUFFIX",
@@ -464,6 +465,8 @@ def _locale_key(text: str) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int,
     primary: list[int] = []
     secondary: list[int] = []
     tertiary: list[int] = []
+    import unicodedata  # only to sort by title: not on every command's start-up
+
     for ch in unicodedata.normalize("NFD", text):
         if unicodedata.combining(ch):
             if secondary:
@@ -538,22 +541,11 @@ def glob_visible(directory: str, want_dir: bool) -> list[str]:
         return []
 
 
-QUARANTINE_SUFFIX = ".quarantine"
-"""What ``repair`` appends to a file's name for its quarantine: not ``.jsonl``, so no listing of
-omp's or ours globs it as a session."""
-_LEGACY_QUARANTINE_SUFFIX = ".quarantine.jsonl"  # what repair wrote before issue 15
-
-
-def is_quarantine_name(name: str) -> bool:
-    """Whether the file ``name`` is one of repair's quarantine files (of today's or the old name)."""
-    return name.endswith((QUARANTINE_SUFFIX, _LEGACY_QUARANTINE_SUFFIX))
-
-
 def _jsonl_files(directory: str) -> list[str]:
     # omp itself skips an old-style quarantine (no header); skipping it by name keeps it out of
     # "skipped N file(s)" and costs no read
     return [node_join(directory, n) for n in glob_visible(directory, False)
-            if n.endswith(".jsonl") and not n.endswith(_LEGACY_QUARANTINE_SUFFIX)]
+            if n.endswith(".jsonl") and not n.endswith(LEGACY_QUARANTINE_SUFFIX)]
 
 
 def _scan_all(files: Iterable[str], with_status: bool, omp: str | None = None) -> list[SessionInfo]:

@@ -16,7 +16,7 @@ from pathlib import Path
 from omp_session.errors import AmbiguousSessionError, SessionNotFoundError
 from omp_session.paths import project_dir_name, sessions_dir
 
-from .listing import is_quarantine_name, list_sessions
+from .quarantine import is_quarantine_name
 
 __all__ = ["name_matches", "pick_one", "resolve_session", "session_ids"]
 
@@ -83,6 +83,8 @@ def resolve_session(arg: str, cwd: str | None = None, *, root: str | os.PathLike
     if every_project:
         return _everywhere(arg, base, omp)
     if arg == "latest":
+        from .listing import list_sessions  # not imported for a path, an id or a prefix
+
         # omp's ordering (newest modified first), without the backup recovery that renames files
         listed = list_sessions(bucket, pins=(), recover_backups=False, omp=omp)
         sessions = [s for s in listed if not s.skipped_by_resume]
@@ -108,6 +110,8 @@ def _everywhere(arg: str, base: Path, omp: str | None) -> str:
     except OSError:
         buckets = []
     if arg == "latest":
+        from .listing import list_sessions
+
         firsts = (next((s for s in list_sessions(d, pins=(), recover_backups=False, omp=omp)
                         if not s.skipped_by_resume), None) for d in buckets)
         newest = [s for s in firsts if s is not None]

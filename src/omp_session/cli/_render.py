@@ -6,7 +6,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-import shlex
 import sys
 from collections import Counter
 from typing import Any
@@ -203,6 +202,8 @@ def show(s: Session, as_json: bool, findings: list[Diagnostic] | None = None) ->
         text = str(dataclasses.replace(d, path=None)) if d.path == s.path else str(d)
         out.append("  " + st(text, "red" if d.severity.value == "error" else "yellow"))
     if len(found) > SHOWN_FINDINGS:
+        import shlex  # rarely needed: not on show's start-up
+
         out.append(f"  … and {len(found) - SHOWN_FINDINGS} more: omp-session validate {shlex.quote(s.path or '')} "
                    "lists them all")
     page("\n".join(out) + "\n")

@@ -9,7 +9,6 @@ of references back into inline data.
 
 from __future__ import annotations
 
-import base64
 import binascii
 import contextlib
 import os
@@ -122,7 +121,8 @@ _FAST_FROM = 1024  # below, a call costs more than it saves
 
 def b64encode(data: bytes) -> str:
     """Standard alphabet, padded: what ``Buffer.toString("base64")`` gives on resolution."""
-    return base64.b64encode(data).decode("ascii")
+    # base64.b64encode is this call (the module costs start-up: it imports struct)
+    return binascii.b2a_base64(data, newline=False).decode("ascii")
 
 
 # ----------------------------------------------------------------- sidecars

@@ -13,7 +13,6 @@ from __future__ import annotations
 import gc
 import operator
 import os
-import pickle
 from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterator
@@ -659,6 +658,8 @@ class _TwoHalves:
         code_of = {ident: k for k, ident in enumerate(distinct)}
         table = [None if head is None else (head.role, head.provider, head.model) for head in distinct.values()]
         codes = array("i", map(code_of.__getitem__, map(id, part.heads)))
+        import pickle  # only a large file is split: not on a small command's start-up
+
         return pickle.dumps((part.starts, part.ends, part.types, part.ids, part.parents, part.linear, table, codes,
                              part.values, [(m.start, m.end) for m in part.malformed], part.blob_offsets,
                              part.loose_heads),
@@ -666,6 +667,8 @@ class _TwoHalves:
 
 
     def unpack(self, j: Journal, payload: bytes) -> None:
+        import pickle
+
         (starts, ends, types, ids, parents, linear, table, codes, values, malformed, blobs,
          loose) = pickle.loads(payload)
         heads = [None if t is None else head_of_fields(*t) for t in table]

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 import sys
-import threading
 from typing import Any, Protocol, TypeVar
 
 __all__ = ["Scanner", "scan_in_two"]
@@ -43,7 +42,10 @@ class Scanner(Protocol[J]):
 def _worth_splitting(size: int, body_start: int) -> bool:
     if not sys.platform.startswith("linux") or os.environ.get("OMP_SESSION_WORKERS") == "1":
         return False
-    if (os.cpu_count() or 1) < 2 or threading.active_count() != 1:
+    # threading is looked up, not imported: a process that never imported it runs no thread it
+    # started (and importing it costs a small command's start-up)
+    threading = sys.modules.get("threading")
+    if (os.cpu_count() or 1) < 2 or (threading is not None and threading.active_count() != 1):
         return False
     return size - body_start >= MIN_SPLIT_SIZE
 

@@ -7,7 +7,7 @@ blocks within a per-request byte budget, with notices for frames it leaves out.
 
 from __future__ import annotations
 
-import base64
+import binascii
 import math
 import re
 from collections.abc import Callable
@@ -79,7 +79,7 @@ def blob_frame_resolver(get: Callable[[str], bytes | None]) -> FrameDataResolver
         blob = get(sha) if _BLOB_HASH.fullmatch(sha) else None
         if blob is None:
             return None
-        return (len(blob) + 2) // 3 * 4, lambda: base64.b64encode(blob).decode("ascii")
+        return (len(blob) + 2) // 3 * 4, lambda: binascii.b2a_base64(blob, newline=False).decode("ascii")
     return resolve
 
 

@@ -22,7 +22,7 @@ import weakref
 from collections.abc import Iterable, Iterator
 from typing import Any, BinaryIO
 
-from omp_session.catalog.listing import QUARANTINE_SUFFIX
+from omp_session.catalog.quarantine import QUARANTINE_SUFFIX
 from omp_session.diagnostics import Severity
 from omp_session.errors import (
     NotASessionError,

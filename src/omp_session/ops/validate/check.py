@@ -9,7 +9,6 @@ work on the reader's columns (``validate_tree``). Each code's severity comes fro
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 from pathlib import Path
@@ -17,7 +16,7 @@ from typing import Any
 
 import orjson
 
-from omp_session.catalog.listing import QUARANTINE_SUFFIX
+from omp_session.catalog.quarantine import QUARANTINE_SUFFIX
 from omp_session.diagnostics import Diagnostic, Severity
 from omp_session.errors import FormatError
 from omp_session.format.blobs import BLOB_PREFIX, BlobStore, parse_blob_ref
@@ -352,6 +351,8 @@ def _blob_problem(store: BlobStore, sha: str) -> str | None:
     path = store.path(sha)
     if not path.is_file():
         return "missing"
+    import hashlib  # OpenSSL behind it: only when a blob is checked, not on show's start-up
+
     digest = hashlib.sha256()
     with open(path, "rb") as f:
         while block := f.read(1 << 20):
