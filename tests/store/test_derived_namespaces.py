@@ -103,6 +103,13 @@ def test_namespace_flags_are_checked(tmp_path: Path) -> None:
                                           "--namespace", "bad\nname"])
     assert result.exit_code == 2 and "--namespace: the namespace 'bad\\nname' holds a control character" \
         in result.output
+    # a namespace whose user or host is empty could never be picked by --user or --machine
+    for value, why in (("@laptop", "has no user before its @"), ("alice@", "has no host after its @")):
+        result = runner.invoke(sync_command, ["--from", f"file:{tmp_path}", "--to", f"file:{tmp_path / 'b'}",
+                                              "--namespace", value])
+        assert result.exit_code == 2 and f"--namespace: the namespace {value!r} {why}" in result.output, \
+            result.output
+        assert not (tmp_path / "b").exists()
 
 
 def test_sync_default_namespace_is_user_at_host(url: str, tmp_path: Path) -> None:

@@ -15,13 +15,20 @@ __all__ = ["check_namespace", "namespace_condition", "split_namespace"]
 
 def check_namespace(value: str, what: str = "namespace") -> str | None:
     """Why ``value`` cannot be a namespace (or one part of it), or None when it can: not empty,
-    no control characters, no surrounding spaces (a stored value a filter could never match)."""
+    no control characters, no surrounding spaces, and for a whole namespace no empty user or host
+    around its ``@`` (a stored value a filter could never match)."""
     if not value:
         return f"the {what} is empty"
     if value != value.strip():
         return f"the {what} {value!r} starts or ends with a space"
     if any(unicodedata.category(c) in ("Cc", "Cs") for c in value):
         return f"the {what} {value!r} holds a control character"
+    if what == "namespace" and "@" in value:
+        user, host = split_namespace(value)
+        if not user:
+            return f"the {what} {value!r} has no user before its @"
+        if not host:
+            return f"the {what} {value!r} has no host after its @"
     return None
 
 
