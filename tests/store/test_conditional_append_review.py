@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -149,9 +149,11 @@ def serializable() -> Iterator[tuple[PostgresStorage, str]]:
 
 
 def _append_while_another_writer_holds_the_row(storage: PostgresStorage, table: str, other_sql: str,
-                                               args: tuple[Any, ...]) -> list[Any]:
-    """``append_if_size(KEY, len(HEADER), DELTA)`` started while another transaction has updated the
-    row and not committed; that transaction commits once the append waits for its row lock."""
+                                               args: tuple[Any, ...],
+                                               write: Callable[[], Any] | None = None) -> list[Any]:
+    """``append_if_size(KEY, len(HEADER), DELTA)`` (or ``write()``) started while another
+    transaction has updated the row and not committed; that transaction commits once the append
+    waits for its row lock."""
     got: list[Any] = []
     with psycopg.connect(POSTGRES_URL) as other:  # a transaction of its own (not autocommit)
         other.execute(other_sql, args)
@@ -159,7 +161,7 @@ def _append_while_another_writer_holds_the_row(storage: PostgresStorage, table: 
 
         def run() -> None:
             try:
-                got.append(storage.append_if_size(KEY, len(HEADER), DELTA))
+                got.append(storage.append_if_size(KEY, len(HEADER), DELTA) if write is None else write())
             except Exception as e:  # the test shows what it was
                 got.append(e)
 
@@ -200,3 +202,31 @@ def test_a_serializable_postgres_append_beside_a_title_change_still_appends(
         storage, table, f"UPDATE {table} SET title = %s WHERE path = %s", ("renamed", KEY))
     assert got == [True]
     assert storage.read(KEY)[256:] == HEADER[256:] + DELTA
+
+
+def test_a_serializable_postgres_append_and_rewrite_beside_another_writer_still_write(
+        serializable: tuple[PostgresStorage, str]) -> None:
+    """The writes of a session (append an entry, rewrite it, change its title) lock the row they
+    read: under the server's default isolation of repeatable read or serializable, the one that
+    waited for another writer's lock failed ("could not serialize access") where read committed
+    reads the row again. Each transaction of ours now says read committed itself."""
+    storage, table = serializable
+    storage.replace(KEY, HEADER, None)
+    got = _append_while_another_writer_holds_the_row(
+        storage, table, f"UPDATE {table} SET content = content || %s WHERE path = %s", ("{}\n", KEY),
+        write=lambda: storage.append(KEY, DELTA))
+    assert got == [len(DELTA)]
+    assert storage.read(KEY) == HEADER + b"{}\n" + DELTA
+    size = len(HEADER) + 3 + len(DELTA)
+    body = HEADER + b'{"type":"custom","data":"x"}\n'
+    got = _append_while_another_writer_holds_the_row(
+        storage, table, f"UPDATE {table} SET title = %s WHERE path = %s", ("renamed", KEY),
+        write=lambda: storage.replace(KEY, body, size))
+    assert got == [None]
+    assert storage.read(KEY)[256:] == body[256:]
+    slot = build_title_slot("third", "user", "2026-01-02T00:00:00.000Z")
+    got = _append_while_another_writer_holds_the_row(
+        storage, table, f"UPDATE {table} SET mtime_ms = mtime_ms + 1 WHERE path = %s", (KEY,),
+        write=lambda: storage.write_title_slot(KEY, slot))
+    assert got == [True]
+    assert storage.read(KEY)[:256] == slot

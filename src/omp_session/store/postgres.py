@@ -18,7 +18,10 @@ POSTGRES = Dialect(
     head="substring(convert_to(content, 'UTF8') from 1 for %s::integer)",
     last_char="right(content, 1)",
     concat="content || %s",
-    begin="BEGIN",
+    # read committed whatever the role's or database's default: each write locks the one row it
+    # reads (FOR UPDATE) and, having waited for another writer, must read that row again, where
+    # repeatable read and serializable fail with "could not serialize access"
+    begin="BEGIN ISOLATION LEVEL READ COMMITTED",
     lock=" FOR UPDATE",
 )
 
