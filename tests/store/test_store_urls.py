@@ -81,3 +81,29 @@ def test_sync_takes_timeout_too(tmp_path: Path) -> None:
     result = invoke(cli, "sync", "--from", f"file:{tmp_path}", "--to", "mysql://root@127.0.0.1:6379/test",
                     "--timeout", "1")
     assert result.exit_code == 1 and "within 1 s" in result.stderr, result.output
+
+
+def test_the_drivers_own_options_reach_it_as_they_were_written() -> None:
+    """libpq reads ``+`` in a URL as a plus and ``%20`` as a space: the options that are not ours
+    are passed on untouched (they were decoded and encoded again, a space becoming ``+``, so
+    ``options=-c%20statement_timeout%3D5000`` reached the server as "+statement_timeout")."""
+    url = ("postgresql://postgres@127.0.0.1:5432/test?table=t&options=-c%20default_transaction_isolation%3Dserializable"
+           "&application_name=a+b&root=/team/")
+    parsed = parse_store_url(url)
+    assert parsed.location == ("postgresql://postgres@127.0.0.1:5432/test"
+                               "?options=-c%20default_transaction_isolation%3Dserializable&application_name=a+b")
+    assert parsed.options == {"table": "t", "root": "/team/"}
+
+
+@pytest.mark.db
+def test_a_libpq_option_with_a_space_and_a_plus_reaches_the_server() -> None:
+    from stores.sqlutil import POSTGRES_URL, drop_table, fresh_table
+
+    sep = "&" if "?" in POSTGRES_URL else "?"
+    table = fresh_table()
+    storage = open_store(f"{POSTGRES_URL}{sep}table={table}&options=-c%20application_name%3Domp+test", create=True)
+    try:
+        assert storage._query("SHOW application_name", (), "reading") == [("omp+test",)]  # type: ignore[attr-defined]
+    finally:
+        storage.close()
+        drop_table("postgres", table)

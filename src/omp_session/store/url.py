@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass, field
-from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, unquote, unquote_plus, urlsplit, urlunsplit
 
 from omp_session.errors import StoreError
 
@@ -136,9 +136,13 @@ def parse_store_url(url: str) -> StoreURL:
         raise StoreError(f"{_redacted(url)}: unknown option {sorted(set(extra) - {'unix_socket'})[0]!r}")
     if kind == "redis" and set(extra) - _REDIS_OPTIONS:
         raise StoreError(f"{_redacted(url)}: unknown option {sorted(set(extra) - _REDIS_OPTIONS)[0]!r}")
-    location = urlunsplit((parts.scheme, parts.netloc, parts.path, urlencode(extra), parts.fragment))
+    # the driver's options as they were written: libpq reads "+" as a plus and "%20" as a space,
+    # which decoding and encoding again would turn into each other
+    theirs = "&".join(piece for piece in parts.query.split("&")
+                      if piece and unquote_plus(piece.partition("=")[0]) not in _OURS)
+    location = urlunsplit((parts.scheme, parts.netloc, parts.path, theirs, parts.fragment))
     if scheme == "unix":  # urlunsplit drops the empty authority that redis-py expects
-        location = "unix://" + parts.path + (f"?{urlencode(extra)}" if extra else "")
+        location = "unix://" + parts.path + (f"?{theirs}" if theirs else "")
     found = StoreURL(kind, location, _redacted(urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))),
                      ours, extra)
     found.timeout  # noqa: B018 — checked now: one line naming the store

@@ -227,7 +227,9 @@ class DerivedTables:
         """One write transaction (SQLite: ``BEGIN IMMEDIATE``); a driver error rolls back and
         becomes one line naming the store."""
         try:
-            self.conn.execute("BEGIN" if self.dialect == "postgres" else "BEGIN IMMEDIATE")
+            # PostgreSQL: read committed whatever the default, as a write's advisory lock on a key
+            # must be followed by a read that sees what the writer it waited for committed
+            self.conn.execute("BEGIN ISOLATION LEVEL READ COMMITTED" if self.dialect == "postgres" else "BEGIN IMMEDIATE")
             yield self.conn
             self.conn.execute("COMMIT")
         except BaseException as e:
