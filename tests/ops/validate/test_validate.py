@@ -75,7 +75,8 @@ EXPECTED = {
     "trailing_garbage.jsonl": ("trailing-garbage", "warning", 2),
     "truncated.jsonl": ("truncated-record", "warning", 3),
     "truncated_content.jsonl": ("content-truncated", "info", 2),
-    "truncated_mid_utf8.jsonl": ("omp-stops-saving", "error", 1),
+    # where the first invalid byte is (a character cut by the truncation), not the file's first line
+    "truncated_mid_utf8.jsonl": ("omp-stops-saving", "error", 3),
     "ttsr_mixed.jsonl": ("ttsr-rules-invalid", "warning", 3),
     "ttsr_number.jsonl": ("ttsr-rules-invalid", "error", 3),
     "usage_no_cost.jsonl": ("usage-cost-invalid", "error", 3),
@@ -108,6 +109,15 @@ def test_each_check(name: str) -> None:
 
 def test_clean_file_has_no_findings() -> None:
     assert validate(DATA / "clean.jsonl", blobs_dir=BLOBS) == []
+
+
+def test_omp_stops_saving_names_its_causes() -> None:
+    [d] = [d for d in validate(DATA / "truncated_mid_utf8.jsonl", blobs_dir=BLOBS) if d.code == "omp-stops-saving"]
+    text = (DATA / "truncated_mid_utf8.jsonl").read_bytes()
+    assert d.offset == len(text) - 1  # the lead byte of the cut character
+    assert "(invalid UTF-8 here)" in d.message and "(1 malformed record)" in d.message, d.message
+    [d] = [d for d in validate(DATA / "bom_malformed.jsonl", blobs_dir=BLOBS) if d.code == "omp-stops-saving"]
+    assert d.offset == 0 and "(a byte order mark)" in d.message, d.message
 
 
 def test_location_fields() -> None:

@@ -284,11 +284,25 @@ def _header(s: Session, path: str | None, report: Report) -> None:
     if m and isinstance(header.get("id"), str) and m.group(1) != header["id"]:
         report.add("filename-id-mismatch", f"the file name says session {m.group(1)!r}, the "
                    f"header {header['id']!r}", offset=at)
-    if s.journal.size < STREAMING_THRESHOLD and (s.journal.bom or s.journal.invalid_utf8) and (
-            s.journal.malformed or needs_migration(on_disk)):
-        report.add("omp-stops-saving", "omp measures this file by its decoded text (BOM or "
-                   "invalid UTF-8) and must rewrite it (malformed records or a migration): "
-                   "the rewrite fails and nothing added after resuming reaches the disk", offset=0)
+    j = s.journal
+    migrates = needs_migration(on_disk)
+    if j.size < STREAMING_THRESHOLD and (j.bom or j.invalid_utf8) and (j.malformed or migrates):
+        # located at its cause: the byte order mark, else the first invalid byte
+        offset, cause = (0, "a byte order mark") if j.bom else (_first_invalid_utf8(j), "invalid UTF-8 here")
+        n = len(j.malformed)
+        rewrite = f"{n} malformed record{'s' if n != 1 else ''}" if n else "a migration"
+        report.add("omp-stops-saving", f"omp measures this file by its decoded text ({cause}) and must "
+                   f"rewrite it ({rewrite}): the rewrite fails and nothing added after resuming reaches "
+                   "the disk", offset=offset)
+
+
+def _first_invalid_utf8(j: Journal) -> int:
+    """Offset of the first byte that is not UTF-8 (the file is below the streaming size)."""
+    try:
+        j.read(0, j.size).decode("utf-8")
+    except UnicodeDecodeError as e:
+        return e.start
+    return 0
 
 
 def _encoding(s: Session, report: Report) -> None:
