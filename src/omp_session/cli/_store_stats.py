@@ -5,12 +5,18 @@ session is read (ops/stats/report.py). docs/stats.md, docs/team.md."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
+from typing import TYPE_CHECKING
 
 import click
 
-from omp_session.ops.stats.report import StatsReport, stats
+from omp_session.ops.stats.report import StatsReport
 from omp_session.store.base import SessionStorage
 from omp_session.store.url import StoreURL
+
+if TYPE_CHECKING:
+    from omp_session.store.derived import DerivedTables
+    from omp_session.store.derived.layout import TablesLayout
 
 __all__ = ["check_filters", "store_stats"]
 
@@ -32,33 +38,32 @@ def store_stats(parsed: StoreURL, storage: SessionStorage, paths: Sequence[str] 
                 since: str | None, until: str | None, tz: str | None, user: str | None, host: str | None,
                 placed: bool, progress: Callable[[int, int], None] | None) -> StatsReport:
     """The report of a store: from its derived tables when it has them (of this omp-session's
-    layout), else by reading every session; ``--user``/``--machine`` need the tables."""
+    layout), else by reading every session (ops/stats/store.py decides); ``--user``/``--machine``
+    need the tables, and a newer layout is refused, not misread."""
+    from omp_session.ops.stats.store import stats_for_store
+    from omp_session.store.derived.layout import Fact
+
     filtered = "--user" if user is not None else "--machine" if host is not None else None
+
+    def refuse(layout: TablesLayout) -> Exception:
+        if layout.current:  # the paths given are not all top-level sessions in them
+            return click.UsageError("--user/--machine filter top-level sessions: give those, or none")
+        return layout.refusal(filtered or "stats --store")
+
+    def stale(layout: TablesLayout) -> None:
+        if layout.fact is Fact.NEWER:
+            raise layout.refusal("stats --store")
+        why = {Fact.MISSING: "are not there yet", Fact.FOREIGN: "are not omp-session's",
+               Fact.OLDER: "are of an older omp-session"}[layout.fact]
+        click.echo(f"omp-session: {parsed.name}: the search tables {why}: run omp-session index --store URL "
+                   "to let the database add the usage up; reading every session", err=True)
+
     if parsed.kind in ("postgres", "sqlite"):
-        from omp_session.ops.stats.database import stats_in_tables
         from omp_session.store.derived import open_derived
-        from omp_session.store.derived.layout import checked_version, needs_tables
-        from omp_session.store.derived.schema import SCHEMA_VERSION
-        from omp_session.store.derived.stats_query import top_level
 
-        with open_derived(parsed) as tables:
-            version = checked_version(tables)  # a newer layout: refused, not misread
-            if version == SCHEMA_VERSION:
-                if paths is None or top_level(tables, paths) == set(paths):
-                    return stats_in_tables(tables, paths, all_sessions=all_sessions, root=parsed.root, by=by,
-                                           since=since, until=until, tz=tz, user=user, host=host, placed=placed)
-                if filtered:
-                    raise click.UsageError("--user/--machine filter top-level sessions: give those, or none")
-            elif filtered:
-                raise needs_tables(tables, filtered, version)
-            else:
-                why = ("are of an older omp-session" if version not in (None, 0) else
-                       "are not there yet" if version is None else "are not omp-session's")
-                click.echo(f"omp-session: {parsed.name}: the search tables {why}: run omp-session index --store URL "
-                           "to let the database add the usage up; reading every session", err=True)
-    elif filtered:
-        from omp_session.store.derived.layout import not_supported
-
-        raise not_supported(parsed.name, filtered)
-    return stats(paths, all_sessions=all_sessions, root=parsed.root, by=by, since=since, until=until, tz=tz,
-                 progress=progress, storage=storage)
+        tables: AbstractContextManager[DerivedTables | None] = open_derived(parsed)
+    else:
+        tables = nullcontext(None)
+    return stats_for_store(tables, parsed.name, storage, paths, all_sessions=all_sessions, root=parsed.root, by=by,
+                           since=since, until=until, tz=tz, user=user, host=host, placed=placed, progress=progress,
+                           refuse=refuse, stale=stale)

@@ -19,6 +19,7 @@ from .sessions import QueryError
 
 if TYPE_CHECKING:
     from omp_session.store.derived import DerivedTables
+    from omp_session.store.derived.layout import TablesLayout
 
 __all__ = ["Namespaces", "namespace_filters", "needs_tables", "store_namespaces"]
 
@@ -41,31 +42,28 @@ def namespace_filters(params: Mapping[str, str], *, store: bool) -> tuple[str | 
     return user, host
 
 
-def needs_tables(name: str, version: int | None, *, supported: bool = True) -> SessionError:
-    """Why ``user=``/``machine=`` cannot be applied: the namespaces are only in the search tables
-    (a StoreError for MariaDB and Redis, which have none; a SessionError when they are missing or
-    of another layout: run ``index --store``)."""
-    if not supported:
-        from omp_session.store.derived import NOT_SUPPORTED
+def needs_tables(layout: TablesLayout) -> SessionError:
+    """Why ``user=``/``machine=`` cannot be applied: the namespaces are only in the search tables,
+    and ``layout`` (store/derived/layout.py) says why those cannot serve. A StoreError for MariaDB
+    and Redis, which have none; a SessionError (a 400) when they are missing or of another layout:
+    run ``index --store``, or upgrade omp-session for a newer one (which ``index --store``
+    refuses)."""
+    from omp_session.store.derived.layout import Fact, newer_layout
 
-        return StoreError(f"{name}: user= and machine= {NOT_SUPPORTED}")
-    from omp_session.store.derived.schema import SCHEMA_VERSION
-
-    if version is not None and version > SCHEMA_VERSION:  # index --store refuses those: the CLI's advice
-        from omp_session.store.derived.layout import newer_layout
-
-        return SessionError(newer_layout(name, version))
-    why = "there are none yet" if version is None else f"they are of another layout ({version})"
-    return SessionError(f"{name}: user= and machine= read the namespaces in the search tables, and {why}: "
-                        "run omp-session index --store URL")
+    if layout.fact is Fact.UNSUPPORTED:
+        return StoreError(f"{layout.name}: user= and machine= {layout.why}")
+    if layout.fact is Fact.NEWER:  # the command line's line
+        return SessionError(newer_layout(layout.name, layout.version))
+    return SessionError(f"{layout.name}: user= and machine= read the namespaces in the search tables, and "
+                        f"{layout.why}")
 
 
 def store_namespaces(tables: DerivedTables, root: str) -> Namespaces | None:
     """The users and machines of the namespaces of the sessions listed under ``root``, each
     sorted; None when the tables are not of this omp-session's layout (nothing to filter by)."""
-    from omp_session.store.derived.schema import SCHEMA_VERSION
+    from omp_session.store.derived.layout import tables_layout
 
-    if tables.version() != SCHEMA_VERSION:
+    if not tables_layout(tables).current:
         return None
     # the sessions list --store --all lists: directly in a bucket under the root
     rows = tables.rows(f"SELECT DISTINCT namespace FROM {tables.names.sessions} WHERE root_folder = ? "

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
@@ -25,6 +26,7 @@ from omp_session.format.blobs import MemoryBlobStore
 from omp_session.ops.export.html import MAX_SUBAGENT_DEPTH, render_html_pieces
 from omp_session.ops.export.subagents import FILE_TRANSCRIPTS
 from omp_session.ops.search.query import SearchHit, to_fts
+from omp_session.store.derived.layout import tables_layout
 from omp_session.store.reopening import ReopeningStorage
 
 from .events import plain
@@ -82,6 +84,18 @@ class StoreCatalog(Catalog):
                 self._tables.close()
         self._tables, self._opened = None, False
 
+    @contextlib.contextmanager
+    def locked_tables(self) -> Iterator[DerivedTables | None]:
+        """:meth:`tables` with :attr:`db_lock` held until the block ends; a StoreError in it drops
+        the connection (connected again on the next request)."""
+        with self.db_lock:
+            tables = self.tables()
+            try:
+                yield tables
+            except StoreError:
+                self.drop_tables()
+                raise
+
     def close(self) -> None:
         with self.db_lock:
             self.drop_tables()
@@ -91,23 +105,14 @@ class StoreCatalog(Catalog):
                  host: str | None = None) -> tuple[list[SessionInfo], dict[str, list[SessionInfo]]]:
         """Every session under the root (of the namespace's ``user``/``host``: ``list --store
         --user/--machine``'s rows, which only the search tables know) and their subagents."""
-        from omp_session.store.derived.schema import SCHEMA_VERSION
-
         prefix = self.parsed.root
-        tables: DerivedTables | None = None
-        version: int | None = None
-        with self.db_lock:
-            try:
-                tables = self.tables()
-                version = None if tables is None else tables.version()
-                if tables is not None and version == SCHEMA_VERSION:
-                    found = list_derived_sessions(tables, prefix, all_buckets=True, user=user, host=host)
-                    return found.sessions, found.subagents
-            except StoreError:
-                self.drop_tables()
-                raise
+        with self.locked_tables() as tables:
+            layout = tables_layout(tables, self.parsed.name)
+            if tables is not None and layout.current:
+                found = list_derived_sessions(tables, prefix, all_buckets=True, user=user, host=host)
+                return found.sessions, found.subagents
         if user is not None or host is not None:
-            raise needs_tables(self.parsed.name, version, supported=tables is not None)
+            raise needs_tables(layout)
         found = list_store_sessions(self.storage, prefix, all_buckets=True)
         return found.sessions, found.subagents
 
@@ -194,9 +199,8 @@ def store_search(catalog: StoreCatalog, query: str, *, role: str | None, limit: 
     ``search --store`` finds them. Raises SessionError (no tables yet), StoreError (MariaDB,
     Redis) or QueryError."""
     from omp_session.ops.search.query import ROLES
-    from omp_session.store.derived.layout import checked_version
+    from omp_session.store.derived.layout import Fact, checked_version
     from omp_session.store.derived.query import search_derived
-    from omp_session.store.derived.schema import SCHEMA_VERSION
 
     with catalog.db_lock:
         tables = catalog.tables()
@@ -206,11 +210,11 @@ def store_search(catalog: StoreCatalog, query: str, *, role: str | None, limit: 
             raise StoreError(f"{catalog.parsed.name}: search {NOT_SUPPORTED}")
         try:
             # a newer layout is not read (its line, as the command line's); 0: not omp-session's
-            version = checked_version(tables)
-            if version is None:
+            layout = tables_layout(tables, catalog.parsed.name, version=checked_version(tables))
+            if layout.fact is Fact.MISSING:
                 raise SessionError(f"{catalog.parsed.name}: {NO_TABLES}")
-            if version == 0 or ((user or host) and version != SCHEMA_VERSION):
-                raise needs_tables(catalog.parsed.name, version)
+            if layout.fact is Fact.FOREIGN or ((user or host) and not layout.current):
+                raise needs_tables(layout)
             fts5 = to_fts(query) if tables.dialect == "sqlite" else None
             hits = search_derived(tables, query, fts5=fts5, roles=ROLES[role] if role else None,
                                   root=catalog.parsed.root, limit=limit, sessions=sessions, user=user, host=host)
@@ -224,25 +228,10 @@ def store_search(catalog: StoreCatalog, query: str, *, role: str | None, limit: 
 def store_report(catalog: StoreCatalog, *, by: str, since: str | None, until: str | None,
                  tz: str | None, user: str | None = None, host: str | None = None) -> StatsReport:
     """``stats --store --all``'s report: added up by the database from the derived tables when
-    they are current, else by reading every session under the root (``user``/``host``, as
-    ``--user``/``--machine``, need the tables)."""
-    from omp_session.ops.stats.report import stats
+    they are current, else by reading every session under the root, as ops/stats/store.py
+    chooses (``user``/``host``, as ``--user``/``--machine``, need the tables)."""
+    from omp_session.ops.stats.store import stats_for_store
 
-    version: int | None = None
-    with catalog.db_lock:
-        tables = catalog.tables()
-        if tables is not None:
-            try:
-                version = tables.version()
-                if version is not None and version != 0 and not tables.outdated():
-                    from omp_session.ops.stats.database import stats_in_tables
-
-                    return stats_in_tables(tables, None, all_sessions=True, root=catalog.parsed.root, by=by,
-                                           since=since, until=until, tz=tz, user=user, host=host, placed=True)
-            except StoreError:
-                catalog.drop_tables()
-                raise
-    if user is not None or host is not None:
-        raise needs_tables(catalog.parsed.name, version, supported=tables is not None)
-    return stats(all_sessions=True, root=catalog.parsed.root, by=by, since=since, until=until, tz=tz,
-                 storage=catalog.storage)
+    return stats_for_store(catalog.locked_tables(), catalog.parsed.name, catalog.storage, all_sessions=True,
+                           root=catalog.parsed.root, by=by, since=since, until=until, tz=tz, user=user, host=host,
+                           placed=True, refuse=needs_tables)
