@@ -24,6 +24,7 @@ from omp_session.catalog.summaries import is_archived
 from omp_session.errors import SessionError, SessionNotFoundError, StoreError
 from omp_session.format.blobs import MemoryBlobStore
 from omp_session.ops.export.html import MAX_SUBAGENT_DEPTH, render_html_pieces
+from omp_session.ops.export.store_subagents import store_transcripts
 from omp_session.ops.export.subagents import FILE_TRANSCRIPTS
 from omp_session.ops.search.query import SearchHit, to_fts
 from omp_session.store.derived.layout import tables_layout
@@ -32,7 +33,6 @@ from omp_session.store.reopening import ReopeningStorage
 from .events import plain
 from .sessions import Catalog, Page, Query, Row, paged
 from .store_filters import Namespaces, needs_tables, store_namespaces
-from .store_subagents import store_transcripts
 from .viewer import SessionStream, links_below, resume_line, serve_csp, served_pieces
 
 if TYPE_CHECKING:

@@ -1,7 +1,7 @@
-"""A stored session's subagent transcripts (``serve --store``): omp's layout, ``<session>/<agent>.jsonl``
-and nested ``<session>/<agent>/<agent>.jsonl``, read from the store's keys the way the HTML export
-reads it from the files (ops/export/subagents.py), so that a session synced to a store shows the
-same transcripts as its file."""
+"""A stored session's subagent transcripts (``serve --store``, ``export --format html --store``):
+omp's layout, ``<session>/<agent>.jsonl`` and nested ``<session>/<agent>/<agent>.jsonl``, read
+from the store's keys the way the HTML export reads it from the files (ops/export/subagents.py),
+so that a session synced to a store shows the same transcripts as its file."""
 
 from __future__ import annotations
 
