@@ -1,5 +1,10 @@
 """Terminal and JSON rendering of one session for the CLI: plain text (ANSI styles on a terminal,
-see ``_style``) for people, stable JSON for machines."""
+see ``_style``) for people, stable JSON for machines.
+
+Every piece of text taken from the session goes through ``inert`` before it is styled or cut: a
+session's escape sequences, CR or BEL are shown as U+FFFD, on a terminal and in a pipe. JSON
+escapes what it must itself.
+"""
 
 from __future__ import annotations
 
@@ -16,7 +21,7 @@ from omp_session.model.session import Session, usage_or_model_candidates
 from omp_session.model.text import shown as _shown
 from omp_session.model.usage import branch_and_all_usage
 
-from ._style import Styler, clip, page, terminal_width, width
+from ._style import Styler, clip, clip_start, inert, page, terminal_width, width
 
 __all__ = ["context", "show", "show_info", "summary", "tree"]
 
@@ -188,25 +193,44 @@ def show(s: Session, as_json: bool, findings: list[Diagnostic] | None = None) ->
         ("cost (branch)", _money(info["usage"]["branch"])), ("cost (all)", _money(info["usage"]["all"])),
         ("problems", problems_line(info["diagnostics_summary"], info["diagnostics_worst"])),
     ]
-    shown = [(k, _shown(v)) for k, v in rows if v is not None]  # any depth: a nested value is JSON
+    cells = terminal_width()
+    shown = [(k, _one_line(_shown(v))) for k, v in rows if v is not None]  # any depth: a nested value is JSON
     key_width = max(len(k) for k, _ in shown)
-    out = [f" {st(k.ljust(key_width), 'bold')}  {v}" for k, v in shown]
+    room = max(cells - key_width - 3, 12) if cells else None  # " key  value"
+
+    def fitted(key: str, value: str) -> str:
+        if room is None:
+            return value
+        return clip_start(value, room) if key in _PATHS else clip(value, room)
+
+    out = [f" {st(k.ljust(key_width), 'bold')}  {fitted(k, v)}" for k, v in shown]
     counts = info["diagnostics_summary"]
     if counts["error"]:
-        out[-1] = f" {st('problems'.ljust(key_width), 'bold')}  {st(shown[-1][1], 'red')}"
+        out[-1] = f" {st('problems'.ljust(key_width), 'bold')}  {st(fitted(*shown[-1]), 'red')}"
     found = s.diagnostics if findings is None else findings
     # the worst first, a screenful at most: a long session can have hundreds of one warning,
     # and validate is the command that lists them (the path is the one above: left out)
     worst_first = sorted(found, key=lambda d: _SEVERITY_ORDER.get(d.severity.value, 3))
     for d in worst_first[:SHOWN_FINDINGS]:
-        text = str(dataclasses.replace(d, path=None)) if d.path == s.path else str(d)
+        text = _one_line(str(dataclasses.replace(d, path=None)) if d.path == s.path else str(d))
+        if cells:
+            text = clip(text, max(cells - 2, 12))
         out.append("  " + st(text, "red" if d.severity.value == "error" else "yellow"))
     if len(found) > SHOWN_FINDINGS:
         import shlex  # rarely needed: not on show's start-up
 
-        out.append(f"  … and {len(found) - SHOWN_FINDINGS} more: omp-session validate {shlex.quote(s.path or '')} "
-                   "lists them all")
+        more = _one_line(f"… and {len(found) - SHOWN_FINDINGS} more: omp-session validate "
+                         f"{shlex.quote(s.path or '')} lists them all")
+        out.append("  " + (clip(more, max(cells - 2, 12)) if cells else more))
     page("\n".join(out) + "\n")
+
+
+_PATHS = {"path", "cwd", "parent session"}  # cut at the start: their end tells most
+
+
+def _one_line(text: str) -> str:
+    """``inert`` text on one line: each newline or tab a space (show's values are one row each)."""
+    return inert(text).replace("\n", " ").replace("\t", " ")
 
 
 SHOWN_FINDINGS = 10
@@ -279,7 +303,7 @@ def tree(s: Session, as_json: bool, *, depth: int | None = None, only_messages: 
         return
     st = Styler()
     cells = terminal_width()
-    title = _shown(s.get_session_name() or (s.header or {}).get("id", s.path))
+    title = _one_line(_shown(s.get_session_name() or (s.header or {}).get("id", s.path)))
     lines = [st(clip(title, cells) if cells else title, "bold")]
 
     def fork_note(kids: list[int]) -> str:
@@ -294,17 +318,18 @@ def tree(s: Session, as_json: bool, *, depth: int | None = None, only_messages: 
         here = node in on_branch
         kind = entry.get("type") if isinstance(entry, dict) else None
         label = s.get_label(s.ids[node])
-        label_part = f" [{_shown(label)}]" if label is not None else ""
+        label_part = f" [{_one_line(_shown(label))}]" if label is not None else ""
         fork_part = fork_note(r.kids[i])
-        head = f"{'*' if here else ' '} {_shown(s.ids[node])} "
-        text = summary(entry)
+        ident = _one_line(_shown(s.ids[node]))
+        head = f"{'*' if here else ' '} {ident} "
+        text = _one_line(summary(entry))  # a model or tool name may hold a newline: one row still
         if cells:  # the text gives way, so the label and the fork mark stay on the line
             text = clip(text, max(cells - width(lead + head + label_part + fork_part), 12))
         styled = st(text, "magenta") if kind in ("compaction", "branch_summary") else text
         if here:
-            body = st("*", "bold", "green") + " " + st(_shown(s.ids[node]), "dim") + " " + st(styled, "bold")
+            body = st("*", "bold", "green") + " " + st(ident, "dim") + " " + st(styled, "bold")
         else:
-            body = "  " + st(f"{_shown(s.ids[node])} ", "dim") + st(styled, "dim")
+            body = "  " + st(f"{ident} ", "dim") + st(styled, "dim")
         lines.append(st(lead, "dim") + body + st(label_part, "cyan") + st(fork_part, "yellow"))
 
     # (row, lead of its first line, lead of the lines after it). A run stays at one indent: the
@@ -338,16 +363,21 @@ def context(s: Session, as_json: bool, *, transcript: bool) -> None:
     st = Styler()
     cells = terminal_width()
     models = ", ".join(f"{k}={_shown(v)}" for k, v in ctx.get("models", {}).items()) or "-"
-    out = [f"{st('context', 'bold')}: {len(ctx['messages'])} messages · thinking "
-           f"{_shown(ctx.get('thinkingLevel'))} · models {models}"]
+    n = len(ctx["messages"])
+    head = _one_line(f"{n} message{'' if n == 1 else 's'} · thinking {_shown(ctx.get('thinkingLevel'))} · "
+                     f"models {models}")
+    if cells:  # the models can be many: the line gives way at the end
+        head = clip(head, max(cells - width("context: "), 1))
+    out = [f"{st('context', 'bold')}: {head}"]
     for msg in ctx["messages"]:
         role = msg.get("role", "?") if isinstance(msg, dict) else "?"
         if role == "compactionSummary" or role == "branchSummary":
             text = _shown(msg.get("summary", ""))
         else:
             text = _text_of(msg.get("content")) if isinstance(msg, dict) else ""
-        line = _clip(text, 100)
+        line = inert(_clip(text, 100))
+        shown_role = _one_line(_shown(role))
         if cells:  # one row per message on the terminal too
-            line = clip(line, max(cells - width(f"  {_shown(role)}: "), 12))
-        out.append(f"  {st(_shown(role), 'bold')}: {line}")
+            line = clip(line, max(cells - width(f"  {shown_role}: "), 12))
+        out.append(f"  {st(shown_role, 'bold')}: {line}")
     page("\n".join(out) + "\n")

@@ -13,13 +13,16 @@ import re
 import sys
 import unicodedata
 
-__all__ = ["HarmlessOut", "Styler", "clip", "harmless", "page", "terminal_width", "width"]
+__all__ = ["HarmlessOut", "Styler", "clip", "clip_start", "harmless", "inert", "page", "terminal_width", "width"]
 
 # C0 and C1 controls but newline and tab, and any ESC that does not start one of our own colour
 # codes: a session's text must not clear the screen, retitle the window or hide a line (CR, BS)
 # control characters a terminal acts on, and lone surrogates (a session may hold one, escaped):
 # no terminal encoding can write those
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1a\x1c-\x1f\x7f-\x9f\ud800-\udfff]|\x1b(?!\[[0-9;]*m)")
+# the same and every ESC: in a session's own text a colour code is not ours (it would colour the
+# rest of the screen, or pass into a pipe), so text taken from a session goes through this first
+_CONTENT_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
 
 _CODES = {"bold": "1", "dim": "2", "red": "31", "green": "32", "yellow": "33", "magenta": "35", "cyan": "36"}
 
@@ -78,6 +81,30 @@ def clip(text: str, cells: int) -> str:
         out.append(c)
         used += w
     return "".join(out) + "…"
+
+
+def clip_start(text: str, cells: int) -> str:
+    """``text`` cut to ``cells`` terminal cells from the start, beginning with "…" when cut: the
+    end of a path tells most."""
+    if width(text) <= cells:
+        return text
+    if cells <= 0:
+        return ""
+    out: list[str] = []
+    used = 0
+    for c in reversed(text):
+        w = width(c)
+        if used + w > cells - 1:
+            break
+        out.append(c)
+        used += w
+    return "…" + "".join(reversed(out))
+
+
+def inert(text: str) -> str:
+    """Text from a session as it may be shown: every control character but newline and tab (ESC
+    too, whatever follows it) and every lone surrogate as U+FFFD. Our own styles are added after."""
+    return _CONTENT_CONTROL.sub("\ufffd", text)
 
 
 def harmless(text: str) -> str:

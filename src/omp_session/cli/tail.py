@@ -4,6 +4,10 @@ Without ``-f`` the file is read as omp loads it (S1.4, S6.1). With ``-f`` it is 
 :class:`omp_session.follow.Follower`, which reads only appended lines (S8.2) and re-reads the file
 when it is replaced (S8.4) or truncated. See that module for what counts as a complete line.
 
+Lines are plain text, styled on a terminal (cli/_style.py), each cut to ``$COLUMNS`` or the
+terminal's width when there is one; the session's own control characters are shown as U+FFFD
+(``inert``), on a terminal and in a pipe. ``--json`` prints the entries as stored.
+
 Exit status: 0 (also on Ctrl-C while following), 1 when the file cannot be read, 2 usage errors.
 """
 
@@ -18,8 +22,6 @@ from pathlib import Path
 from typing import Any, overload
 
 import click
-from rich.console import Console
-from rich.markup import escape
 
 from omp_session.errors import SessionFileError
 from omp_session.js import codec
@@ -45,11 +47,12 @@ from . import _render as render
 from ._errors import command
 from ._options import json_option, session_argument
 from ._store import active_store, open_stored, store_option
+from ._style import Styler, clip, inert, terminal_width, width
 
 __all__ = ["tail"]
 
 _BURST = 10  # when -n is smaller: at least this many entries of a new branch or a re-read file are shown
-_ROLE_STYLE = {"user": "bold green", "assistant": "bold cyan", "toolResult": "magenta"}
+_ROLE_STYLE = {"user": ("bold", "green"), "assistant": ("bold", "cyan"), "toolResult": ("magenta",)}
 
 
 def _clip(text: str, width: int) -> str:
@@ -125,12 +128,32 @@ class _Printer:
     def __init__(self, as_json: bool, count: int) -> None:
         self.as_json = as_json
         self.count = count
-        self.console = Console(highlight=False, soft_wrap=True)
+        self.st = Styler()
+        self.cells = terminal_width()  # None: a pipe without COLUMNS, nothing cut to a width
+
+    def line(self, *parts: tuple[str, tuple[str, ...]], collapse: bool = True) -> None:
+        """One line of ``parts`` (text, styles), joined by spaces and cut to the width: the parts
+        on the left stay, the last gives way first. ``collapse``: white space runs as one space
+        (previews); else only newlines and tabs become spaces (a notice's titles and paths stay
+        as they are: a change of white space must still read as one)."""
+        left = self.cells
+        out: list[str] = []
+        for text, styles in parts:
+            text = inert(text)
+            # one row, whatever the session holds
+            text = " ".join(text.split()) if collapse else text.replace("\n", " ").replace("\t", " ")
+            if left is not None:
+                if left <= 0:
+                    break
+                text = clip(text, left)
+                left -= width(text) + 1
+            out.append(self.st(text, *styles))
+        sys.stdout.write(" ".join(out) + "\n")
 
     def entries(self, entries: Sequence[Any], limit: int) -> None:
         shown = entries[-limit:] if limit else []
         if len(entries) > len(shown) and not self.as_json:
-            self.console.print(f"[dim]… {len(entries) - len(shown)} earlier entries not shown[/dim]")
+            self.line((f"… {len(entries) - len(shown)} earlier entries not shown", ("dim",)))
         for entry in shown:
             self.entry(entry)
 
@@ -140,16 +163,15 @@ class _Printer:
             return
         label, text = _preview(entry)
         ts = _when(entry.get("timestamp")) if isinstance(entry, dict) else "-"
-        style = _ROLE_STYLE.get(label, "yellow")
-        self.console.print(f"[dim]{escape(ts)}[/dim] [{style}]{escape(label)}[/{style}] {escape(text)}")
+        self.line((ts, ("dim",)), (label, _ROLE_STYLE.get(label, ("yellow",))), (text, ()))
 
     def notice(self, text: str) -> None:
         """A change to the file rather than a new entry: on stdout for people, on stderr with
         --json so that stdout stays one entry per line."""
         if self.as_json:
-            click.echo(f"omp-session: {text}", err=True)
+            click.echo(f"omp-session: {inert(text)}", err=True)
         else:
-            self.console.print(f"[bold yellow]── {escape(text)}[/bold yellow]")
+            self.line((f"── {text}", ("bold", "yellow")), collapse=False)
 
     def event(self, event: Event, path: str) -> None:
         burst = max(self.count, _BURST)
@@ -193,6 +215,7 @@ def _follow_store(key: Path, branch: list[Any], printer: _Printer, interval: flo
             continue
         if now is None:
             printer.notice(f"{key} was deleted from the store; waiting for it to come back")
+            sys.stdout.flush()  # each line as it happens, as after every other change
             seen = None
             continue
         seen = now
