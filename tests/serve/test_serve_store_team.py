@@ -49,6 +49,7 @@ class Team:
     files: TestClient  # alice's sessions root, served from the files
     url: str
     catalog: StoreCatalog
+    base: Path  # each member's sessions root is base / owner
 
 
 @pytest.fixture(scope="module", params=["sqlite", pytest.param("postgres", marks=pytest.mark.db)])
@@ -66,7 +67,7 @@ def team(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactor
         store, catalog = store_app(url)
         files = client(build_app(base / "alice", token=TOKEN, port=PORT, cache=False))
         try:
-            yield Team(store, files, url, catalog)
+            yield Team(store, files, url, catalog, base)
         finally:
             catalog.close()
             catalog.storage.close()
@@ -101,6 +102,25 @@ def test_the_store_page_embeds_the_files_subagent_transcripts(team: Team) -> Non
     assert [a["id"] for a in anna["subagents"]] == ["Anna.Carl"] and anna["subagents"][0]["doc"] is not None
     assert any("annaword" in json.dumps(e) for e in anna["entries"])
     assert "</script> annaword" not in s.text  # still escaped inside its data block
+
+
+def test_export_html_from_the_store_embeds_the_files_subagent_transcripts(
+        team: Team, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``export --format html --store`` reads the subagents from the store's keys as serve does (it
+    left them out): the page's data blocks equal the export of the file."""
+    monkeypatch.setenv("PI_CODING_AGENT_DIR", str(tmp_path / "agent"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    [file] = (team.base / "alice").rglob(f"*_{TASK_SESSION}.jsonl")
+    key = ROOT + file.relative_to(team.base / "alice").as_posix()
+    from_file, from_store = tmp_path / "file.html", tmp_path / "store.html"
+    run_cli("export", str(file), "--format", "html", "-o", str(from_file))
+    run_cli("export", key, "--store", team.url, "--format", "html", "-o", str(from_store))
+    blocks = _blocks(from_store.read_bytes())
+    assert [a["id"] for a in blocks["omp-session-data"]["subagents"]] == ["Anna", "Bob", "../evil", "Extra", "__advisor"]
+    assert blocks == _blocks(from_file.read_bytes())
+    run_cli("export", key, "--store", team.url, "--format", "html", "--no-subagents", "-o", str(from_store),
+            "--force")
+    assert _blocks(from_store.read_bytes())["omp-session-data"]["subagents"] == []
 
 
 def test_a_database_gone_while_reading_a_subagent_is_a_503(team: Team, monkeypatch: pytest.MonkeyPatch) -> None:

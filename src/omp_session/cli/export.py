@@ -13,11 +13,13 @@ import click
 from omp_session.errors import SessionError
 from omp_session.ops.export.formats import export_chunks
 from omp_session.ops.export.html import render_html_pieces
+from omp_session.ops.export.store_subagents import store_transcripts
+from omp_session.ops.export.subagents import FILE_TRANSCRIPTS
 from omp_session.store.atomic import check_output, write_new_file
 
 from ._errors import command, os_errors
 from ._options import force_option, json_option, output_option, session_argument
-from ._store import EVERY_PROJECT, active_store, open_stored, resolve_any, store_option
+from ._store import EVERY_PROJECT, active_store, open_one, resolve_any, store_option
 
 __all__ = ["export", "write_atomically"]
 
@@ -66,7 +68,8 @@ def _format_of(output: Path | None) -> str:
 @click.option("--all-branches", is_flag=True, help="Markdown: add every other branch, saying where it forks.")
 @click.option("--lossy", is_flag=True, help="JSON: a plain transcript of one branch instead of every record.")
 @click.option("--no-subagents", is_flag=True, help="html: leave out the subagent transcripts found next to the "
-              "session (embedded and linked by default; a missing one is a warning, never a failure).")
+              "session, in its folder or --store (embedded and linked by default; a missing one is a warning, "
+              "never a failure).")
 @click.option("--site", type=click.Path(file_okay=False), metavar="DIR", help="Write every session of the current "
               "project (--project DIR, --all: every project) as a static site in DIR, browsable from file:// "
               "(docs/serve.md); a second run re-renders only the sessions that changed.")
@@ -104,21 +107,29 @@ def export(session: str | None, fmt: str | None, output: Path | None, leaf_id: s
         fmt = _format_of(output)
     if fmt == "html" and all_branches:
         raise click.UsageError("--all-branches applies to md: the html viewer holds every branch")
+    if fmt == "json" and all_branches and not lossy:
+        raise click.UsageError("--all-branches applies to md: the json export holds every record of every branch")
     if no_subagents and fmt != "html":
         raise click.UsageError("--no-subagents applies to --format html only")
     if lossy and fmt != "json":
         raise click.UsageError("--lossy applies to --format json only")
     if lossy and all_branches:
         raise click.UsageError("--lossy exports one branch: drop --all-branches (the faithful json has them all)")
+    if output is not None and os.fspath(output) == "-":
+        output = None  # stdout, written as without -o (a reader that leaves early ends it quietly: cli/_pipe.py)
     if output is not None:  # refused before the work: an existing file without --force, a directory...
         check_output(output, force=force, error=SessionError, stdout=True)
     path = resolve_any(session)
-    with open_stored(path) as s:
+    with open_one(path) as s:  # a file that is not a session: one line, exit 1, nothing written
         pieces: Iterable[bytes]
         if fmt == "html":  # bytes: a big session's entries are copied one by one, never decoded
-            # subagent transcripts live in a file session's artifacts folder; a store has none
-            subagents = not no_subagents and active_store() is None
-            pieces = _read(render_html_pieces(s, leaf=leaf_id, subagents=subagents, on_problem=_warn), path)
+            # subagent transcripts live in a session's artifacts folder: files, or in a store the
+            # keys under the session's own (a file: store's keys are the files), as serve reads them
+            active = active_store()
+            transcripts = FILE_TRANSCRIPTS if active is None or active[0].kind == "file" else \
+                store_transcripts(active[1], os.fspath(path))
+            pieces = _read(render_html_pieces(s, leaf=leaf_id, subagents=not no_subagents, on_problem=_warn,
+                                              transcripts=transcripts), path)
         else:  # written as it is made: memory stays bounded whatever the session's size
             pieces = _read(export_chunks(s, fmt, leaf=leaf_id, all_branches=all_branches, lossy=lossy), path)
         if output is None:
