@@ -37,13 +37,15 @@ def answer_view(argv: list[str]) -> bool:
     except Exception:  # nothing written yet: click's command runs and says what is wrong
         return False
     with session:
+        from omp_session.catalog.not_a_session import why_not_a_session
+
+        if why_not_a_session(session) is not None:  # click's command refuses it (cli/_store.open_one)
+            return False
         findings = None
-        if argv[0] == "show" or session.header is None:
+        if argv[0] == "show":
             from omp_session.ops.validate.check import validate
 
             findings = validate(session)
-            if any(d.code == "not-a-session" for d in findings):
-                return False
         from . import _render as render
         from ._report import reported_plain
 
@@ -59,8 +61,10 @@ def answer_view(argv: list[str]) -> bool:
                     render.tree(session, False, depth=None, only_messages=False)
                 else:
                     render.context(session, False, transcript=False)
-        except BrokenPipeError:  # `show | head`: quiet, exit 1, as click's commands end
-            # the recipe of Python's signal docs: the final flush must not fail again
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-            sys.exit(1)
+        except BrokenPipeError:  # `show | head`: quiet, exit 0, as click's commands end (cli/_pipe.py)
+            from ._pipe import leave_quietly, stdout_closed
+
+            if not stdout_closed():
+                raise
+            leave_quietly()
     return True

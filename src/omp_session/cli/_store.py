@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from omp_session.catalog.resolve import name_matches, pick_one, resolve_session
-from omp_session.errors import SessionError, SessionFileError, SessionNotFoundError
+from omp_session.errors import FormatError, SessionError, SessionFileError, SessionNotFoundError
 from omp_session.paths import project_dir_name
 
 if TYPE_CHECKING:  # the store modules load only when --store is given; the model when a session is read
@@ -25,8 +25,8 @@ if TYPE_CHECKING:  # the store modules load only when --store is given; the mode
     from omp_session.store import StoreURL
     from omp_session.store.base import SessionStorage
 
-__all__ = ["KeyOrPath", "active_store", "open_stored", "resolve_any", "resolve_in_store", "store_option",
-           "stored_keys", "timeout_option"]
+__all__ = ["KeyOrPath", "active_store", "open_one", "open_stored", "refuse_non_session", "refuse_non_session_file",
+           "resolve_any", "resolve_in_store", "store_option", "stored_keys", "timeout_option"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 _KEY = "omp_session.store"
@@ -191,3 +191,42 @@ def open_stored(path: str | os.PathLike[str]) -> Session:
         raise SessionFileError(os.fspath(path), "is a directory, not a session file") from None
     except OSError as e:
         raise SessionFileError(os.fspath(path), e.strerror or str(e)) from None
+
+
+def open_one(path: str | os.PathLike[str]) -> Session:
+    """The session ``path`` names, for a command that reads one session (show, tree, context, cat,
+    export, stats, resume...): as :func:`open_stored`, but a file (or a key's value) that is not an
+    omp session at all is refused with one line, the words ``validate`` uses (catalog/not_a_session.py).
+    ``validate`` and ``repair`` report on such files: they call :func:`open_stored`."""
+    s = open_stored(path)
+    try:
+        refuse_non_session(s, path)
+    except BaseException:
+        s.close()
+        raise
+    return s
+
+
+def refuse_non_session(s: Session, path: str | os.PathLike[str] | None = None) -> None:
+    """FormatError (``PATH: not an omp session file: <why>``, exit 1) when ``s`` was read from
+    something that is not an omp session; a damaged session passes."""
+    from omp_session.catalog.not_a_session import not_a_session_message, why_not_a_session
+
+    reason = why_not_a_session(s)
+    if reason is not None:
+        where = s.path if s.path is not None else (os.fspath(path) if path is not None else None)
+        raise FormatError(not_a_session_message(reason), path=where)
+
+
+def refuse_non_session_file(path: str | os.PathLike[str]) -> None:
+    """:func:`refuse_non_session` of a file a command reads itself (size, redact, stats), or of a
+    key in the ``--store`` store; it reads a file's first megabyte, or the whole of it only when
+    that does not tell."""
+    if active_store() is not None:
+        open_one(path).close()
+        return
+    from omp_session.catalog.not_a_session import not_a_session_message, why_not_a_session_file
+
+    reason = why_not_a_session_file(path)
+    if reason is not None:
+        raise FormatError(not_a_session_message(reason), path=os.path.expanduser(os.fspath(path)))

@@ -13,7 +13,7 @@ import click
 
 from ._errors import command
 from ._options import session_argument
-from ._store import open_stored, resolve_any, store_option
+from ._store import open_one, resolve_any, store_option
 
 __all__ = ["cat"]
 
@@ -47,7 +47,7 @@ def cat(session: str, scope: str, old_all: bool, types: tuple[str, ...]) -> None
     """
     if old_all:
         raise click.UsageError("cat's --all is now --whole-file (--all means every project in every command)")
-    s = open_stored(resolve_any(session))
+    s = open_one(resolve_any(session))  # a file that is not a session is one line, exit 1
     out = sys.stdout.buffer
     with s:
         j = s.journal

@@ -19,6 +19,7 @@ from omp_session.store.atomic import check_output
 
 from ._errors import command, os_errors
 from ._options import force_option, json_option, output_option, session_argument
+from ._store import refuse_non_session_file
 
 __all__ = ["redact"]
 
@@ -71,6 +72,7 @@ def redact(session: str, out: Path, report: bool, as_json: bool, secrets: tuple[
       omp-session redact latest -o shared.jsonl --paths --secrets-from .env --report
     """
     path = resolve_session(session)
+    refuse_non_session_file(path)  # a file that is not a session is one line, exit 1, nothing written
     try:
         out_exists = out.exists()  # stat() can fail, e.g. "File name too long"
         same = os.path.abspath(out) == os.path.abspath(path) or (out_exists and os.path.samefile(out, path))

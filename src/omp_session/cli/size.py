@@ -27,6 +27,7 @@ from omp_session.ops.size.prune import prune as prune_session
 
 from ._errors import command
 from ._options import force_option, json_option, output_option, session_argument
+from ._store import refuse_non_session_file
 from ._style import clip
 
 __all__ = ["externalize", "prune", "size"]
@@ -79,8 +80,12 @@ def _print_report(r: SizeReport) -> None:
             ("abandoned branches", r.abandoned)]
     for name, b in rows:
         click.echo(f"  {name:<24} {b.count:>7}  {_size(b.bytes):>10}  {_pct(b.bytes, t)}")
-    if r.image_refs:
-        click.echo(f"  ({r.image_refs} image(s) already in the blob store)")
+    if r.image_refs:  # what the store holds is validate's question (blob-missing)
+        n = r.image_refs
+        click.echo(f"  ({n} image{'s' if n != 1 else ''} stored as {'' if n != 1 else 'a '}blob "
+                   f"reference{'s' if n != 1 else ''}, not counted above)")
+    if r.longest_tool_outputs:
+        click.echo("  largest tool outputs:")
     for entry_id, tool, n in r.longest_tool_outputs:
         # an id can be any JSON value, nested thousands deep: shown as compact JSON, cut short
         click.echo(f"    {clip(shown(entry_id), 10):<10} {tool:<14} {_size(n):>10}")
@@ -116,7 +121,9 @@ def size(session: str | None, all_sessions: bool, roots: tuple[Path, ...], top: 
         raise click.UsageError("give a SESSION or --all (not both)")
     if not all_sessions:
         assert session is not None
-        report = analyze_size(resolve_session(session), archive=not no_archive)
+        path = resolve_session(session)
+        refuse_non_session_file(path)  # a file that is not a session is one line, exit 1
+        report = analyze_size(path, archive=not no_archive)
         if as_json:
             click.echo(_dumps(report.to_json()))
         else:
@@ -165,7 +172,9 @@ def externalize(session: str, out: Path | None, store: Path | None, dry_run: boo
     """
     if (out is None) != dry_run:
         raise click.UsageError("give -o OUT, or --dry-run")
-    res = externalize_session(resolve_session(session), out, store=store, force=force)
+    path = resolve_session(session)
+    refuse_non_session_file(path)
+    res = externalize_session(path, out, store=store, force=force)
     if as_json:
         click.echo(json.dumps(res.to_json(), ensure_ascii=False))
         return
@@ -202,7 +211,9 @@ def prune(session: str, keep_branch: str | None, out: Path | None, dry_run: bool
         raise click.UsageError("prune needs --keep-branch [LEAF]")
     if (out is None) != dry_run:
         raise click.UsageError("give -o OUT, or --dry-run")
-    plan = prune_session(resolve_session(session), out, leaf=keep_branch or None, force=force)
+    path = resolve_session(session)
+    refuse_non_session_file(path)
+    plan = prune_session(path, out, leaf=keep_branch or None, force=force)
     if as_json:
         click.echo(json.dumps(plan.to_json(), ensure_ascii=False))
         return

@@ -46,7 +46,14 @@ from omp_session.store.base import StoredFile
 from . import _render as render
 from ._errors import command
 from ._options import json_option, session_argument
-from ._store import active_store, open_stored, store_option
+from ._store import (
+    active_store,
+    open_one,
+    open_stored,
+    refuse_non_session,
+    refuse_non_session_file,
+    store_option,
+)
 from ._style import Styler, clip, inert, terminal_width, width
 
 __all__ = ["tail"]
@@ -300,7 +307,7 @@ def tail(path: Path, follow: bool, count: int, as_json: bool, interval: float, m
     printer = _Printer(as_json, count)
     try:
         if active_store() is not None:
-            with open_stored(path) as s:
+            with open_one(path) as s:  # a key that is not a session: one line, exit 1
                 branch = s.get_branch()
             printer.entries(branch, count)
             if follow:
@@ -308,8 +315,12 @@ def tail(path: Path, follow: bool, count: int, as_json: bool, interval: float, m
             return
         if not follow:
             with _session_now(path) as s:
+                refuse_non_session(s, path)
                 printer.entries(_Branch(s, s.branch_indices()), count)
             return
+        # -f: an empty file may still become a session, so it is waited for
+        if os.path.isfile(path) and os.path.getsize(path):
+            refuse_non_session_file(path)
         follower = Follower(path)
         printer.entries(follower.initial(), count)
         if follower.session is None:

@@ -6,14 +6,13 @@ from pathlib import Path
 
 import click
 
-from omp_session.diagnostics import Diagnostic
-from omp_session.errors import EntryNotFoundError, FormatError
+from omp_session.errors import EntryNotFoundError
 from omp_session.model.session import Session, open_session
 
 from . import _render as render
 from ._errors import command
 from ._options import json_option, session_argument
-from ._store import open_stored, store_option
+from ._store import open_one, store_option
 
 __all__ = ["context", "demo", "show", "tree"]
 
@@ -34,10 +33,8 @@ def show(path: Path, as_json: bool) -> None:
     """
     from omp_session.ops.validate.check import validate
 
-    with open_stored(path) as s:
-        findings = validate(s)  # validate's own findings and severities, so both say the same
-        _refuse_non_session(findings)
-        render.show(s, as_json, findings)
+    with open_one(path) as s:  # a file that is not a session is one line, exit 1
+        render.show(s, as_json, validate(s))  # validate's own findings and severities, so both say the same
 
 
 @command()
@@ -59,8 +56,7 @@ def tree(path: Path, as_json: bool, depth: int | None, only_messages: bool) -> N
     Example:
       omp-session tree latest --only-messages --depth 1
     """
-    with open_stored(path) as s:
-        _check_session(s)
+    with open_one(path) as s:
         render.tree(s, as_json, depth=depth, only_messages=only_messages)
 
 
@@ -78,28 +74,12 @@ def context(path: Path, as_json: bool, transcript: bool, leaf_id: str | None) ->
     Example:
       omp-session context latest --leaf 3f813a95 --json
     """
-    with open_stored(path) as s:
-        _check_session(s)
+    with open_one(path) as s:
         if leaf_id is not None:
             if s.index_of(leaf_id) is None:
                 raise EntryNotFoundError(f"{path}: no entry {leaf_id}")
             s.set_leaf(leaf_id)
         render.context(s, as_json, transcript=transcript)
-
-
-def _check_session(s: Session) -> None:
-    """A file that is not a session (no header, not even a damaged record) is one error line, as
-    in ``validate``; only a header-less file costs a look."""
-    if s.header is None:
-        from omp_session.ops.validate.check import validate
-
-        _refuse_non_session(validate(s))
-
-
-def _refuse_non_session(findings: list[Diagnostic]) -> None:
-    for d in findings:
-        if d.code == "not-a-session":
-            raise FormatError(d.message, path=d.path)
 
 
 @command()

@@ -309,3 +309,24 @@ def test_archived_session_is_accounted_like_the_plain_file(tmp_path: Path) -> No
     assert a.bytes == b.bytes and a.abandoned.bytes == b.abandoned.bytes
     assert {k: v.bytes for k, v in a.by_type.items()} == {k: v.bytes for k, v in b.by_type.items()}
     assert b.suggestions and not a.suggestions  # writers need the plain file
+
+
+def test_text_report_names_blob_references_and_heads_the_longest_outputs(tmp_path: Path) -> None:
+    """The blob references are counted as references (the blob store may not hold them: validate
+    says so), and the list of the longest tool outputs has a heading of its own (it read as a
+    list of those images)."""
+    from builders import tool_result, write_session
+
+    image = {"type": "image", "mimeType": "image/png", "data": "blob:sha256:" + "a" * 64}
+    path = tmp_path / "s.jsonl"
+    write_session(path, [
+        entry("u1", None, message=user([image])),
+        entry("t1", "u1", message=tool_result("x" * (LONG_TOOL_OUTPUT_BYTES + 100), name="read")),
+    ])
+    r = CliRunner().invoke(cli, ["size", str(path), "--no-archive"])
+    assert r.exit_code == 0, r.output
+    assert "already in the blob store" not in r.output
+    assert "(1 image stored as a blob reference, not counted above)" in r.output
+    lines = r.output.splitlines()
+    at = next(i for i, line in enumerate(lines) if "largest tool outputs" in line)
+    assert "t1" in lines[at + 1] and "read" in lines[at + 1]

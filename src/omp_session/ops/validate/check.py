@@ -14,8 +14,13 @@ import re
 from pathlib import Path
 from typing import Any
 
-import orjson
-
+from omp_session.catalog.not_a_session import (
+    SNIFF,
+    is_quarantine,
+    not_a_session_message,
+    why_not_a_session,
+    why_not_by_start,
+)
 from omp_session.catalog.quarantine import QUARANTINE_SUFFIX
 from omp_session.diagnostics import Diagnostic, Severity
 from omp_session.errors import FormatError
@@ -32,10 +37,7 @@ from .tree import check_tree
 
 __all__ = ["validate"]
 
-_SNIFF = 1024 * 1024
 _FILENAME_ID = re.compile(r"\A\d{4}-\d\d-\d\dT[\d-]+Z_([0-9A-Za-z-]+)\.jsonl\Z")  # omp's own names (S9)
-# bytes that never occur in JSON text outside a broken string: many of them mean binary data
-_CONTROL = bytes(b for b in range(32) if b not in (9, 10, 13)) + b"\x7f"
 _SESSION_CODES_REPLACED = {"duplicate-id", "malformed-record", "blob-missing", "blob-malformed-ref", "invalid-utf8"}
 
 
@@ -56,19 +58,22 @@ def validate(path_or_session: str | os.PathLike[str] | Session, *, blobs_dir: st
             try:
                 journal = scan_archived(path)
             except FormatError as e:
-                return [Diagnostic.of("not-a-session", f"not an omp session file: {str(e).removeprefix(path + ': ')}",
+                return [Diagnostic.of("not-a-session", not_a_session_message(str(e).removeprefix(path + ": ")),
                                       path=path)]
-            head, size = journal.read(0, _SNIFF), journal.size
+            head, size = journal.read(0, SNIFF), journal.size
+            _decided, reason = why_not_by_start(journal.read, size)
         else:
             journal = None
             with open(path, "rb") as f:
-                size = os.fstat(f.fileno()).st_size
-                head = f.read(_SNIFF)
-        if _is_quarantine(head):
+                fd = f.fileno()
+                size = os.fstat(fd).st_size
+                head = f.read(SNIFF)
+                # the rule every command opens by (past a megabyte of padding, as omp reads)
+                _decided, reason = why_not_by_start(lambda start, end: os.pread(fd, end - start, start), size)
+        if is_quarantine(head):
             return [_quarantine_finding(path)]
-        reason = _not_a_session(head, size)
-        if reason:
-            return [Diagnostic.of("not-a-session", f"not an omp session file: {reason}", path=path)]
+        if reason:  # decided by the first megabyte: the file is not scanned
+            return [Diagnostic.of("not-a-session", not_a_session_message(reason), path=path)]
         # no blob store: refs are checked here instead
         session = Session(journal if journal is not None else scan_file(path), path, None)
     try:
@@ -76,20 +81,6 @@ def validate(path_or_session: str | os.PathLike[str] | Session, *, blobs_dir: st
     finally:
         if not isinstance(path_or_session, Session):
             session.close()
-
-
-_QUARANTINE_KEYS = frozenset({"line", "offset", "reason", "text", "base64"})
-
-
-def _is_quarantine(head: bytes) -> bool:
-    """Whether the file starts like repair's quarantine (docs/repair.md): its first line an object of
-    ``line``, ``offset``, ``reason`` and ``text`` or ``base64``; no session record looks so."""
-    first = head.lstrip(b" \t\r\n").split(b"\n", 1)[0]
-    try:
-        value = orjson.loads(first)
-    except orjson.JSONDecodeError:
-        return False
-    return isinstance(value, dict) and "reason" in value and "line" in value and value.keys() <= _QUARANTINE_KEYS
 
 
 def _quarantine_finding(path: str) -> Diagnostic:
@@ -100,25 +91,12 @@ def _quarantine_finding(path: str) -> Diagnostic:
                          path=path)
 
 
-def _not_a_session(head: bytes, size: int) -> str | None:
-    if not size:
-        return "the file is empty (omp would start a new session in it)"
-    text = head.replace(b"\x00", b"")
-    if not text.strip():
-        return "the file holds only whitespace or NUL bytes"
-    if sum(text.count(bytes([c])) for c in _CONTROL) * 100 > len(text):
-        return "binary data"
-    if b"{" not in text:
-        return "no JSON object in its first megabyte"
-    return None
-
-
 def _validate(s: Session, path: str | None, blobs_dir: str | os.PathLike[str] | None) -> list[Diagnostic]:
     j = s.journal
     report = Report(path, j)
-    if path is not None and s.header is None and not _looks_like_session(s):
-        return [Diagnostic.of("not-a-session", "not an omp session file: no record is an object with a "
-                              "string type", path=path)]
+    reason = why_not_a_session(s) if path is not None else None  # the rule every command refuses with
+    if reason is not None:
+        return [Diagnostic.of("not-a-session", not_a_session_message(reason), path=path)]
     for d in s.diagnostics:
         if d.code not in _SESSION_CODES_REPLACED:
             report.keep(d)
@@ -141,14 +119,6 @@ def _validate(s: Session, path: str | None, blobs_dir: str | os.PathLike[str] | 
     _blobs(s, report, blobs_dir)
     newer_features(j, s.raw_header, report)
     return report.result()
-
-
-def _looks_like_session(s: Session) -> bool:
-    """Whether a file without a valid header still looks like a damaged session (then the report
-    says what is wrong with it) rather than some other file."""
-    if s.title_slot is not None or b'"type"' in s.journal.read(0, _SNIFF):
-        return True
-    return isinstance(s.raw_header, dict) or any(isinstance(t, str) for t in s.types[:1000])
 
 
 # ----------------------------------------------------------------- physical layout (V1, V13)
