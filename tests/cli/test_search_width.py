@@ -41,7 +41,7 @@ def test_on_a_terminal_every_line_fits(tmp_path: Path, monkeypatch: pytest.Monke
     assert str(root) not in r.stdout and "session title · session title" not in r.stdout
     if cells >= 80:  # (narrower, the project is cut away first)
         assert CWD[:20] in r.stdout
-    assert f"   resume: omp --resume {SID}" in lines
+    assert f"   resume: cd {CWD} && omp --resume {SID}" in lines  # as `omp-session resume` prints it
     # the snippet is all there, wrapped: its words in order once the rows are joined
     snippet = " ".join(line.strip() for line in lines[2:] if not line.strip().startswith(("resume:", "2.", "user", "assistant")))
     assert "pagination" in snippet and "cursor offset limit" in snippet

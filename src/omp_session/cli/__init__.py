@@ -7,6 +7,7 @@ module is imported only when that command runs (cli/_lazy.py, docs/cli.md).
 
 from __future__ import annotations
 
+import os
 import sys
 
 from ._fast import HELP_ARGS, answer, remember_help
@@ -23,7 +24,46 @@ def __getattr__(name: str) -> object:
 
 
 def main() -> None:
-    argv = sys.argv[1:]
+    """The command line; a reader that closes stdout early ends it quietly, status 0 (cli/_pipe.py)."""
+    try:  # what stdout is, to tell rich's exit on a closed pipe from ours (cli/_pipe.py)
+        started: os.stat_result | None = os.fstat(sys.stdout.fileno())
+    except (AttributeError, OSError, ValueError):
+        started = None
+    try:
+        _main(sys.argv[1:])
+        _flushed()
+    except SystemExit as e:
+        _flushed()
+        if e.code == 1:
+            from ._pipe import leave_quietly, rich_gave_up
+
+            if rich_gave_up(started):  # rich's console met the closed pipe: its exit 1 is not ours
+                leave_quietly()
+        raise
+    except BrokenPipeError:
+        from ._pipe import leave_quietly, stdout_closed
+
+        if not stdout_closed():
+            raise
+        leave_quietly()
+
+
+def _flushed() -> None:
+    """Flush stdout before the interpreter does: its failing flush would say so and exit 120.
+    No stdout at all (``omp-session ... >&-``: Python's ``sys.stdout`` is None) has nothing to flush."""
+    if sys.stdout is None:
+        return
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        from ._pipe import leave_quietly, stdout_closed
+
+        if stdout_closed():
+            leave_quietly()
+        raise
+
+
+def _main(argv: list[str]) -> None:
     if answer(argv):
         return
     if argv[:1] in (["show"], ["tree"], ["context"]):

@@ -8,6 +8,7 @@ Every command is a :class:`Command` (or a :class:`Group`), made with :func:`comm
     any other SessionError    ``omp-session: <message>`` on stderr, exit 1
     click's UsageError        one line too, ``omp-session CMD: <message> (see 'omp-session CMD --help')``,
                               exit 2 (click's own report is three lines: usage, hint, error)
+    a closed stdout           (``cmd | head -1``) nothing on stderr, exit 0 (cli/_pipe.py)
 
 Parsing is covered as well as running: ``--store URL`` opens the store and SESSION is resolved
 while the command line is parsed. Commands that refuse on their own (an output that exists
@@ -16,19 +17,21 @@ without ``--force``, ...) raise a ``SessionError`` with the message.
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 
 from omp_session.errors import SessionError, StatsOptionError
 
+from ._pipe import leave_quietly, stdout_closed
 from ._report import error_line
 
 __all__ = ["Command", "Group", "OneLineUsageError", "command", "group", "json_fields_args", "one_line", "os_errors",
-           "reported"]
+           "print_help", "reported"]
 
 
 class OneLineUsageError(click.UsageError):
@@ -37,7 +40,15 @@ class OneLineUsageError(click.UsageError):
     def show(self, file: Any = None) -> None:
         where = self.ctx.command_path if self.ctx is not None else "omp-session"
         hint = f" (see '{where} --help')" if self.ctx is not None else ""
-        click.echo(f"{where}: {self.format_message().rstrip('.')}{hint}", file=file, err=file is None)
+        # click lists a choice's values one a line ("Choose from:\n\tbash,\n\tzsh"): one line here
+        message = re.sub(r"\s*\n\s*", " ", self.format_message().strip()).rstrip(".")
+        click.echo(f"{where}: {message}{hint}", file=file, err=file is None)
+
+
+def print_help(ctx: click.Context) -> NoReturn:
+    """A group given no subcommand: its help on stdout, exit 0 (as ``gh`` and ``gh pr`` do)."""
+    click.echo(ctx.get_help(), color=ctx.color)
+    ctx.exit(0)
 
 
 def one_line(error: click.UsageError) -> OneLineUsageError:
@@ -58,6 +69,10 @@ def reported(ctx: click.Context) -> Iterator[None]:
     except SessionError as e:
         click.echo(error_line(e), err=True)
         sys.exit(1)
+    except BrokenPipeError:  # `cat S | head -1`: the reader has all it wanted (cli/_pipe.py)
+        if not stdout_closed():
+            raise
+        leave_quietly()
 
 
 @contextmanager
@@ -69,6 +84,8 @@ def os_errors(path: object) -> Iterator[None]:
     except SessionError:
         raise
     except OSError as e:
+        if isinstance(e, BrokenPipeError) and stdout_closed():
+            raise  # our own stdout's reader left: not the file's problem (reported ends quietly)
         raise SessionError(f"{e.filename or path}: {e.strerror or e}") from None
 
 
@@ -117,11 +134,15 @@ class Command(click.Command):
 
 
 class Group(click.Group):
+    """A group: its errors as a command's; without a subcommand it prints its help and exits 0."""
+
     command_class = Command
     group_class = type  # a subgroup is a Group too
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         with reported(ctx):
+            if not args and self.no_args_is_help and not ctx.resilient_parsing:
+                print_help(ctx)
             return super().parse_args(ctx, args)
 
     def invoke(self, ctx: click.Context) -> Any:

@@ -100,12 +100,31 @@ def _choose_omp(ctx: click.Context, _param: click.Parameter, value: str | None) 
 
 
 class _Top(LazyGroup):
-    """The top group: its own usage errors (an unknown command, a bad --omp) are one line too."""
+    """The top group: its own usage errors (an unknown command, a bad --omp) are one line too;
+    without a command it prints its help and exits 0."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         try:
+            if not args and self.no_args_is_help and not ctx.resilient_parsing:  # `omp-session` alone: its help, as `gh` does
+                from ._errors import print_help
+
+                print_help(ctx)
             return super().parse_args(ctx, args)
         except click.UsageError as e:
+            from ._errors import one_line
+
+            raise one_line(e) from None
+        except BrokenPipeError:  # `omp-session --version | true` (cli/_pipe.py)
+            from ._pipe import leave_quietly, stdout_closed
+
+            if not stdout_closed():
+                raise
+            leave_quietly()
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except click.UsageError as e:  # `omp-session --omp 18.2.3` and no command: "Missing command"
             from ._errors import one_line
 
             raise one_line(e) from None

@@ -318,7 +318,14 @@ def list_command(all_projects: bool, cwd: str | None, cwd_alias: str | None, roo
             memo[0].put(memo[1], text)
         return
     if not rows:
-        click.echo(f"no sessions under {base}" + ("" if all_projects else " for this project"))
+        where = f"under {base}" + ("" if all_projects else " for this project")
+        if listed is None and infos:  # sessions there are, only none passed --since/--until/--grep
+            n = len(infos)
+            click.echo(f"no session matches the filters ({n} session{'s' if n != 1 else ''} {where})")
+        elif listed is not None and any(v is not None for v in (since, until, pattern, ns_user, ns_host)):
+            click.echo(f"no session matches the filters {where}")  # the store filtered them itself
+        else:
+            click.echo(f"no sessions {where}")
         return
     # one line per session, fitted to the terminal (COLUMNS, else its width; 80 for the title
     # when piped): docs/display.md

@@ -8,10 +8,12 @@ meanwhile), 2 on usage errors (click's convention).
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import click
 
+from omp_session.errors import SessionError
 from omp_session.ops.repair.plan import RepairPlan, RepairResult, apply_repair, plan_repair
 
 from ._errors import command, os_errors
@@ -46,6 +48,23 @@ def _json(plan: RepairPlan, result: RepairResult | None) -> None:
     click.echo(json.dumps(out, ensure_ascii=False))
 
 
+def _check_out(path: Path, out: Path) -> None:
+    """Refusals of -o OUT in the command line's words, before anything is written (the library
+    names its own parameter, and would first try the quarantine beside a folder that is not there)."""
+    if os.fspath(out) == "-":
+        return  # stdout: the library says what it takes
+    try:
+        same = os.path.samefile(out, path)
+    except OSError:
+        same = False
+    if same:
+        raise SessionError(f"{out}: is the file being repaired; use --in-place to replace it")
+    folder = out.parent
+    if not folder.is_dir():
+        what = "is not a folder" if folder.exists() else "does not exist"
+        raise SessionError(f"{out}: the folder {folder} {what}; nothing was written")
+
+
 @command("repair")
 @session_argument("path", resolve=True, as_given=True)
 @output_option("Write the repaired session to OUT (quarantine: OUT.quarantine).")
@@ -68,6 +87,8 @@ def repair(path: Path, out: Path | None, in_place: bool, force: bool, as_json: b
     """
     if out is not None and in_place:
         raise click.UsageError("give either -o OUT or --in-place, not both")
+    if out is not None:
+        _check_out(path, out)
     with os_errors(path):
         plan = plan_repair(path)
         result = None

@@ -108,7 +108,18 @@ def _print_hits(hits: list[SearchHit]) -> None:
             for row in _highlighted(h.snippet).wrap(console, max(cells - 3, 8)):
                 row.rstrip()
                 console.print(Text("   ") + row)
-        console.print(f"   [dim]resume: {escape(h.resume)}[/dim]", soft_wrap=True)  # a command to copy: one line
+        console.print(f"   [dim]resume: {escape(_resume(h))}[/dim]", soft_wrap=True)  # a command to copy: one line
+
+
+def _resume(hit: SearchHit) -> str:
+    """The line ``omp-session resume`` prints for the hit's session (omp looks an id up in the
+    project of the folder it runs in: the ``cd`` is part of it); the bare ``omp --resume ID``
+    when the index knows no working directory."""
+    if not hit.cwd or hit.session_id is None:
+        return hit.resume
+    from .resume import resume_line
+
+    return resume_line(hit.cwd, hit.session_id, hit.path)
 
 
 def _store_options(help_text: str) -> Callable[[Any], Any]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -35,7 +36,7 @@ from omp_session.store.atomic import check_output, write_new_file
 
 from ._errors import command
 from ._options import force_option, json_option, output_option, session_argument
-from ._store import active_store, resolve_in_store, store_option
+from ._store import active_store, refuse_non_session_file, resolve_in_store, store_option
 from ._store_stats import check_filters, store_stats
 from ._style import HarmlessOut
 
@@ -143,6 +144,11 @@ def stats_command(sessions: tuple[str, ...], all_sessions: bool, root: Path | No
     if html_out is not None:
         named = html_out.suffix.lower() in (".html", ".htm")
         click.echo(f"omp-session: --html is deprecated; use -o {html_out if named else 'FILE.html'}", err=True)
+    if out is not None and os.fspath(out) == "-":  # stdout (docs/cli.md): the format --json/--csv names
+        if not (as_json or as_csv):
+            raise click.UsageError("-o - writes to stdout, which has no suffix to tell the format: add --json or "
+                                   "--csv (an HTML page: -o FILE.html)")
+        out = None  # --json/--csv print there already
     kind = "html" if html_out is not None else _format_of(out)
     if blocks and kind == "html":
         raise click.UsageError("--blocks writes .json or .csv, not an HTML page")
@@ -159,6 +165,8 @@ def stats_command(sessions: tuple[str, ...], all_sessions: bool, root: Path | No
     if sessions:
         paths = [resolve_in_store(s, *active) if active is not None else resolve_session(s, root=root)
                  for s in sessions]
+        for one in paths:  # a file that is not a session is one line, exit 1, before anything is written
+            refuse_non_session_file(one)
     by = by or "day"
     with _progress() as progress:  # a bad --tz/--since/--until is a usage error (cli/_errors.py)
         if active is not None:

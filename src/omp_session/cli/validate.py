@@ -17,6 +17,7 @@ from rich.markup import escape
 
 from omp_session.catalog.listing import is_quarantine_name
 from omp_session.diagnostics import Diagnostic, Severity
+from omp_session.errors import SessionNotFoundError
 from omp_session.ops.validate.check import validate as validate_file
 from omp_session.paths import sessions_dir
 
@@ -30,15 +31,37 @@ _STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO:
 _SHOWN = 100  # characters of the offending line
 
 
-def _files(paths: tuple[Path, ...], recursive: bool) -> Iterator[Path]:
+def _sessions_in(path: Path, recursive: bool) -> list[Path]:
+    prefix = "**/" if recursive else ""
+    found = [*path.glob(prefix + "*.jsonl"), *path.glob(prefix + "*.jsonl.gz")]  # .gz: omp's archives
+    # repair's quarantine files are not sessions (an old *.quarantine.jsonl too)
+    return sorted(p for p in found if p.is_file() and not is_quarantine_name(p.name))
+
+
+def _files(paths: tuple[Path, ...], recursive: bool, given: bool) -> Iterator[Path]:
+    """The files to check. A PATH the user ``given`` that is no file, or a directory holding no
+    session, is refused (a one-line error, exit 1) before anything is checked, as every other
+    command refuses a SESSION that is not there."""
+    if active_store() is not None:
+        yield from paths
+        return
+    listed: list[list[Path]] = []
     for path in paths:
-        if active_store() is None and path.is_dir():
-            prefix = "**/" if recursive else ""
-            found = [*path.glob(prefix + "*.jsonl"), *path.glob(prefix + "*.jsonl.gz")]  # .gz: omp's archives
-            # repair's quarantine files are not sessions (an old *.quarantine.jsonl too)
-            yield from sorted(p for p in found if p.is_file() and not is_quarantine_name(p.name))
-        else:
-            yield path
+        if not path.exists():
+            raise SessionNotFoundError(f"{path}: no such file")
+        if not path.is_dir():
+            listed.append([path])
+            continue
+        found = _sessions_in(path, recursive)
+        if not found and given:
+            if recursive:
+                raise SessionNotFoundError(f"{path}: no session file in it or its subfolders")
+            deeper = bool(_sessions_in(path, True))
+            raise SessionNotFoundError(f"{path}: no session file here" + (
+                " (the sessions are in its subfolders: add -r/--recursive)" if deeper else ""))
+        listed.append(found)
+    for files in listed:
+        yield from files
 
 
 def _check(path: Path) -> list[Diagnostic]:
@@ -73,7 +96,7 @@ def _line_text(path: str, offset: int | None) -> str | None:
 
 
 @command("validate")
-@click.argument("paths", nargs=-1, type=KeyOrPath(exists=True, path_type=Path))
+@click.argument("paths", nargs=-1, type=KeyOrPath(path_type=Path))
 @every_project_option
 @store_option
 @click.option("-r", "--recursive", is_flag=True, help="Descend into subdirectories of directory PATHs.")
@@ -90,6 +113,7 @@ def validate(paths: tuple[Path, ...], recursive: bool, strict: bool, as_json: bo
       omp-session validate ~/.omp/agent/sessions/-src-app/ --strict
       omp-session validate --json | jq -r 'select(.severity=="error") | .path'
     """
+    given = bool(paths)
     if active_store() is not None:
         paths, recursive = tuple(stored_keys(paths)), False
     elif not paths:
@@ -101,7 +125,7 @@ def validate(paths: tuple[Path, ...], recursive: bool, strict: bool, as_json: bo
     failing = {Severity.ERROR, Severity.WARNING} if strict else {Severity.ERROR}
     failed = False
     checked = 0
-    for path in _files(paths, recursive):
+    for path in list(_files(paths, recursive, given)):
         checked += 1
         found = _check(path)
         failed = failed or any(d.severity in failing for d in found)

@@ -196,7 +196,7 @@ def test_cli_exit_codes() -> None:
     assert run(str(DATA / "parent_missing.jsonl"))[0] == 0  # warnings only
     assert run("--strict", str(DATA / "parent_missing.jsonl"))[0] == 1
     assert run(str(DATA / "null_record.jsonl"))[0] == 1
-    assert run(str(DATA / "does-not-exist.jsonl"))[0] == 2
+    assert run(str(DATA / "does-not-exist.jsonl"))[0] == 1  # "no such file", as every command says it
     assert run("--bogus")[0] == 2
 
 
