@@ -253,7 +253,8 @@ def _closed_pipe(*args: str) -> tuple[int, str]:
     return done.returncode, done.stderr
 
 
-@pytest.mark.parametrize("args", [[], ["export", str(SAMPLE), "--format", "json", "-o", "-"]])
+@pytest.mark.parametrize("args", [[], ["export", str(SAMPLE), "--format", "json", "-o", "-"],
+                                  ["pack", str(SAMPLE), "-o", "-"]])
 def test_a_closed_pipe_ends_the_bare_help_and_export_to_dash_quietly(args: list[str],
                                                                      project: tuple[str, str, Path]) -> None:
     assert _closed_pipe(*args) == (0, "")

@@ -136,7 +136,7 @@ def open_output(out: str | os.PathLike[str], *, force: bool, error: Callable[[st
         try:
             yield sys.stdout.buffer
             sys.stdout.buffer.flush()
-        except SessionError:
+        except (SessionError, BrokenPipeError):  # a reader that left: the command line ends quietly
             raise
         except OSError as e:
             raise error(f"-: cannot write to stdout: {e.strerror or e}") from None
