@@ -78,3 +78,17 @@ def test_module_entry_point() -> None:
 def test_demo_shows_labels_and_bracketed_text_verbatim() -> None:
     code, out, _ = run("demo")
     assert code == 0 and "[diagnosis]" in out
+
+
+def test_every_help_fits_80_columns_and_shows_no_markup(monkeypatch: pytest.MonkeyPatch) -> None:
+    """At 80 columns no line of any command's --help (subcommands of groups too) is wider, and no
+    reStructuredText markup from the docstrings (``x``) shows."""
+    monkeypatch.setenv("COLUMNS", "80")
+    pages: list[tuple[str, str]] = [("omp-session", run("--help")[1])]
+    for name, command in cli.commands.items():
+        pages.append((name, run(name, "--help")[1]))
+        for sub in getattr(command, "commands", {}):
+            pages.append((f"{name} {sub}", run(name, sub, "--help")[1]))
+    wide = [(name, line) for name, out in pages for line in out.splitlines() if len(line) > 80]
+    marked = [(name, line) for name, out in pages for line in out.splitlines() if "``" in line]
+    assert wide == [] and marked == []

@@ -65,7 +65,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
              "reference into one archive, with a manifest of ids, working directories, paths, sizes and "
              "SHA-256 hashes."),
     "unpack": (".pack:unpack",
-               "Unpack an archive made by ``pack``: every hash is verified before anything is placed; each "
+               "Unpack an archive made by 'pack': every hash is verified before anything is placed; each "
                "session goes to the project folder of its (new) working directory, its header's cwd "
                "rewritten; ids are kept; existing sessions are never overwritten (--force keeps a backup)."),
     "mcp": (".mcp:mcp_command",
@@ -148,5 +148,6 @@ class _Top(LazyGroup):
 def cli() -> None:
     """Read and check the session files of the omp (oh-my-pi) coding agent.
 
-    PATH is a session file (.jsonl). Reading never changes the file.
+    SESSION is a session file (.jsonl), a session id or a unique prefix of one, or 'latest'.
+    Reading never changes the file.
     """

@@ -38,7 +38,7 @@ def cat(session: str, scope: str, old_all: bool, types: tuple[str, ...]) -> None
     The current branch by default; --whole-file prints the whole file as it is stored (title slot and
     damaged lines included), a copy omp reads exactly as the original.
 
-    SESSION is a path, a session id or a unique prefix of one, or ``latest``.
+    SESSION is a path, a session id or a unique prefix of one, or 'latest'.
 
     \b
     Examples:

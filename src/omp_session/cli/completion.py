@@ -21,9 +21,10 @@ def completion(shell: str) -> None:
     Install (then open a new shell):
       bash:  echo 'eval "$(omp-session completion bash)"' >> ~/.bashrc
       zsh:   echo 'eval "$(omp-session completion zsh)"' >> ~/.zshrc
-      fish:  omp-session completion fish > ~/.config/fish/completions/omp-session.fish
+      fish:  omp-session completion fish \\
+               > ~/.config/fish/completions/omp-session.fish
 
-    SESSION completes to ``latest`` and the current project's session ids (8 characters, newest
+    SESSION completes to 'latest' and the current project's session ids (8 characters, newest
     first), read from the file names alone.
     """
     from click.shell_completion import get_completion_class

@@ -83,7 +83,7 @@ def export(session: str | None, fmt: str | None, output: Path | None, leaf_id: s
            as_json: bool) -> None:
     """Export a session as Markdown, JSON or a self-contained HTML viewer (docs/export.md).
 
-    SESSION is a path, a session id or a unique prefix of one, or ``latest``. Without -o the
+    SESSION is a path, a session id or a unique prefix of one, or 'latest'. Without -o the
     export goes to stdout; with -o an existing file is refused unless --force, and the file is
     written through a temporary file and a rename, so nothing partial is ever left.
 

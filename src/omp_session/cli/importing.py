@@ -76,7 +76,7 @@ def import_command(kind: str, sources: tuple[str, ...], all_projects: bool, proj
     """Import Claude Code or Codex sessions into omp, exactly as omp's own importer does.
 
     Each session becomes a new omp session in its project's folder, with the entries, ids and
-    ``foreign_session_import`` record omp's ``--from-claude`` / ``--from-codex`` writes; a session
+    foreign_session_import record omp's --from-claude / --from-codex writes; a session
     whose project directory is gone lands in the current directory's, as in omp. SOURCE is a
     session file, a session id or a unique prefix of one; without SOURCE, the sessions of the
     current directory's project (--project DIR: that one's; --all: every project's). Sources are

@@ -215,8 +215,8 @@ def list_command(all_projects: bool, cwd: str | None, cwd_alias: str | None, roo
       omp-session list                      # this project
       omp-session list --all --since 7d --grep 'fix*'
       omp-session list --all --jsonl | jq -r .path
-      omp-session list --all --sort cost        # --stats: cost, tokens, models
-      omp-session list --foreign                # and the Claude Code / Codex sessions to import
+      omp-session list --all --sort cost    # --stats: cost, tokens, models
+      omp-session list --foreign            # + Claude Code, Codex to import
       omp-session list --store postgresql://db/omp --all --user alice --limit 20
 
     With --store on PostgreSQL or SQLite, the list comes from the store's search tables

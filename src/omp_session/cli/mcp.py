@@ -46,7 +46,7 @@ def mcp_command(root: str | None, store_url: str | None, timeout: float | None, 
     \b
     Examples (Claude Code):
       claude mcp add omp-session -- omp-session mcp --redact
-      claude mcp add team -- omp-session mcp --store postgresql://me@db.example/omp
+      claude mcp add team -- omp-session mcp --store postgresql://me@db/omp
     """
     if store_url is not None and root is not None:
         raise click.UsageError("give --root DIR or --store URL, not both")

@@ -70,7 +70,7 @@ def pack(sessions: tuple[str, ...], output: Path, project: str | None, all_proje
     SHA-256 hashes. Files are streamed: memory stays flat on a 1 GB session.
 
     SESSION is a path (.jsonl or an archived .jsonl.gz), a session id or a unique prefix of one, or
-    ``latest``.
+    'latest'.
 
     \b
     Examples:
@@ -124,7 +124,7 @@ def _print_unpack(result: UnpackResult, as_json: bool) -> None:
 @json_option("Print the summary as one JSON object.")
 def unpack(archive: Path, root: str | None, blobs: str | None, cwd: str | None, cwd_alias: str | None, maps: tuple[str, ...],
            force: bool, dry_run: bool, as_json: bool) -> None:
-    """Unpack an archive made by ``pack``: every hash is verified before anything is placed; each
+    """Unpack an archive made by 'pack': every hash is verified before anything is placed; each
     session goes to the project folder of its (new) working directory, its header's cwd rewritten;
     ids are kept; existing sessions are never overwritten (--force keeps a backup).
 

@@ -69,7 +69,8 @@ def redact(session: str, out: Path, report: bool, as_json: bool, secrets: tuple[
 
     \b
     Example:
-      omp-session redact latest -o shared.jsonl --paths --secrets-from .env --report
+      omp-session redact latest -o shared.jsonl --paths --secrets-from .env \\
+          --report
     """
     path = resolve_session(session)
     refuse_non_session_file(path)  # a file that is not a session is one line, exit 1, nothing written

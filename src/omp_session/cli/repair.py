@@ -75,7 +75,7 @@ def _check_out(path: Path, out: Path) -> None:
 def repair(path: Path, out: Path | None, in_place: bool, force: bool, as_json: bool) -> None:
     """Repair a damaged session file so omp can open it, losing nothing readable.
 
-    SESSION is a path, a session id or a unique prefix of one, or ``latest``. Without -o or
+    SESSION is a path, a session id or a unique prefix of one, or 'latest'. Without -o or
     --in-place, prints what would be fixed (what, where, why) and writes nothing. Unusable
     records go to a quarantine file next to the output, never silently dropped.
 

@@ -53,8 +53,8 @@ def resume_line(cwd: str, session_id: str, path: str | os.PathLike[str]) -> str:
 def resume(path: Path, run: bool, as_json: bool) -> None:
     """Print the command that resumes SESSION in omp, in the session's working directory.
 
-    SESSION is a path, a session id or a unique prefix of one, or ``latest`` (--all: of every
-    project). The line is quoted for a POSIX shell: ``cd '<cwd>' && omp --resume <id>``.
+    SESSION is a path, a session id or a unique prefix of one, or 'latest' (--all: of every
+    project). The line is quoted for a POSIX shell: cd '<cwd>' && omp --resume <id>.
 
     \b
     Examples:

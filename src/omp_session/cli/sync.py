@@ -77,10 +77,14 @@ def sync(source: str, target: str, project: str | None, since: int | None, dry_r
 
     \b
     Examples:
-      omp-session sync --from file:~/.omp/agent/sessions --to postgresql://team@db/omp
-      omp-session sync --from redis://cache:6379 --to sqlite:backup.db --project . --since 7d --dry-run
-      omp-session sync --from file:~/.omp/agent/sessions --to file:/mnt/backup --prefer source -v
-      omp-session sync --watch --from file:~/.omp/agent/sessions --to postgresql://team@db/omp
+      omp-session sync --from file:~/.omp/agent/sessions \\
+          --to postgresql://team@db/omp
+      omp-session sync --from redis://cache:6379 --to sqlite:backup.db \\
+          --project . --since 7d --dry-run
+      omp-session sync --from file:~/.omp/agent/sessions --to file:/mnt/backup \\
+          --prefer source -v
+      omp-session sync --watch --from file:~/.omp/agent/sessions \\
+          --to postgresql://team@db/omp
     """
     if verbose and quiet:
         raise click.UsageError("choose one of -v and -q")

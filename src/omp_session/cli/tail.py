@@ -301,8 +301,9 @@ def tail(path: Path, follow: bool, count: int, as_json: bool, interval: float, m
     stderr and stdout keeps one entry per line. A last line without LF is waited for.
 
     \b
-    Example:
-      omp-session tail -f ~/.omp/agent/sessions/-src-app/2026-05-14T10-14-22-000Z_ab12.jsonl
+    Examples:
+      omp-session tail -f latest
+      omp-session tail -n 50 ab12            # an id prefix, or a path
     """
     printer = _Printer(as_json, count)
     try:

@@ -106,7 +106,7 @@ def validate(paths: tuple[Path, ...], recursive: bool, strict: bool, as_json: bo
     """Check session files and report every problem: what it is, where, and what omp does with it.
 
     PATH is a session file or a directory of them (*.jsonl, and *.jsonl.gz archives), a session
-    id or a unique prefix of one, or ``latest``; without PATH, omp's session root (all projects). Exit status 0 when no errors were found, 1 otherwise. Never writes.
+    id or a unique prefix of one, or 'latest'; without PATH, omp's session root (all projects). Exit status 0 when no errors were found, 1 otherwise. Never writes.
 
     \b
     Examples:
