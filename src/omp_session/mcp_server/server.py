@@ -5,6 +5,11 @@ written out here (stable, not derived from type hints) and ``resources/list`` ca
 sessions that exist now. A tool call runs in a worker thread, one at a time (the listing cache
 is not shared between threads), so the connection keeps answering pings during a long search.
 
+The SDK cancels the requests still running when stdin ends, so a client that writes a batch and
+closes stdin (a script, a test, CI) would get the initialize reply and nothing else: the read
+stream given to the SDK (:class:`_AnswerBeforeEOF`) holds stdin's end back until every request read
+is answered, giving up when none has been answered for ``EOF_PATIENCE`` seconds.
+
 A tool that cannot answer returns an error result (``isError``) with one line saying why: an
 unknown session, a bad date, a limit out of range, a query that cannot be searched for. Only a
 bug in this package ends as a JSON-RPC error, and the SDK keeps the server running then too.
@@ -13,8 +18,12 @@ bug in this package ends as a JSON-RPC error, and the SDK keeps the server runni
 from __future__ import annotations
 
 import json
+import os
+import sys
+import threading
 from collections.abc import Callable, Mapping
-from typing import Any, Final
+from types import TracebackType
+from typing import Any, Final, Generic, TypeVar
 from urllib.parse import quote, unquote
 
 import anyio
@@ -22,7 +31,9 @@ import anyio.to_thread
 import mcp_types as types
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
+from mcp.shared.dispatcher import as_request_id, coerce_request_id
 from mcp.shared.exceptions import MCPError
+from mcp.shared.message import SessionMessage
 
 from omp_session._version import __version__
 from omp_session.errors import SessionError
@@ -30,10 +41,19 @@ from omp_session.errors import SessionError
 from .render import utf8_safe
 from .tools import DEFAULT_ITEM_CHARS, MAX_CHARS, MAX_LIMIT, VIEWS, Library
 
-__all__ = ["RESOURCE_PREFIX", "TOOLS", "build_server", "run_stdio"]
+__all__ = ["EOF_PATIENCE", "RESOURCE_PREFIX", "TOOLS", "build_server", "run_stdio"]
 
 RESOURCE_PREFIX: Final = "omp-session://session/"
 RECENT_RESOURCES: Final = 50
+# After stdin ends: how long to wait for the next answer before giving up on the requests left (the
+# tools have no timeout of their own; a first search of a large root indexes it, a store answers
+# within its connection's timeout). The wait starts again at every answer: a batch of slow requests
+# that each finish is answered whole.
+EOF_PATIENCE: Final = 120.0
+# Then how long the SDK has to wind down: a tool running in a worker thread cannot be cancelled.
+EXIT_GRACE: Final = 5.0
+
+_T = TypeVar("_T")
 
 _SESSION: Final = {"type": "string", "description": "A session: its id (or a unique prefix), 'latest' (the newest "
                    "session of the server's working directory), or a path under the sessions root as the "
@@ -202,12 +222,141 @@ def build_server(library: Library) -> Server[Any]:
                   on_list_resource_templates=list_templates, on_read_resource=read_resource)
 
 
+class _Requests:
+    """The requests read from the client and not answered yet (by id, as the SDK correlates them)."""
+
+    def __init__(self, patience: float = EOF_PATIENCE, on_give_up: Callable[[], None] | None = None) -> None:
+        self.patience = patience
+        self.gave_up = False
+        self._on_give_up = on_give_up
+        self._open: set[types.RequestId] = set()
+        self._answered = anyio.Event()
+
+    def read(self, item: SessionMessage | Exception) -> None:
+        if not isinstance(item, SessionMessage):
+            return
+        message = item.message
+        if isinstance(message, types.JSONRPCRequest):
+            self._open.add(coerce_request_id(message.id))
+        elif isinstance(message, types.JSONRPCNotification) and message.method == "notifications/cancelled":
+            # the SDK never answers a request its client cancelled
+            self._done(as_request_id((message.params or {}).get("requestId")))
+
+    def sent(self, item: SessionMessage) -> None:
+        if isinstance(item.message, (types.JSONRPCResponse, types.JSONRPCError)):
+            self._done(item.message.id)
+
+    def _done(self, request_id: types.RequestId | None) -> None:
+        if request_id is not None and coerce_request_id(request_id) in self._open:
+            self._open.discard(coerce_request_id(request_id))
+            self._answered.set()
+
+    async def wait(self) -> None:
+        """Until every request read is answered, or none has been for ``patience`` seconds."""
+        while self._open:
+            self._answered = anyio.Event()
+            with anyio.move_on_after(self.patience) as waited:
+                await self._answered.wait()
+            if waited.cancelled_caught:
+                self.gave_up = True
+                n = len(self._open)
+                print(f"omp-session mcp: stdin closed; {n} request{'s' * (n != 1)} still unanswered after "
+                      f"{self.patience:g} s without an answer: giving up on {'them' if n != 1 else 'it'}",
+                      file=sys.stderr, flush=True)
+                if self._on_give_up is not None:
+                    self._on_give_up()
+                return
+
+    def writer(self, inner: Any) -> _Answers:
+        return _Answers(inner, self)
+
+
+class _AnswerBeforeEOF(Generic[_T]):
+    """The read stream the SDK serves: stdin's messages, and its end only once the requests read are
+    answered (:meth:`_Requests.wait`): at the end of its read stream the SDK cancels what still runs."""
+
+    def __init__(self, inner: Any, requests: _Requests) -> None:
+        self._inner = inner
+        self._requests = requests
+
+    @property
+    def last_context(self) -> Any:  # the sender's context, which the SDK runs each handler in
+        return getattr(self._inner, "last_context", None)
+
+    async def receive(self) -> _T:
+        try:
+            item: _T = await self._inner.receive()
+        except anyio.EndOfStream:
+            await self._requests.wait()
+            raise
+        self._requests.read(item)  # type: ignore[arg-type]
+        return item
+
+    def __aiter__(self) -> _AnswerBeforeEOF[_T]:
+        return self
+
+    async def __anext__(self) -> _T:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> _AnswerBeforeEOF[_T]:
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        await self.aclose()
+
+
+class _Answers:
+    """The write stream the SDK answers on: each answer sent is one request less to wait for."""
+
+    def __init__(self, inner: Any, requests: _Requests) -> None:
+        self._inner = inner
+        self._requests = requests
+
+    async def send(self, item: SessionMessage, /) -> None:
+        await self._inner.send(item)
+        self._requests.sent(item)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> _Answers:
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        await self.aclose()
+
+
+def _exit_soon(status: int) -> None:
+    """End the process in ``EXIT_GRACE`` seconds if it has not ended by then: a worker thread stuck in
+    a tool cannot be cancelled, and the interpreter would wait for it at exit."""
+    def end() -> None:
+        sys.stderr.flush()
+        os._exit(status)
+
+    timer = threading.Timer(EXIT_GRACE, end)
+    timer.daemon = True
+    timer.start()
+
+
 def run_stdio(library: Library) -> None:
-    """Serve on stdin/stdout until the client closes them."""
+    """Serve on stdin/stdout until the client closes them, answering first every request read
+    (:class:`_Requests`). Giving up on a request ends the process with 1, within ``EXIT_GRACE``."""
     server = build_server(library)
+    requests = _Requests(on_give_up=lambda: _exit_soon(1))
 
     async def main() -> None:
         async with stdio_server() as (read, write):
-            await server.run(read, write, server.create_initialization_options())
+            await server.run(_AnswerBeforeEOF(read, requests), requests.writer(write),
+                             server.create_initialization_options())
 
     anyio.run(main)
+    if requests.gave_up:
+        raise SystemExit(1)
