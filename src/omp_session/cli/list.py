@@ -389,14 +389,16 @@ def _store_listing(parsed: StoreURL, storage: SessionStorage, prefix: str, all_p
 def _foreign_rows(project: str | None, since: int | None, until: int | None,
                   pattern: str | None) -> list[dict[str, Any]]:
     """The not yet imported Claude Code / Codex sessions as list rows (omp's fields, plus
-    ``agent`` and ``import_status``: new, or changed since it was imported)."""
-    from omp_session.foreign.batch import list_foreign, select_sessions
+    ``agent``, ``import_status``: new, unimportable (an import could not convert it as it is now),
+    or changed since it was imported; and ``import_error``: why it is unimportable)."""
+    from omp_session.foreign.batch import list_foreign_detailed, select_sessions
 
-    found = list_foreign(("claude", "codex"))
-    chosen, _ = select_sessions([f for f, _ in found], project=project)
+    found = list_foreign_detailed(("claude", "codex"))
+    chosen, _ = select_sessions([f.info for f in found], project=project)
     keep = {f.path for f in chosen}
     rows: list[dict[str, Any]] = []
-    for info, status in found:
+    for listed in found:
+        info, status = listed.info, listed.status
         modified = info.modified_ms if info.modified_ms == info.modified_ms else None  # NaN: no date
         if info.path not in keep or (since is not None and (modified is None or modified < since)) \
                 or (until is not None and (modified is None or modified >= until)):
@@ -409,13 +411,13 @@ def _foreign_rows(project: str | None, since: int | None, until: int | None,
             size: int | None = os.stat(info.path).st_size
         except OSError:
             size = None
-        created = info.created_ms if info.created_ms == info.created_ms else None
+        created = listed.created_ms if listed.created_ms == listed.created_ms else None
         rows.append({"path": info.path, "id": info.id, "title": info.title, "cwd": info.cwd,
                      "created": None if created is None else _iso(int(created)),
                      "modified": None if modified is None else _iso(int(modified)),
                      "messages": info.message_count, "size": size, "status": f"{info.source}:{status}",
                      "first_message": info.first_message or "", "parent_session": None, "subagent_of": None,
-                     "agent": info.source, "import_status": status})
+                     "agent": info.source, "import_status": status, "import_error": listed.reason or None})
     return rows
 
 

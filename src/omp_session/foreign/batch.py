@@ -32,11 +32,11 @@ from .codex import list_codex
 from .filetimes import FileTimes, file_times
 from .importer import Prepared, discard_staged, place_staged, prepare, stage
 from .jsonl import Problem
-from .ledger import Ledger, LedgerRecord
+from .ledger import Ledger, LedgerFailure, LedgerRecord
 from .sources import ForeignSession, Source, default_root
 
-__all__ = ["STATUSES", "Outcome", "find_sessions", "import_sessions", "import_status", "list_foreign",
-           "select_sessions", "workers_for"]
+__all__ = ["STATUSES", "ForeignListed", "Outcome", "find_sessions", "import_sessions", "import_status",
+           "list_foreign", "list_foreign_detailed", "select_sessions", "workers_for"]
 
 STATUSES = ("imported", "would import", "already imported", "changed", "failed")
 
@@ -56,6 +56,7 @@ class Outcome:
     entries: int = 0
     problems: list[Problem] = field(default_factory=list)
     kinds: Counter[str] = field(default_factory=Counter)
+    unconvertible: bool = False  # failed in the conversion itself: it fails again until the file changes
 
     def to_json(self) -> dict[str, object]:
         i = self.info
@@ -116,10 +117,12 @@ def select_sessions(sessions: Sequence[ForeignSession], *, wanted: Sequence[str]
 
 
 def import_status(info: ForeignSession, ledger: Ledger) -> tuple[str, LedgerRecord | None]:
-    """new, imported (unchanged since) or changed, and the ledger's record of the last import."""
+    """new, unimportable (never imported, and an import failed to convert the file as it is now:
+    :func:`import_failure` says why), imported (unchanged since) or changed, and the ledger's
+    record of the last import."""
     rec = ledger.latest(info.path)
     if rec is None:
-        return "new", None
+        return ("unimportable" if import_failure(info, ledger) is not None else "new"), None
     try:
         times = file_times(info.path)
     except OSError:
@@ -127,6 +130,15 @@ def import_status(info: ForeignSession, ledger: Ledger) -> tuple[str, LedgerReco
     if times.size == rec.size and times.mtime_ns == rec.mtime_ns:
         return "imported", rec
     return "changed", rec
+
+
+def import_failure(info: ForeignSession, ledger: Ledger) -> LedgerFailure | None:
+    """The ledger's record of an import that could not convert ``info`` as the file is now."""
+    try:
+        times = file_times(info.path, birth=False)
+    except OSError:
+        return None
+    return ledger.failure(info.path, times.size, times.mtime_ns)
 
 
 def workers_for(count: int) -> int:
@@ -220,7 +232,9 @@ class _Job:
         except OSError as e:
             return _unreadable(info, e), None, None
         except (SessionError, ValueError, RecursionError) as e:  # a FormatError names its file and line itself
-            return _failed(info, e), None, None
+            failed = _failed(info, e)
+            failed.unconvertible = True
+            return failed, None, before
         out = Outcome(info, "would import", cwd=prepared.cwd, moved=prepared.moved, entries=len(prepared.entries),
                       problems=list(prepared.converted.problems), kinds=prepared.converted.kinds)
         if prepared.moved:
@@ -253,6 +267,8 @@ class _Job:
             return early
         out, prepared, before = self._convert(info)
         if prepared is None or before is None:
+            if out.unconvertible and before is not None:
+                self._record_failure(info, out, before)
             return out
         try:
             staged = stage(prepared, session_dir=self._folder(prepared.cwd), blob_store=self._blob_store())
@@ -288,6 +304,19 @@ class _Job:
                 discard_staged(staged)
         out.status = "imported"
         return out
+
+
+    def _record_failure(self, info: ForeignSession, out: Outcome, before: FileTimes) -> None:
+        """Note in the ledger that ``info`` (as ``before`` saw it) cannot be converted, so that
+        ``list --foreign`` says so instead of offering it again. Best effort: the outcome says why."""
+        try:
+            with self.ledger.locked():
+                self.ledger.refresh()
+                self.ledger.add(LedgerFailure(source=info.source, source_id=info.id, source_path=info.path,
+                                              size=before.size, mtime_ns=before.mtime_ns, failed=out.reason,
+                                              failed_at=now_iso()))
+        except OSError:
+            pass
 
 
 def _unreadable(info: ForeignSession, e: OSError) -> Outcome:
@@ -331,15 +360,39 @@ def _run_in_worker(info: ForeignSession) -> Outcome:
 
 def list_foreign(sources: Sequence[Source] = ("claude", "codex"), roots: Sequence[str] = (), *,
                  include_imported: bool = False, ledger: Ledger | None = None) -> list[tuple[ForeignSession, str]]:
-    """Foreign sessions with their import status (new, changed; with ``include_imported`` also
-    imported), newest first: what ``list --foreign`` shows beside omp's sessions. ``roots``
-    apply to every source (default: where omp looks for each)."""
+    """Foreign sessions with their import status (new, unimportable, changed; with
+    ``include_imported`` also imported), newest first: what ``list --foreign`` shows beside omp's
+    sessions. ``roots`` apply to every source (default: where omp looks for each)."""
+    return [(f.info, f.status) for f in list_foreign_detailed(sources, roots, include_imported=include_imported,
+                                                              ledger=ledger)]
+
+
+@dataclass(frozen=True)
+class ForeignListed:
+    """One row of ``list --foreign``: the session, its import status, why it is unimportable (else
+    ""), and the created time to show (never later than its modified time: see
+    :func:`~omp_session.foreign.listed.listed_created_ms`)."""
+
+    info: ForeignSession
+    status: str
+    reason: str
+    created_ms: float
+
+
+def list_foreign_detailed(sources: Sequence[Source] = ("claude", "codex"), roots: Sequence[str] = (), *,
+                          include_imported: bool = False, ledger: Ledger | None = None) -> list[ForeignListed]:
+    """:func:`list_foreign` with the reason of each unimportable session and a created time
+    never later than the modified one."""
+    from .listed import listed_created_ms
+
     ledger = ledger if ledger is not None else Ledger()
-    out: list[tuple[ForeignSession, str]] = []
+    out: list[ForeignListed] = []
     for source in sources:
         for info in find_sessions(source, roots):
             status, _rec = import_status(info, ledger)
             if status != "imported" or include_imported:
-                out.append((info, status))
-    out.sort(key=lambda pair: -(pair[0].modified_ms if pair[0].modified_ms == pair[0].modified_ms else -1e300))
+                failure = import_failure(info, ledger) if status == "unimportable" else None
+                out.append(ForeignListed(info, status, failure.failed if failure is not None else "",
+                                         listed_created_ms(info)))
+    out.sort(key=lambda f: -(f.info.modified_ms if f.info.modified_ms == f.info.modified_ms else -1e300))
     return out

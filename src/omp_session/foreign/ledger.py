@@ -20,7 +20,7 @@ from pathlib import Path
 
 from omp_session.paths import cache_dir
 
-__all__ = ["Ledger", "LedgerRecord", "ledger_path"]
+__all__ = ["Ledger", "LedgerFailure", "LedgerRecord", "ledger_path"]
 
 
 def ledger_path() -> Path:
@@ -38,11 +38,27 @@ class LedgerRecord:
     imported_at: str
 
 
+@dataclass(frozen=True)
+class LedgerFailure:
+    """An import that failed because the source cannot be converted (not because it could not be
+    read or written): the source as it was then (size, mtime) and why. It has no ``session`` field,
+    so a reader that knows only imports skips the line as not its own."""
+
+    source: str
+    source_id: str
+    source_path: str
+    size: int
+    mtime_ns: int
+    failed: str  # the reason
+    failed_at: str
+
+
 _TEXT_FIELDS = ("source", "source_id", "source_path", "session", "imported_at")
+_FAILURE_TEXT_FIELDS = ("source", "source_id", "source_path", "failed", "failed_at")
 _INT_FIELDS = ("size", "mtime_ns")
 
 
-def _parse(line: bytes) -> LedgerRecord | None:
+def _parse(line: bytes) -> LedgerRecord | LedgerFailure | None:
     """One ledger line, or None when it is damaged (cut short, edited, not ours)."""
     try:
         raw = json.loads(line)
@@ -50,9 +66,11 @@ def _parse(line: bytes) -> LedgerRecord | None:
         return None
     if not isinstance(raw, dict):
         return None
-    if not all(isinstance(raw.get(k), str) for k in _TEXT_FIELDS):
-        return None
     if not all(isinstance(raw.get(k), int) and not isinstance(raw.get(k), bool) for k in _INT_FIELDS):
+        return None
+    if "session" not in raw and all(isinstance(raw.get(k), str) for k in _FAILURE_TEXT_FIELDS):
+        return LedgerFailure(**{k: raw[k] for k in LedgerFailure.__dataclass_fields__})
+    if not all(isinstance(raw.get(k), str) for k in _TEXT_FIELDS):
         return None
     return LedgerRecord(**{k: raw[k] for k in LedgerRecord.__dataclass_fields__})
 
@@ -67,6 +85,7 @@ class Ledger:
     def __init__(self, path: Path | None = None) -> None:
         self.path = path if path is not None else ledger_path()
         self._by_path: dict[str, list[LedgerRecord]] = {}
+        self._failed: dict[str, LedgerFailure] = {}  # the last failure of each source path, unless imported since
         self._offset = 0  # the bytes read so far: whole lines only
         self.refresh()
 
@@ -77,6 +96,7 @@ class Ledger:
             with open(self.path, "rb") as f:
                 if os.fstat(f.fileno()).st_size < self._offset:  # replaced by a shorter file: read it anew
                     self._by_path.clear()
+                    self._failed.clear()
                     self._offset = 0
                 f.seek(self._offset)
                 data = f.read()
@@ -86,8 +106,15 @@ class Ledger:
         for line in data[:end].splitlines():
             rec = _parse(line)
             if rec is not None:
-                self._by_path.setdefault(rec.source_path, []).append(rec)
+                self._take(rec)
         self._offset += end
+
+    def _take(self, rec: LedgerRecord | LedgerFailure) -> None:
+        if isinstance(rec, LedgerFailure):
+            self._failed[rec.source_path] = rec
+        else:
+            self._by_path.setdefault(rec.source_path, []).append(rec)
+            self._failed.pop(rec.source_path, None)  # imported after it failed: that failure is stale
 
     @contextmanager
     def locked(self) -> Iterator[None]:
@@ -113,7 +140,13 @@ class Ledger:
                 continue
         return None
 
-    def add(self, rec: LedgerRecord) -> None:
+    def failure(self, source_path: str, size: int, mtime_ns: int) -> LedgerFailure | None:
+        """The last recorded failure to convert ``source_path`` when the file is still as it was
+        then (same size and mtime), else None: a source that changed may import now."""
+        rec = self._failed.get(source_path)
+        return rec if rec is not None and rec.size == size and rec.mtime_ns == mtime_ns else None
+
+    def add(self, rec: LedgerRecord | LedgerFailure) -> None:
         """Append ``rec`` (raises OSError); call it under :meth:`locked`."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
         line = (json.dumps(rec.__dict__) + "\n").encode("ascii")  # \u escapes keep undecodable path bytes
@@ -125,6 +158,6 @@ class Ledger:
             written = os.write(fd, line)
         finally:
             os.close(fd)
-        self._by_path.setdefault(rec.source_path, []).append(rec)
+        self._take(rec)
         if size == self._offset and written == len(line):  # read all before it: no need to read it back
             self._offset = size + written

@@ -238,7 +238,7 @@ def _collect(paths: Iterable[str | os.PathLike[str]], blobs: Path, allow_missing
     items: list[_Item] = []
     skipped: list[str] = []
     seen: set[str] = set()
-    refs = RefScanner()
+    users: dict[str, list[str]] = {}  # blob hash -> the sessions (paths) that reference it
     for raw in paths:
         path = os.path.abspath(os.fspath(raw))
         if not _is_session_name(path):
@@ -254,6 +254,7 @@ def _collect(paths: Iterable[str | os.PathLike[str]], blobs: Path, allow_missing
         check_session_name(name)  # unpack refuses it: never make an archive that cannot be unpacked
         k = len(manifest.sessions)
         item = _Item(f"sessions/{k}/{name}", path, "file", gz=archived)
+        refs = RefScanner()  # one per session: a missing blob is reported with the sessions that need it
         try:
             header = _survey(item, refs, head=True)
         except (OSError, EOFError, zlib.error) as e:  # zlib's error: a .jsonl.gz with broken deflate data
@@ -271,15 +272,16 @@ def _collect(paths: Iterable[str | os.PathLike[str]], blobs: Path, allow_missing
                 if art.kind == "file":
                     # omp's blob GC reads every *.jsonl below the sessions root (subagent transcripts)
                     _survey_or_fail(art, refs if art.path.endswith(_JSONL) else None)
+        for sha in refs.finish():
+            users.setdefault(sha, []).append(path)
         add = header.get("additionalDirectories")
         manifest.sessions.append(PackedSession(
             header["id"], header.get("cwd"), path, item.member, artifacts, archived,
             header.get("parentSession"), add if isinstance(add, list) else None))
     if not manifest.sessions:
         raise PackError("no sessions to pack")
-    hashes = refs.finish()
     missing: list[str] = []
-    for sha in sorted(hashes):
+    for sha in sorted(users):
         blob = _Item(f"blobs/{sha}", str(blobs / sha), "file")
         if not os.path.isfile(blob.path):
             missing.append(sha)
@@ -291,13 +293,27 @@ def _collect(paths: Iterable[str | os.PathLike[str]], blobs: Path, allow_missing
         items.append(blob)
         manifest.blobs.append(sha)
     if missing and not allow_missing:
-        shown = ", ".join(missing[:3]) + (f" and {len(missing) - 3} more" if len(missing) > 3 else "")
-        raise PackError(f"{len(missing)} referenced blob(s) are not in {blobs}: {shown} "
-                        "(--allow-missing-blobs packs without them); nothing was packed")
+        raise PackError(_missing_message(missing, users, blobs, manifest.sessions))
     manifest.missing_blobs = missing
     manifest.files = [ManifestFile(i.member, "dir") if i.kind == "dir"
                       else ManifestFile(i.member, "file", i.size, i.sha256, i.mtime) for i in items]
     return manifest, items, missing, skipped
+
+
+def _first_few(names: Sequence[str], n: int = 3) -> str:
+    return ", ".join(names[:n]) + (f" and {len(names) - n} more" if len(names) > n else "")
+
+
+def _missing_message(missing: Sequence[str], users: dict[str, list[str]], blobs: Path,
+                     sessions: Sequence[PackedSession]) -> str:
+    """One line: how many blobs are missing, which sessions reference them (in the order they were
+    given, the first few) and what to do about it."""
+    wanting = {p for sha in missing for p in users.get(sha, ())}
+    named = [s.path for s in sessions if s.path in wanting]
+    return (f"{len(missing)} referenced blob(s) are not in {blobs} ({_first_few(missing)}), referenced by "
+            f"{len(named)} session(s): {_first_few(named)}; pack anyway with --allow-missing-blobs (the "
+            "blobs are left out and listed as missing; omp shows such references as they are), leave "
+            "those sessions out, or point --blobs at the store that has them; nothing was packed")
 
 
 def _survey_or_fail(item: _Item, refs: RefScanner | None) -> None:
