@@ -190,12 +190,13 @@ def search_command(query: tuple[str, ...], role: str | None, cwd: str | None, cw
         from ._store_search import search_store
 
         hits = search_store(store_url, " ".join(query), role=role, cwd=cwd, since_ms=since, until_ms=until,
-                            thinking=thinking, limit=limit, sessions=one_per_session, timeout=timeout,
-                            user=ns_user, host=ns_host)
+                            thinking=thinking, limit=limit + 1, sessions=one_per_session, timeout=timeout,
+                            user=ns_user, host=ns_host)  # one more than shown: whether --limit cut them
         if as_json:
-            click.echo(json.dumps([h.to_json() for h in hits], ensure_ascii=False, indent=1))
+            click.echo(json.dumps([h.to_json() for h in hits[:limit]], ensure_ascii=False, indent=1))
         else:
-            _print_hits(hits)
+            _print_hits(hits[:limit])
+            _say_cut(len(hits) > limit, limit, one_per_session)
         return
     base = Path(root) if root else sessions_dir()
     session = resolve_session(session_arg, root=base) if session_arg is not None else None
@@ -208,6 +209,14 @@ def search_command(query: tuple[str, ...], role: str | None, cwd: str | None, cw
         click.echo(json.dumps([h.to_json() for h in result.hits], ensure_ascii=False, indent=1))
         return
     _print_hits(result.hits)
+    _say_cut(result.truncated, limit, one_per_session)
+
+
+def _say_cut(truncated: bool, limit: int, one_per_session: bool) -> None:
+    """One line on stderr when --limit cut the hits (stdout stays the hits alone)."""
+    if truncated:
+        _notice(f"the first {limit} {'sessions' if one_per_session else 'hits'} shown, there are more: "
+                f"--limit N shows more" + ("" if one_per_session else ", --sessions one hit per session"))
 
 
 @command("index")

@@ -473,15 +473,18 @@ class Library:
 
     def _secrets_of(self, path: str, entry_id: str | None, matcher: Matcher) -> list[tuple[str, str]]:
         """The secrets in the entry a search hit was cut from (None: the header and title), as
-        (text, category), whitespace runs single spaces as in a snippet."""
+        (text, category), whitespace runs single spaces and escape sequences gone, as in a snippet."""
         try:
             with self._open(path) as s:
                 k = None if entry_id is None else s.index_of(entry_id)
                 source = [s.header, s.get_session_name()] if k is None else [s.entry_at(k)]
         except (SessionError, OSError):
             return []
+        from omp_session.ops.search.snippet import strip_ansi
+
         found: dict[str, str] = {}
-        for text in _strings(source):
+        for raw in _strings(source):
+            text = strip_ansi(raw)  # as the snippet was cut: without its colour codes
             for hit in matcher.hits(text):
                 found.setdefault(" ".join(text[hit.start:hit.end].split()), hit.category)
         return sorted(found.items(), key=lambda kv: -len(kv[0]))

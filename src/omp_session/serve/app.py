@@ -180,7 +180,7 @@ def _query(request: Request, per_page: int, *, store: bool) -> Query:
                  until=p.get("until", ""), sort=p.get("sort", "modified") or "modified",
                  reverse=p.get("reverse", "") not in ("", "0", "false"),
                  page=_int(p.get("page"), 1, name="page"),
-                 per_page=min(MAX_PER_PAGE, max(1, _int(p.get("per_page"), per_page, name="per_page"))),
+                 per_page=min(MAX_PER_PAGE, _int(p.get("per_page"), per_page, name="per_page")),  # below 1: a 400
                  user=user or "", machine=host or "")
 
 
@@ -267,49 +267,57 @@ def build_app(root: str | os.PathLike[str], *, token: str, host: str = "127.0.0.
         return _Stream(stream, media_type="text/event-stream",
                                  headers={"x-accel-buffering": "no"})
 
-    def _search(request: Request, limit: int) -> tuple[str, list[Any] | None, str | None, int]:
+    def _search(request: Request, limit: int) -> tuple[str, list[Any] | None, str | None, int, bool, int]:
+        """(query, hits, error, status, whether the limit cut the hits, the limit)."""
         q = request.query_params.get("q", "").strip()
         try:
             user, host = namespace_filters(request.query_params, store=store is not None)
         except QueryError as e:
-            return q, None, str(e), 400
+            return q, None, str(e), 400, False, limit
         if not q:
-            return q, None, None, 200
+            return q, None, None, 200, False, limit
         try:
             limit = max(1, _int(request.query_params.get("limit"), limit, name="limit"))
             role = request.query_params.get("role") or None
             whole = request.query_params.get("sessions", "") not in ("", "0")
-            if store is not None:
-                hits = store_search(store, q, role=role, limit=limit, sessions=whole, user=user, host=host)
-                return q, hits, None, 200
+            if store is not None:  # one hit more than shown says whether there are more
+                hits = store_search(store, q, role=role, limit=limit + 1, sessions=whole, user=user, host=host)
+                return q, hits[:limit], None, 200, len(hits) > limit, limit
             with state.search_lock:
                 result = search(q, root=state.root, role=role, limit=limit, sessions=whole)
         except StoreError as e:  # MariaDB, Redis: no search tables; a database gone
-            return q, None, str(e), 503
+            return q, None, str(e), 503, False, limit
         except IndexBusyError as e:
-            return q, None, str(e), 503
+            return q, None, str(e), 503, False, limit
         except (QueryError, SessionError) as e:  # a bad limit, or a query FTS cannot take (errors.QueryError)
-            return q, None, str(e), 400
-        return q, result.hits, None, 200
+            return q, None, str(e), 400, False, limit
+        return q, result.hits, None, 200, result.truncated, limit
 
     def search_html(request: Request) -> Response:
         if _wants_json(request):
             return search_api(request)
-        q, hits, error, status = _search(request, SEARCH_LIMIT)
+        q, hits, error, status, truncated, limit = _search(request, SEARCH_LIMIT)
         p = request.query_params
         try:
             namespaces = choices()
         except StoreError as e:
             return _error(request, 503, str(e))
-        return _html(pages.search_page(q, hits, error, namespaces, p.get("user", ""), p.get("machine", "")), status)
+        cut = pages.SearchCut(limit, p.get("role", ""), p.get("sessions", "") not in ("", "0")) if truncated else None
+        return _html(pages.search_page(q, hits, error, namespaces, p.get("user", ""), p.get("machine", ""), cut), status)
 
     def search_api(request: Request) -> Response:
-        _q, hits, error, status = _search(request, 20)
+        _q, hits, error, status, truncated, limit = _search(request, 20)
         if error is not None:
             return _json({"error": error}, status)
         if hits is None:
             return _error(request, 400, "give the words to search for as ?q=")
-        return _json([h.to_json() for h in hits])
+        rows = [h.to_json() for h in hits]
+        # the hits stay the array `search --json` prints; whether the limit cut them is a header,
+        # and with meta=1 a field of an object around them
+        meta = request.query_params.get("meta", "") not in ("", "0")
+        reply = _json({"hits": rows, "truncated": truncated, "limit": limit} if meta else rows)
+        reply.headers["X-Search-Truncated"] = "true" if truncated else "false"
+        return reply
 
     def _report(request: Request) -> Any:
         p = request.query_params
@@ -381,7 +389,12 @@ def build_app(root: str | os.PathLike[str], *, token: str, host: str = "127.0.0.
         Route("/favicon.ico", favicon),
         Route("/index.html", lambda _r: RedirectResponse("/", status_code=301)),
     ]
-    return Guard(Starlette(routes=routes), token=token, host=host, port=port, remote=remote)
+    def not_found(request: Request, _exc: Exception) -> Response:
+        """Every unknown address: the styled page (JSON under /api/, as the API's other errors)."""
+        return _error(request, 404, "no such page")
+
+    app = Starlette(routes=routes, exception_handlers={404: not_found})
+    return Guard(app, token=token, host=host, port=port, remote=remote)
 
 
 # ----- running ------------------------------------------------------------------------------------

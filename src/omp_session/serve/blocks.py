@@ -153,7 +153,7 @@ def blocks_section(doc: dict[str, Any], query: str) -> str:
         return head + '<p class="meta" id="no-blocks">No billed usage in this report.</p>'
     active = next((b for b in blocks if b["active"]), None)
     timed, unknown = [b for b in blocks if b["kind"] != "unknown"], [b for b in blocks if b["kind"] == "unknown"]
-    table = ('<table id="blocks-table"><thead><tr><th>block</th><th>status</th><th>models</th><th>requests</th>'
+    table = ('<div class="scroll"><table id="blocks-table"><thead><tr><th>block</th><th>status</th><th>models</th><th>requests</th>'
              "<th>tokens</th><th>cost</th><th>projected</th></tr></thead><tbody>"
-             + "".join(_row(b) for b in [*reversed(timed), *unknown]) + "</tbody></table>")
+             + "".join(_row(b) for b in [*reversed(timed), *unknown]) + "</tbody></table></div>")
     return head + (_active(active) if active else "") + _chart(blocks) + table

@@ -10,6 +10,7 @@ import html
 import shlex
 import time
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any, Final
 from urllib.parse import quote, urlencode
 
@@ -21,7 +22,7 @@ from .sessions import ACTIVE_MS, SORTS, Page, Query, Row
 
 _PER_PAGE = Query().per_page  # a link leaves out the page size when it is the default
 
-__all__ = ["COST_GROUPINGS", "costs_head", "costs_page", "error_page", "list_page", "search_page", "session_url"]
+__all__ = ["COST_GROUPINGS", "SearchCut", "costs_head", "costs_page", "error_page", "list_page", "search_page", "session_url"]
 
 _NAV: Final = (("/", "Sessions"), ("/search", "Search"), ("/costs", "Costs"))
 COST_GROUPINGS: Final = ("day", "week", "month", "model", "provider", "project", "session")
@@ -137,9 +138,10 @@ def list_page(page: Page, q: Query, now: float, namespaces: tuple[list[str], lis
                                                                  for c in r.children)
                    for r in page.rows)
     cost_th = "<th>Cost</th>" if with_cost else ""
-    table = ('<table class="sessions" id="sessions"><thead><tr><th>Title</th><th>Project</th><th>Modified</th>'
-             f"<th>Created</th><th>Msgs</th><th>Size</th>{cost_th}<th>Status</th></tr></thead>"
-             f"<tbody>{rows}</tbody></table>"
+    # a narrow window scrolls the table in its own box, never the page
+    table = ('<div class="table-scroll"><table class="sessions" id="sessions"><thead><tr><th>Title</th>'
+             f"<th>Project</th><th>Modified</th><th>Created</th><th>Msgs</th><th>Size</th>{cost_th}<th>Status</th>"
+             f"</tr></thead><tbody>{rows}</tbody></table></div>"
              if page.rows else '<p class="empty">No sessions match.</p>')
     pager = ""
     if page.pages > 1:
@@ -168,8 +170,38 @@ def _snippet(text: str) -> str:
     return "".join(out)
 
 
+@dataclass(frozen=True)
+class SearchCut:
+    """The search page's limit cut its hits: the limit, and the role and sessions= it was asked
+    with (kept in the links to more)."""
+
+    limit: int
+    role: str = ""
+    sessions: bool = False
+
+
+def _search_url(query: str, user: str, machine: str, role: str, sessions: bool, limit: int | None) -> str:
+    params = [("q", query), ("role", role), ("sessions", "1" if sessions else ""), ("user", user),
+              ("machine", machine), ("limit", "" if limit is None else str(limit))]
+    return "/search?" + urlencode([(k, v) for k, v in params if v])
+
+
+def _search_count(query: str, hits: list[SearchHit], groups: int, cut: SearchCut | None, user: str, machine: str) -> str:
+    if cut is None:
+        return f'<p class="count">{len(hits)} match(es) in {groups} session(s)</p>'
+    more = _search_url(query, user, machine, cut.role, cut.sessions, cut.limit * 2)
+    if cut.sessions:
+        return (f'<p class="count">first {len(hits)} sessions shown (their best match each) &mdash; more sessions '
+                f'match: <a href="{_e(more)}">show {cut.limit * 2}</a></p>')
+    whole = _search_url(query, user, machine, cut.role, True, None)
+    return (f'<p class="count">first {len(hits)} matches shown (in {groups} session(s)) &mdash; there are more: '
+            f'<a href="{_e(more)}">show {cut.limit * 2}</a> &middot; <a href="{_e(whole)}">one match per '
+            f"session</a></p>")
+
+
 def search_page(query: str, hits: list[SearchHit] | None, error: str | None,
-                namespaces: tuple[list[str], list[str]] | None = None, user: str = "", machine: str = "") -> str:
+                namespaces: tuple[list[str], list[str]] | None = None, user: str = "", machine: str = "",
+                cut: SearchCut | None = None) -> str:
     form = (f'<form class="filters" method="get" action="/search"><input type="search" name="q" id="q" '
             f'value="{_e(query)}" placeholder="words, &quot;a phrase&quot;, prefix*, OR, NOT" autofocus>'
             f'{_namespace_fields(namespaces, user, machine)}<button type="submit">Search</button></form>')
@@ -180,7 +212,7 @@ def search_page(query: str, hits: list[SearchHit] | None, error: str | None,
     groups: dict[str, list[SearchHit]] = {}
     for h in hits:
         groups.setdefault(h.path, []).append(h)
-    parts = [f'<p class="count">{len(hits)} match(es) in {len(groups)} session(s)</p>']
+    parts = [_search_count(query, hits, len(groups), cut, user, machine)]
     for group in groups.values():
         first = group[0]
         sid = first.session_id or ""
@@ -204,6 +236,9 @@ def _money(x: Any) -> str:
 
 
 def _count(x: Any) -> str:
+    """A token count: a float that is whole (imported usage counted in halves) without its ".0"."""
+    if isinstance(x, float) and x.is_integer():
+        return f"{int(x):,}"
     return f"{x:,}" if isinstance(x, int | float) else _e(x)
 
 

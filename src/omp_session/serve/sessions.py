@@ -397,8 +397,14 @@ class Catalog:
 def _check(q: Query) -> None:
     if q.sort not in SORTS:
         raise QueryError(f"cannot sort by {q.sort!r} (choose one of {', '.join(SORTS)})")
-    for day, end in ((q.since, False), (q.until, True)):
-        _day_ms(day, end=end)  # a bad date: a 400 before any cost is computed
+    # a bad date, an empty window or page: a 400 before any cost is computed
+    since, until = _day_ms(q.since, end=False), _day_ms(q.until, end=True)
+    if since is not None and until is not None and until <= since:
+        raise QueryError(f"until={q.until} is before since={q.since}")
+    if q.page < 1:
+        raise QueryError(f"page={q.page} (pages count from 1)")
+    if q.per_page < 1:
+        raise QueryError(f"per_page={q.per_page} (give 1 or more)")
 
 
 def paged(parents: list[Row], projects: list[tuple[str, int]], q: Query, pending: int = 0) -> Page:
@@ -414,9 +420,7 @@ def paged(parents: list[Row], projects: list[tuple[str, int]], q: Query, pending
         parents = [p for p in parents if p.uses_model(model) or any(c.uses_model(model) for c in p.children)]
     if q.sort != "modified" or q.reverse:
         parents = _sorted(parents, q.sort, q.reverse)
-    if q.page < 1:
-        raise QueryError(f"page={q.page} (pages count from 1)")
-    per = max(1, q.per_page)
+    per = q.per_page
     pages = max(1, -(-len(parents) // per))
     # past the end is an empty page, not the last one again: a client paging until it gets
     # nothing must stop, and see no row twice

@@ -37,7 +37,7 @@ from omp_session.errors import QueryError, SearchIndexError
 from omp_session.js.date import to_iso
 
 from .index import FILE_SHIFT, HIGHLIGHT, KIND_CODES, KINDS, SEQ_SHIFT, IndexReport, SearchIndex
-from .snippet import cut_snippet, hit_pattern
+from .snippet import cut_snippet, hit_pattern, plain_snippet
 
 __all__ = ["ROLES", "SearchHit", "SearchResult", "search", "to_fts"]
 
@@ -171,7 +171,10 @@ def to_fts(query: str) -> str:
 @dataclass(frozen=True, slots=True)
 class SearchHit:
     """One matching text. ``snippet`` marks the hits with ``HIGHLIGHT`` characters; see
-    :meth:`snippet_text`. ``entry_id`` is None for the session's title (the header)."""
+    :meth:`snippet_text`. ``entry_id`` is None for the session's title (the header).
+
+    The snippet is made plain here, whoever cut it (the file index, a store's search tables):
+    no terminal escape sequence or control character is left in it (search_snippet.plain_snippet)."""
 
     session_id: str | None
     title: str | None
@@ -185,6 +188,9 @@ class SearchHit:
     snippet: str
     score: float
     target_id: str | None = None  # for a label: the entry it labels
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "snippet", plain_snippet(self.snippet))
 
     @property
     def timestamp(self) -> str | None:
@@ -210,6 +216,7 @@ class SearchResult:
     report: IndexReport | None  # None when the index was not updated
     fts: str  # the FTS5 expression searched for
     notices: list[str] = field(default_factory=list)
+    truncated: bool = False  # the limit cut the hits: there are more
 
 
 def _entry_key(value: str | None) -> str | None:
@@ -231,7 +238,8 @@ def search(query: str, *, index: SearchIndex | None = None, index_path: str | os
     root); ``current_branch`` keeps entries on the branch the session resumes on (and its title);
     ``thinking`` also searches thinking blocks; ``sessions`` keeps one hit per session file, its
     best. A session's title is one hit at most (its ``title_change`` entries repeat it). The index
-    is updated first unless ``update`` is false. Raises :class:`QueryError` for a query that cannot be searched for."""
+    is updated first unless ``update`` is false; ``truncated`` in the result says the limit cut the
+    hits. Raises :class:`QueryError` for a query that cannot be searched for."""
     fts = to_fts(query)
     if role is not None and role not in ROLES:
         raise QueryError(f"unknown role {role!r} (use user, assistant or tool)")
@@ -252,9 +260,15 @@ def search(query: str, *, index: SearchIndex | None = None, index_path: str | os
                 extra = ix.update(files=[session])
                 report.added += extra.added
                 report.damaged += extra.damaged
-        hits = _query(ix, fts, role=role, cwd=cwd, since_ms=since_ms, until_ms=until_ms, session=session,
-                      current_branch=current_branch, thinking=thinking, limit=limit, sessions=sessions)
-        return SearchResult(hits, report, fts, notices)
+        def run(n: int | None) -> list[SearchHit]:
+            return _query(ix, fts, role=role, cwd=cwd, since_ms=since_ms, until_ms=until_ms, session=session,
+                          current_branch=current_branch, thinking=thinking, limit=n, sessions=sessions)
+
+        hits = run(limit)
+        # whether the limit cut the results: asked apart, as one hit more changes which hits a
+        # too-common query returns (the newest matches, or every match ranked: RANK_CAP)
+        truncated = limit is not None and len(hits) >= limit and len(run(limit + 1)) > limit
+        return SearchResult(hits, report, fts, notices, truncated)
     finally:
         if own:
             ix.close()
@@ -346,8 +360,9 @@ def _query(ix: SearchIndex, fts: str, *, role: str | None, cwd: str | None, sinc
 
 def _details(ix: SearchIndex, fts: str, rowids: list[int]) -> dict[int, tuple[Any, ...]]:
     """rowid -> (snippet, entry id, type, role, time, target, path, session id, title, cwd) of the
-    hits shown. Snippets are cut in Python (search_snippet); FTS5's snippet() only where the
-    pattern finds nothing (folded diacritics)."""
+    hits shown. Snippets are cut in Python (search_snippet), from the text without its escape
+    sequences; FTS5's snippet() only where the pattern finds nothing (folded diacritics; a word of
+    a colour code), and SearchHit takes the sequences out of that one."""
     if not rowids:
         return {}
     marks = ix.conn.execute(

@@ -12,7 +12,7 @@ import html
 from datetime import date, timedelta
 from typing import Any, Final
 
-from .group import UNKNOWN, Totals, zone_name
+from .group import TIME_GROUPINGS, UNKNOWN, Totals, zone_name
 from .report import StatsReport
 
 __all__ = ["render_html"]
@@ -31,7 +31,9 @@ h1{font-size:1.5rem;margin:0 0 .3rem}h2{font-size:1.15rem;margin:2rem 0 .6rem}
 .legend i{display:inline-block;width:.8rem;height:.8rem;margin-right:.3rem;vertical-align:-1px}
 table{border-collapse:collapse;width:100%;font-variant-numeric:tabular-nums}
 th,td{padding:.25rem .5rem;border-bottom:1px solid #e3e3e3;text-align:right;white-space:nowrap}
-th:first-child,td:first-child{text-align:left;white-space:normal;word-break:break-all}
+th:first-child,td:first-child{text-align:left;white-space:normal;overflow-wrap:anywhere;min-width:10rem}
+table.by-time td:first-child,table.by-time th:first-child{white-space:nowrap;min-width:0}
+.scroll{overflow-x:auto;max-width:100%}svg{max-width:100%;height:auto}
 tfoot td{font-weight:600}svg text{font:11px system-ui,sans-serif;fill:#444}
 @media (prefers-color-scheme:dark){body{background:#161616;color:#ddd}svg text{fill:#bbb}
 th,td{border-color:#333}.meta{color:#999}}
@@ -168,7 +170,9 @@ def _table(report: StatsReport) -> str:
     t = report.total
     foot = (f"<tfoot><tr><td>total</td>{_cells(t.billed)}<td>{t.current.total_tokens:,.0f}</td>"
             f"<td>{_e(_money(t.current.cost))}</td></tr></tfoot>")
-    return f"<table>{head}<tbody>{''.join(rows)}</tbody>{foot}</table>"
+    # a narrow window scrolls the table in its own box; a date (or a week, a month) never wraps
+    kind = ' class="by-time"' if report.by in TIME_GROUPINGS else ""
+    return f"<div class=scroll><table{kind}>{head}<tbody>{''.join(rows)}</tbody>{foot}</table></div>"
 
 
 def render_html(report: StatsReport) -> str:
