@@ -6,14 +6,12 @@ escapes are JSON's, and the entries are the stored ones."""
 
 from __future__ import annotations
 
-import io
 import json
-import re
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from screen import OUR_STYLE, run_main
 
 from builders import assistant, entry, header, stamp, text, tool_result, user, write_session
 from omp_session.format.title import build_title_slot
@@ -27,36 +25,11 @@ CONTROLS = frozenset(chr(c) for c in [*range(0x20), *range(0x7f, 0xa0)]) - {"\n"
 # what JSON escapes itself: C0 (DEL and the C1 controls are written as they are stored, as omp's
 # JSON.stringify writes them: --json is the stored data)
 JSON_ESCAPED = frozenset(chr(c) for c in range(0x20)) - {"\n"}
-OUR_STYLE = re.compile(r"\x1b\[[0-9;]*m")
-
-
-class Screen(io.StringIO):
-    """stdout as a terminal (what ``sys.stdout.isatty()`` says is all the commands look at)."""
-
-    def isatty(self) -> bool:
-        return True
 
 
 def run_cli(monkeypatch: pytest.MonkeyPatch, args: list[str], *, tty: bool, columns: int | None = None) -> str:
-    """``omp-session ARGS`` as the console script runs it (the quick path for a plain show, tree or
-    context, click for the rest), stdout a terminal or a pipe; its stdout."""
-    from omp_session.cli import main
-
-    out: io.StringIO = Screen() if tty else io.StringIO()
-    with monkeypatch.context() as m:
-        m.setattr(sys, "stdout", out)
-        m.setattr(sys, "argv", ["omp-session", *args])
-        m.setenv("OMP_SESSION_PAGER", "0")
-        m.delenv("NO_COLOR", raising=False)
-        if columns is None:
-            m.delenv("COLUMNS", raising=False)
-        else:
-            m.setenv("COLUMNS", str(columns))
-        try:
-            main()
-        except SystemExit as e:
-            assert e.code in (0, None), out.getvalue()
-    return out.getvalue()
+    """``omp-session ARGS``' stdout, a terminal or a pipe."""
+    return run_main(monkeypatch, args, tty=tty, columns=columns)
 
 
 def evil_records() -> list[dict[str, Any]]:

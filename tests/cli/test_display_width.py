@@ -6,63 +6,27 @@ from __future__ import annotations
 
 import io
 import json
-import os
-import re
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from screen import OUR_STYLE, run_main
 
 from builders import assistant, entry, header, stamp, text, tool_result, user, write_session
 from omp_session.cli._style import width
 from omp_session.format.title import build_title_slot
 
-OUR_STYLE = re.compile(r"\x1b\[[0-9;]*m")
 LONG = "The importer splits on every newline, even inside quotes; " * 4 + "日本語のテキスト" * 6
 MODEL = "a-provider-with-a-long-name/a-model-with-an-even-longer-name-" + "x" * 40
 TITLE = "Fix the CSV importer's handling of quoted newlines and carriage returns " * 2
-
-
-class Screen(io.StringIO):
-    """stdout as a terminal of ``size`` columns (``None``: no size to ask)."""
-
-    def __init__(self, size: int | None = None) -> None:
-        super().__init__()
-        self.size = size
-
-    def isatty(self) -> bool:
-        return True
-
-    def fileno(self) -> int:
-        if self.size is None:
-            raise io.UnsupportedOperation("fileno")
-        return 1
 
 
 def run_cli(monkeypatch: pytest.MonkeyPatch, args: list[str], *, tty: bool, columns: int | None = None,
             terminal: int | None = None) -> list[str]:
     """The lines ``omp-session ARGS`` prints (our styles taken out), stdout a terminal (of
     ``terminal`` columns) or a pipe, ``COLUMNS`` set to ``columns`` or unset."""
-    from omp_session.cli import main
-
-    out: io.StringIO = Screen(terminal) if tty else io.StringIO()
-    with monkeypatch.context() as m:
-        m.setattr(sys, "stdout", out)
-        m.setattr(sys, "argv", ["omp-session", *args])
-        if terminal is not None:
-            m.setattr(os, "get_terminal_size", lambda _fd=0: os.terminal_size((terminal, 24)))
-        m.setenv("OMP_SESSION_PAGER", "0")
-        m.delenv("NO_COLOR", raising=False)
-        if columns is None:
-            m.delenv("COLUMNS", raising=False)
-        else:
-            m.setenv("COLUMNS", str(columns))
-        try:
-            main()
-        except SystemExit as e:
-            assert e.code in (0, None), out.getvalue()
-    return OUR_STYLE.sub("", out.getvalue()).splitlines()
+    return OUR_STYLE.sub("", run_main(monkeypatch, args, tty=tty, columns=columns, terminal=terminal)).splitlines()
 
 
 def long_records() -> list[dict[str, Any]]:
