@@ -15,9 +15,18 @@ VIEWER_CSS: Final = """\
   --accent: #2f6fde; --path: #e4edff; --sel: #c4d7ff; --user: #eef6ee; --err: #fdecec;
   --hit: #ffe97a; --cur: #ff9d3a; font-family: system-ui, sans-serif; font-size: 14px; }
 * { box-sizing: border-box; }
-body { margin: 0; color: var(--fg); background: var(--bg); }
-#app { display: grid; grid-template-columns: minmax(220px, 28%) 1fr; height: 100vh; }
-#side { border-right: 1px solid var(--line); background: var(--panel); overflow: hidden; height: 100vh;
+/* The page is one grid of the window's size: the tree panel on the left, the messages on the right
+   (#app only groups them: display: contents). Whatever a host adds to the page after #app (serve's
+   toolbar) gets a row of its own under the messages instead of floating over them. */
+body { margin: 0; color: var(--fg); background: var(--bg); display: grid; height: 100vh; height: 100dvh;
+  grid-template-columns: minmax(220px, 28%) minmax(0, 1fr); grid-template-rows: minmax(0, 1fr); }
+#app { display: contents; }
+#app > .loading { grid-column: 1 / -1; }
+#side { grid-column: 1; grid-row: 1 / span 2; }
+#mainwrap { grid-column: 2; grid-row: 1; }
+body > #app ~ :not(script) { grid-column: 2; position: static; justify-self: end; max-width: 100%;
+  margin: 4px 12px 6px; }
+#side { border-right: 1px solid var(--line); background: var(--panel); overflow: hidden; min-height: 0;
   display: flex; flex-direction: column; min-width: 0; }
 #side h1 { font-size: 15px; margin: 10px; word-break: break-word; }
 #side .meta { color: var(--muted); margin: 0 10px 8px; font-size: 12px; overflow-wrap: anywhere; }
@@ -38,10 +47,10 @@ body { margin: 0; color: var(--fg); background: var(--bg); }
 #tree .kind { color: var(--muted); }
 .label { background: #fff2c2; border: 1px solid #e6cf72; border-radius: 3px; padding: 0 4px;
   font-size: 11px; margin-left: 4px; }
-#mainwrap { display: flex; flex-direction: column; min-width: 0; height: 100vh; }
+#mainwrap { display: flex; flex-direction: column; min-width: 0; min-height: 0; }
 #bar { display: flex; gap: 8px; align-items: center; padding: 8px 12px; border-bottom: 1px solid var(--line);
   flex-wrap: wrap; }
-#bar input[type=search] { width: 240px; padding: 3px 6px; }
+#bar input[type=search] { width: 240px; max-width: 100%; padding: 3px 6px; }
 #bar .status { color: var(--muted); font-size: 12px; }
 #main { overflow: auto; padding: 12px 16px 80px; flex: 1; }
 .entry { border: 1px solid var(--line); border-radius: 6px; margin: 0 0 10px; padding: 8px 10px; }
@@ -70,4 +79,23 @@ mark.hit.current { background: var(--cur); }
   background: #fff; border: 1px solid var(--accent); border-radius: 4px; padding: 2px 8px; font-size: 12px; }
 .subagent-missing { font-size: 12px; }
 .sublinks { display: flex; flex-direction: column; align-items: flex-start; gap: 2px; margin: 4px 0; }
+/* a narrow window (a phone): the tree above, a third of the height with its own scroll, the
+   messages across the width below it, the host's toolbar (serve's) in the last row */
+@media (max-width: 720px) {
+  body { grid-template-columns: minmax(0, 1fr); grid-template-rows: auto minmax(0, 1fr); }
+  #side { grid-column: 1; grid-row: 1; height: 35vh; height: 35dvh; min-height: 150px; border-right: 0;
+    border-bottom: 1px solid var(--line); }
+  #mainwrap { grid-column: 1; grid-row: 2; }
+  body > #app ~ :not(script) { grid-column: 1; margin: 4px 8px 6px; }
+  #side h1 { margin: 6px 10px 4px; display: -webkit-box; -webkit-box-orient: vertical; -webkit-line-clamp: 2;
+    overflow: hidden; flex: none; }
+  #side .meta { display: -webkit-box; -webkit-box-orient: vertical; -webkit-line-clamp: 2; overflow: hidden;
+    margin-bottom: 6px; flex: none; }
+  #subagents { max-height: 20vh; }
+  #tree { min-height: 60px; }
+  #bar { gap: 6px; padding: 6px 8px; }
+  #bar input[type=search] { flex: 1 1 140px; width: auto; min-width: 0; }
+  #main { padding: 10px 8px 24px; }
+  .entry { padding: 6px 8px; }
+}
 """
