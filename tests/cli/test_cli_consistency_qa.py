@@ -260,9 +260,13 @@ def test_a_closed_pipe_ends_the_bare_help_and_export_to_dash_quietly(args: list[
     assert _closed_pipe(*args) == (0, "")
 
 
-def test_a_stdout_that_is_not_open_at_all_is_no_traceback(project: tuple[str, str, Path]) -> None:
-    # `omp-session validate S >&-` (a daemon, a cron job): Python has no sys.stdout at all
-    done = subprocess.run(["sh", "-c", '"$0" -m omp_session validate "$1" >&-', sys.executable, str(SAMPLE)],
+@pytest.mark.parametrize("command", ["validate", "cat", "export --format md"])
+def test_a_stdout_that_is_not_open_at_all_is_no_traceback(project: tuple[str, str, Path], command: str) -> None:
+    # `omp-session validate S >&-` (a daemon, a cron job): Python has no sys.stdout at all; what
+    # goes to stdout goes nowhere, as click's own echo does then (cat and export wrote to
+    # sys.stdout.buffer: a traceback)
+    done = subprocess.run(["sh", "-c", f'"$0" -m omp_session {command.split()[0]} "$1" {command.partition(" ")[2]} >&-',
+                           sys.executable, str(SAMPLE)],
                           stderr=subprocess.PIPE, text=True)
     assert (done.returncode, done.stderr) == (0, "")
 

@@ -25,6 +25,8 @@ def __getattr__(name: str) -> object:
 
 def main() -> None:
     """The command line; a reader that closes stdout early ends it quietly, status 0 (cli/_pipe.py)."""
+    if sys.stdout is None:  # started with stdout closed (`>&-`): its output goes nowhere, as click's echo has it
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - for the life of the process
     try:  # what stdout is, to tell rich's exit on a closed pipe from ours (cli/_pipe.py)
         started: os.stat_result | None = os.fstat(sys.stdout.fileno())
     except (AttributeError, OSError, ValueError):
