@@ -9,6 +9,7 @@ hook below adds those that go with a place (``MARKERS_BY_PATH``).
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable
@@ -69,3 +70,14 @@ def _imitate_omp_18_2_3(monkeypatch: pytest.MonkeyPatch) -> None:
     """The live reference is omp 18.2.3: tests compare with it unless they pass ``omp=`` (or set
     OMP_SESSION_OMP) themselves; the library's default is the newest omp it implements (18.3.4)."""
     monkeypatch.setenv("OMP_SESSION_OMP", "18.2.3")
+
+
+@pytest.fixture(scope="module")
+def browser_ready() -> None:
+    """Chromium and playwright-core, installed by tests/browser/setup.sh when missing (it is a
+    no-op when both are there); a failure here fails the test rather than skipping it."""
+    browser_dir = Path(__file__).resolve().parent / "browser"
+    chromium = Path(os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium"))
+    if not chromium.exists() or not (browser_dir / "node_modules" / "playwright-core").is_dir():
+        subprocess.run(["bash", str(browser_dir / "setup.sh")], check=True)
+    assert shutil.which("node"), "node is needed for the browser test"

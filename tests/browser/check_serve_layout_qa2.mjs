@@ -4,18 +4,12 @@
 //
 //   node tests/browser/check_serve_layout_qa2.mjs SPEC.json      SPEC: {url, costs}
 import { readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
+import { launchChromium } from './launch.mjs';
 
-const require = createRequire(new URL('./package.json', import.meta.url));
-const { chromium } = require('playwright-core');
 
 const spec = JSON.parse(readFileSync(process.argv[2], 'utf-8'));
 const out = { errors: [], pages: {} };
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM_PATH || '/usr/bin/chromium', headless: true,
-  args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking',
-    '--disable-component-update', '--disable-sync'],
-});
+const browser = await launchChromium();
 try {
   for (const [name, viewport] of [['desktop', { width: 1280, height: 800 }], ['phone', { width: 390, height: 844 }]]) {
     const context = await browser.newContext({ viewport });

@@ -6,20 +6,14 @@
 //
 //   node tests/browser/check_viewer_phone.mjs SPEC.json      SPEC: {file, url, shots}
 import { readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
+import { launchChromium } from './launch.mjs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 
-const require = createRequire(new URL('./package.json', import.meta.url));
-const { chromium } = require('playwright-core');
 
 const spec = JSON.parse(readFileSync(process.argv[2], 'utf-8'));
 const out = { errors: [], pages: {} };
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM_PATH || '/usr/bin/chromium', headless: true,
-  args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking',
-    '--disable-component-update', '--disable-sync'],
-});
+const browser = await launchChromium();
 
 // scrolled to the end of the shown branch (the message column scrolls, and the page, if it does)
 async function measure(page) {

@@ -3,30 +3,18 @@ a session title of one long word, and a month of costs, at 1280x800 and at a pho
 
 from __future__ import annotations
 
-import json
-import os
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
+from harness import run_check
 
 from builders import assistant, entry, header, usage, user, write_session
 from omp_session.paths import project_dir_name
 from omp_session.serve.app import start
 
-BROWSER_DIR = Path(__file__).resolve().parent
-CHROMIUM = Path(os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium"))
 LONG = "x" * 158  # one word, as the QA pass's title
 DAY_MS = 86_400_000
 BASE_MS = 1_767_225_600_000  # 2026-01-01T00:00:00Z
-
-
-@pytest.fixture(scope="module")
-def browser_ready() -> None:
-    if not CHROMIUM.exists() or not (BROWSER_DIR / "node_modules" / "playwright-core").is_dir():
-        subprocess.run(["bash", str(BROWSER_DIR / "setup.sh")], check=True)
-    assert shutil.which("node"), "node is needed for the browser test"
 
 
 def _corpus(root: Path) -> None:
@@ -49,13 +37,7 @@ def test_a_long_title_and_the_costs_keep_to_the_window(tmp_path: Path, browser_r
     root = tmp_path / "sessions"
     _corpus(root)
     with start(root) as running:
-        (tmp_path / "spec.json").write_text(json.dumps({"url": running.url}), "utf-8")
-        done = subprocess.run(["node", str(BROWSER_DIR / "check_serve_layout_qa2.mjs"), str(tmp_path / "spec.json")],
-                              capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr
-    got = json.loads(done.stdout)
-    assert got["errors"] == []
-    pages = got["pages"]
+        pages = run_check("check_serve_layout_qa2.mjs", {"url": running.url}, tmp_path)["pages"]
     desktop = pages["list-desktop"]
     # every column on screen, the project's path on one or two lines (not a letter a line)
     assert desktop["tableWidth"] <= desktop["viewport"], desktop

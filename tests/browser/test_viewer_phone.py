@@ -5,14 +5,12 @@ messages take the width and nothing makes the page wider than the screen; at 390
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
+from harness import run_check
 
 import omp_session
 from builders import assistant, entry, header, tool_result, user, write_session
@@ -20,17 +18,8 @@ from omp_session.ops.export.html import render_html_bytes
 from omp_session.paths import project_dir_name
 from omp_session.serve.app import start
 
-BROWSER_DIR = Path(__file__).resolve().parent
-CHROMIUM = Path(os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium"))
 SID = "01970000-aaaa-bbbb-cccc-000000000001"
 LINE = "drwxr-xr-x 2 user user 4096 Jan  1 00:00 some-directory-with-a-long-name/and/a/path/under/it.txt"
-
-
-@pytest.fixture(scope="module")
-def browser_ready() -> None:
-    if not CHROMIUM.exists() or not (BROWSER_DIR / "node_modules" / "playwright-core").is_dir():
-        subprocess.run(["bash", str(BROWSER_DIR / "setup.sh")], check=True)
-    assert shutil.which("node"), "node is needed for the browser test"
 
 
 def _entries() -> list[dict[str, Any]]:
@@ -61,14 +50,8 @@ def test_the_viewer_fits_a_phone_and_the_toolbar_covers_no_message(tmp_path: Pat
     shots = Path(os.environ.get("OMP_TEST_ARTIFACTS") or tmp_path)
     shots.mkdir(parents=True, exist_ok=True)
     with start(root) as running:
-        (tmp_path / "spec.json").write_text(json.dumps(
-            {"file": str(page), "url": running.url, "session": f"/s/{SID}", "shots": str(shots)}), "utf-8")
-        done = subprocess.run(["node", str(BROWSER_DIR / "check_viewer_phone.mjs"), str(tmp_path / "spec.json")],
-                              capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr
-    got = json.loads(done.stdout)
-    assert got["errors"] == []
-    pages = got["pages"]
+        pages = run_check("check_viewer_phone.mjs", {"file": str(page), "url": running.url, "session": f"/s/{SID}",
+                                                     "shots": str(shots)}, tmp_path)["pages"]
     for name, p in pages.items():
         assert p["entries"] > 0 and p["atEnd"], (name, p)
         assert p["scrollWidth"] <= p["viewport"], (name, p)  # the page never scrolls sideways

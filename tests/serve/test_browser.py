@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -20,16 +19,8 @@ from omp_session.serve.app import start
 
 TESTS = Path(__file__).resolve().parents[1]
 BROWSER_DIR = TESTS / "browser"
-CHROMIUM = Path(os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium"))
 COUNT = 210  # the issue: at least 200 sessions
 LIVE_DEADLINE_MS = 2000  # the issue's acceptance bound for an appended entry to show
-
-
-@pytest.fixture(scope="module")
-def browser_ready() -> None:
-    if not CHROMIUM.exists() or not (BROWSER_DIR / "node_modules" / "playwright-core").is_dir():
-        subprocess.run(["bash", str(BROWSER_DIR / "setup.sh")], check=True)
-    assert shutil.which("node"), "node is needed for the browser test"
 
 
 @pytest.mark.browser

@@ -11,7 +11,6 @@ import base64
 import json
 import os
 import re
-import shutil
 import subprocess
 from collections.abc import Sequence
 from html.parser import HTMLParser
@@ -36,7 +35,6 @@ from omp_session.ops.export.viewer_js import VIEWER_JS
 ROOT = Path(__file__).resolve().parents[3]
 SAMPLE = ROOT / "src" / "omp_session" / "samples" / "sample.jsonl"
 BROWSER_DIR = ROOT / "tests" / "browser"
-CHROMIUM = Path(os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium"))
 
 # a 2x2 red PNG: small enough to inline, real enough for the browser to decode
 PNG = base64.b64decode(
@@ -286,15 +284,6 @@ def test_copilot_replay_data_is_left_out_as_omp_loads_it(tmp_path: Path) -> None
 
 
 # ----- the page in a real browser --------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def browser_ready() -> None:
-    """Chromium and playwright-core, installed by tests/browser/setup.sh when missing (it is a
-    no-op when both are there); a failure here fails the test rather than skipping it."""
-    if not CHROMIUM.exists() or not (BROWSER_DIR / "node_modules" / "playwright-core").is_dir():
-        subprocess.run(["bash", str(BROWSER_DIR / "setup.sh")], check=True)
-    assert shutil.which("node"), "node is needed for the browser test"
 
 
 def _artefacts(tmp_path: Path) -> Path:
