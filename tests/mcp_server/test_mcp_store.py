@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import psycopg
 import pymysql
 import pytest
 import redis
@@ -27,8 +26,8 @@ from builders import entry, header, run, stamp, user, write_session
 from omp_session.cli.mcp import mcp_command
 from omp_session.mcp_server.server import RESOURCE_PREFIX, TOOLS
 from omp_session.paths import project_dir_name
-from omp_session.store.derived import derived_names
 from stores.sqlutil import MYSQL_URL, POSTGRES_URL
+from stores.teamutil import drop_derived
 
 pytestmark = pytest.mark.anyio
 
@@ -97,13 +96,6 @@ def _with(url: str, **options: str) -> str:
     return url + ("&" if "?" in url else "?") + "&".join(f"{k}={v}" for k, v in options.items())
 
 
-def _drop_postgres(table: str) -> None:
-    n = derived_names(table)
-    with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
-        for name in (n.entries, n.usage, n.sessions, table):
-            conn.execute(f"DROP TABLE IF EXISTS {name}")
-
-
 @dataclass
 class Synced:
     kind: str
@@ -131,8 +123,8 @@ def synced(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
     omp(base, "sync", "--from", f"file:{base / 'agent' / 'sessions'}", "--to", _with(db, table=bare))
     yield Synced(request.param, base, files, url, _with(db, table=bare))
     if request.param == "postgres":
-        _drop_postgres(table)
-        _drop_postgres(bare)
+        drop_derived(table)
+        drop_derived(bare)
 
 
 @pytest.fixture(scope="module")

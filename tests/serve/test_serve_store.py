@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import psycopg
 import pytest
 from click.testing import CliRunner
 from serve_corpus import build, sid
@@ -24,8 +23,8 @@ from omp_session.cli import cli
 from omp_session.serve.app import build_app
 from omp_session.serve.store_events import store_events
 from omp_session.serve.store_source import StoreCatalog
-from omp_session.store.derived import derived_names
 from stores.sqlutil import MYSQL_URL, POSTGRES_URL, drop_table, fresh_table
+from stores.teamutil import drop_derived
 
 _BLOCK = re.compile(rb'<script type="application/json" id="([^"]+)">(.*?)</script>', re.S)
 
@@ -59,10 +58,7 @@ def both(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactor
             catalog.close()
             catalog.storage.close()
             if request.param == "postgres":
-                n = derived_names(table)
-                with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
-                    for name in (n.entries, n.usage, n.sessions, table):
-                        conn.execute(f"DROP TABLE IF EXISTS {name}")
+                drop_derived(table)
 
 
 def _listed(client: TestClient) -> list[tuple[str, str | None, str | None]]:

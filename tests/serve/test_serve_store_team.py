@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
-import psycopg
 import pytest
 from starlette.testclient import TestClient
 from storeutil import PORT, TOKEN, client, run_cli, store_app
@@ -23,8 +22,8 @@ from team_corpus import NAMESPACES, TASK_SESSION, build_member
 from omp_session.errors import StoreError
 from omp_session.serve.app import build_app
 from omp_session.serve.store_source import StoreCatalog
-from omp_session.store.derived import derived_names
 from stores.sqlutil import MYSQL_URL, POSTGRES_URL, drop_table, fresh_table
+from stores.teamutil import drop_derived
 
 ROOT = "/team/sessions/"
 _BLOCK = re.compile(rb'<script type="application/json" id="([^"]+)">(.*?)</script>', re.S)
@@ -72,10 +71,7 @@ def team(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactor
             catalog.close()
             catalog.storage.close()
             if request.param == "postgres":
-                n = derived_names(table)
-                with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
-                    for name in (n.entries, n.usage, n.sessions, table):
-                        conn.execute(f"DROP TABLE IF EXISTS {name}")
+                drop_derived(table)
 
 
 def _blocks(body: bytes) -> dict[str, Any]:

@@ -8,7 +8,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import psycopg
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -22,6 +21,7 @@ from omp_session.store import open_store
 from omp_session.store.base import SessionStorage
 from omp_session.store.derived import DerivedTables, derived_names, open_derived
 from stores.sqlutil import POSTGRES_URL
+from stores.teamutil import drop_derived
 
 ROOT = "/team/sessions/"
 KEYS = [ROOT + "--a--/2026-01-01T00-00-00-000Z_s1.jsonl", ROOT + "--a--/2026-01-02T00-00-00-000Z_s2.jsonl",
@@ -63,10 +63,7 @@ class Store:
     def close(self) -> None:
         self.storage.close()
         if self.kind == "postgres":  # only what this test made: omp's table and our three
-            n = derived_names(self.table)
-            with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
-                for name in (n.entries, n.usage, n.sessions, self.table):
-                    conn.execute(f"DROP TABLE IF EXISTS {name}")
+            drop_derived(self.table)
 
 
 @pytest.fixture(params=["sqlite", "postgres"])

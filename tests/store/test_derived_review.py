@@ -22,6 +22,7 @@ from omp_session.ops.sync import sync_urls
 from omp_session.store import open_store
 from omp_session.store.derived import HEAD_BYTES, derived_names, open_derived
 from stores.sqlutil import POSTGRES_URL
+from stores.teamutil import drop_derived
 
 ROOT = "/team/sessions/"
 KEY = ROOT + "--w--/2026-01-01T00-00-00-000Z_s.jsonl"
@@ -34,10 +35,7 @@ def url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     base = f"sqlite:{tmp_path / 'team.db'}" if request.param == "sqlite" else POSTGRES_URL
     yield f"{base}?table={table}&root={ROOT}"
     if request.param == "postgres":  # only what this test made: omp's table and our three
-        n = derived_names(table)
-        with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
-            for name in (n.entries, n.usage, n.sessions, table):
-                conn.execute(f"DROP TABLE IF EXISTS {name}")
+        drop_derived(table)
 
 
 def _store(url: str, records: list[Any]) -> None:

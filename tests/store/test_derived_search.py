@@ -9,7 +9,6 @@ import uuid
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-import psycopg
 import pytest
 
 from builders import assistant, entry, header, run, user, write_session
@@ -17,10 +16,11 @@ from omp_session.catalog.derived import default_namespace, refresh_url
 from omp_session.cli.search import index_command, search_command
 from omp_session.ops.search.query import search
 from omp_session.ops.sync import sync_urls
-from omp_session.store.derived import derived_names, open_derived
+from omp_session.store.derived import open_derived
 from omp_session.store.derived.query import search_derived
 from omp_session.store.url import parse_store_url
 from stores.sqlutil import POSTGRES_URL
+from stores.teamutil import drop_derived
 
 ROOT = "/team/sessions/"
 WORDS = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet"]
@@ -32,10 +32,7 @@ def url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     base = f"sqlite:{tmp_path / 'team.db'}" if request.param == "sqlite" else POSTGRES_URL
     yield f"{base}?table={table}&root={ROOT}"
     if request.param == "postgres":  # only what this test made: omp's table and our three
-        n = derived_names(table)
-        with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
-            for name in (n.entries, n.usage, n.sessions, table):
-                conn.execute(f"DROP TABLE IF EXISTS {name}")
+        drop_derived(table)
 
 
 def _sessions(root: Path, count: int, seed: int) -> None:

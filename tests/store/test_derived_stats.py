@@ -35,6 +35,7 @@ from omp_session.store.derived import derived_names, open_derived
 from omp_session.store.derived.schema import SCHEMA_VERSION
 from omp_session.store.derived.trees import settle_tree
 from stores.sqlutil import POSTGRES_URL
+from stores.teamutil import drop_derived
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 ORACLE = Path(__file__).resolve().parents[1] / "reference"
@@ -233,10 +234,7 @@ class Team:
 
 
 def _drop(table: str) -> None:
-    n = derived_names(table)
-    with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
-        for name in (n.entries, n.usage, n.sessions, table):
-            conn.execute(f"DROP TABLE IF EXISTS {name}")
+    drop_derived(table)
 
 
 def _url(kind: str, tmp: Path, root: str) -> tuple[str, str]:

@@ -11,6 +11,7 @@ import pytest
 from builders import assistant, entry, header, jsonl, run, user
 from omp_session.cli import cli
 from omp_session.store import open_store
+from stores.teamutil import drop_derived
 
 KEYS = [
     "/te_am%/sess'ions/-wörk-'q\"%_/2026-01-01T00-00-00-000Z_a.jsonl",
@@ -81,11 +82,8 @@ def test_serve_store_pages_come_back_after_the_database_drops_the_connection(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import uuid
 
-    import psycopg
-
     from omp_session.errors import StoreError
     from omp_session.serve.store_source import StoreCatalog, store_page
-    from omp_session.store.derived import derived_names
     from omp_session.store.url import parse_store_url
     from stores.sqlutil import POSTGRES_URL
 
@@ -124,10 +122,7 @@ def test_serve_store_pages_come_back_after_the_database_drops_the_connection(
     finally:
         catalog.close()
         catalog.storage.close()
-        n = derived_names(table)
-        with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
-            for name in (n.entries, n.usage, n.sessions, table):
-                conn.execute(f"DROP TABLE IF EXISTS {name}")
+        drop_derived(table)
 
 
 @pytest.mark.db
@@ -135,11 +130,8 @@ def test_mcp_store_reads_again_after_the_database_drops_the_connection(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import uuid
 
-    import psycopg
-
     from omp_session.errors import SessionError
     from omp_session.mcp_server.stored import StoreLibrary
-    from omp_session.store.derived import derived_names
     from omp_session.store.url import parse_store_url
     from stores.sqlutil import POSTGRES_URL
 
@@ -173,7 +165,4 @@ def test_mcp_store_reads_again_after_the_database_drops_the_connection(
         assert outcomes[-1] == "ok", outcomes
     finally:
         lib.close()
-        n = derived_names(table)
-        with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
-            for name in (n.entries, n.usage, n.sessions, table):
-                conn.execute(f"DROP TABLE IF EXISTS {name}")
+        drop_derived(table)
