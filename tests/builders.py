@@ -144,3 +144,22 @@ def run(command: click.Command, *args: str) -> tuple[int, str, str]:
     command once: ``run = functools.partial(builders.run, tail)``."""
     result = invoke(command, *args)
     return result.exit_code, result.stdout, result.stderr
+
+
+def project_session(tmp_path: Path, monkeypatch: Any, folder: str, question: str,
+                    answer: str) -> tuple[str, str, Path]:
+    """One session of a project the test then runs in (the cwd, with ``PI_CODING_AGENT_DIR`` under
+    ``tmp_path``): a question and its answer, written by the session manager. Returns (its id, its
+    file, the project's folder ``tmp_path / folder``)."""
+    from omp_session.format.blobs import MemoryBlobStore
+    from omp_session.write.manager import SessionManager
+
+    monkeypatch.setenv("PI_CODING_AGENT_DIR", str(tmp_path / "agent"))
+    work = tmp_path / folder
+    work.mkdir()
+    monkeypatch.chdir(work)
+    sm = SessionManager.create(str(work), blob_store=MemoryBlobStore())
+    sm.append_message(user(question))
+    sm.append_message(assistant(answer))
+    sm.close()
+    return sm.get_session_id(), sm.get_session_file() or "", work

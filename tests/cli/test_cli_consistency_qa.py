@@ -14,10 +14,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from builders import assistant, entry, header, stamp, user, write_session
+from builders import entry, header, project_session, stamp, user, write_session
 from omp_session.cli import cli
-from omp_session.format.blobs import MemoryBlobStore
-from omp_session.write.manager import SessionManager
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "src" / "omp_session" / "samples" / "sample.jsonl"
@@ -31,15 +29,7 @@ def run(*args: str) -> tuple[int, str, str]:
 @pytest.fixture
 def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[str, str, Path]:
     """One session of the project the test runs in: (its id, its file, the project's folder)."""
-    monkeypatch.setenv("PI_CODING_AGENT_DIR", str(tmp_path / "agent"))
-    work = tmp_path / "my work"
-    work.mkdir()
-    monkeypatch.chdir(work)
-    sm = SessionManager.create(str(work), blob_store=MemoryBlobStore())
-    sm.append_message(user("the pagination is broken"))
-    sm.append_message(assistant("fixed the pagination"))
-    sm.close()
-    return sm.get_session_id(), sm.get_session_file() or "", work
+    return project_session(tmp_path, monkeypatch, "my work", "the pagination is broken", "fixed the pagination")
 
 
 def _damaged(tmp_path: Path) -> Path:

@@ -12,24 +12,14 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from tests.builders import assistant, user
 
+from builders import project_session
 from omp_session.cli import cli
-from omp_session.format.blobs import MemoryBlobStore
-from omp_session.write.manager import SessionManager
 
 
 @pytest.fixture
 def session(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[str, str, Path]:
-    monkeypatch.setenv("PI_CODING_AGENT_DIR", str(tmp_path / "agent"))
-    work = tmp_path / "my work's dir"
-    work.mkdir()
-    monkeypatch.chdir(work)
-    sm = SessionManager.create(str(work), blob_store=MemoryBlobStore())
-    sm.append_message(user("resume me"))
-    sm.append_message(assistant("ok"))
-    sm.close()
-    return sm.get_session_id(), sm.get_session_file() or "", work
+    return project_session(tmp_path, monkeypatch, "my work's dir", "resume me", "ok")
 
 
 def test_prints_a_shell_line_with_the_cwd_quoted(session: tuple[str, str, Path]) -> None:
