@@ -13,9 +13,11 @@ and imports, for the commands and for the baseline alike.
 * one contender per command (``--commands``, default all; names in ``COMMANDS``);
 * ``omp`` (when installed and not ``--no-omp``): omp's own open + context + tree under Bun, for
   issue 15's memory target (peak RSS <= 0.2x omp's).
-* floors (unless ``--no-floors``): ``read`` (the file read in 1 MiB pieces) and ``orjson`` (every
-  line parsed by ``orjson.loads``), the fair yardstick of a command that must read every record;
-  each command's time is also printed as a ratio to them.
+* floors (unless ``--no-floors``): ``read`` (the file read in 1 MiB pieces), ``orjson`` (every
+  line parsed by ``orjson.loads``), the fair yardstick of a command that must read every record,
+  and ``roundtrip`` (every line parsed and written back with ``orjson.dumps``), the least a command
+  that rewrites every record does; each command's time is also printed as a ratio to them, and each
+  floor's as a ratio to the baseline (a floor above a target's ratio: no command can meet it).
 
 Peak RSS is the child's own ``ru_maxrss`` (``os.wait4``). A child that exceeds ``--mem-limit``
 (address space, default 6G) fails instead of pushing a shared machine into the OOM killer; it is
@@ -58,6 +60,11 @@ FLOOR_CODE = {
     "read": "import sys\nwith open(sys.argv[1], 'rb') as f:\n    while f.read(1 << 20):\n        pass\n",
     "orjson": ("import sys, orjson\nwith open(sys.argv[1], 'rb') as f:\n    for line in f:\n        try:\n"
                "            orjson.loads(line)\n        except orjson.JSONDecodeError:\n            pass\n"),
+    # every line parsed and written back (to stdout, a file): what a command that rewrites every
+    # record (export json, repair -o, redact -o) cannot go below, before any work of its own
+    "roundtrip": ("import sys, orjson\nout = sys.stdout.buffer\nwith open(sys.argv[1], 'rb') as f:\n"
+                  "    for line in f:\n        try:\n            out.write(orjson.dumps(orjson.loads(line)) + b'\\n')\n"
+                  "        except orjson.JSONDecodeError:\n            pass\n"),
 }
 # name -> (arguments after the program, output file name or None, stdout captured into a file)
 # {s} is the session, {o} the output path inside the run's temporary directory
@@ -209,16 +216,19 @@ def print_table(report: dict) -> None:
         if omp:
             line += f"; omp open+context+tree {omp['seconds'] or 0:.2f} s, {omp['peak_rss'] / MB:.0f} MB"
         for f in FLOOR_CODE:
-            if s["median"].get(f, {}).get("seconds") is not None:
-                line += f"; floor {f} {s['median'][f]['seconds']:.2f} s"
+            seconds = s["median"].get(f, {}).get("seconds")
+            if seconds is not None:
+                line += f"; floor {f} {seconds:.2f} s"
+                if base.get("seconds"):
+                    line += f" ({seconds / base['seconds']:.2f}x baseline)"
         print(line)
         print(f"  {'command':<12} {'time s':>8} {'ratio':>7} {'limit':>6} {'/orjson':>8} {'/read':>7} "
-              f"{'peak RSS':>10}  result")
+              f"{'/roundtrip':>10} {'peak RSS':>10}  result")
         for r in s["rows"]:
             t = "-" if r["seconds"] is None else f"{r['seconds']:.2f}"
             ratio = "-" if r["ratio"] is None else f"{r['ratio']:.2f}x"
             floor = " ".join("-".rjust(w) if r.get(f"ratio_{f}") is None else f"{r[f'ratio_{f}']:.2f}x".rjust(w)
-                             for f, w in (("orjson", 8), ("read", 7)))
+                             for f, w in (("orjson", 8), ("read", 7), ("roundtrip", 10)))
             rss = f"{r['peak_rss'] / MB:.0f} MB"
             verdict = "PASS" if r["pass"] else "MISS " + ",".join(k for k, v in r["checks"].items() if v is not True)
             if r["failed"]:

@@ -103,6 +103,14 @@ def _with(tables: DerivedTables, sel: Selection, *, ordered: bool = True) -> tup
         where += conds
         args += more
     c = ' COLLATE "C"' if pg else ""
+    if ordered and (sel.since is not None or sel.until is not None):
+        # only the transcripts with a row in the window: the report's rows are theirs, and each
+        # copy of a record (same dedup key: entry id and time) is in the window with it, so the
+        # first of its copies is still among them; the order of those kept is unchanged, and with
+        # it every sum. A month of a year's sessions then sorts a twelfth of them, not all
+        span, more = _span("w", sel)
+        where.append(f"d.key IN (SELECT w.key FROM {n.usage} w WHERE {span})")
+        args += more
     if not ordered:
         return (f"WITH sel AS (SELECT d.key, t.key AS top FROM {n.sessions} d JOIN {n.sessions} t ON t.key = d.top "
                 f"WHERE {' AND '.join(where)}) "), args
@@ -121,15 +129,21 @@ _BILLED: Final = "(f.key IS NULL OR f.key = u.key)"
 _CURRENT: Final = "(s.node_current = 1 AND u.on_branch = 1)"
 
 
-def _window(sel: Selection) -> tuple[str, list[Any]]:
-    where, args = ["u.matched = 0"], []
+def _span(alias: str, sel: Selection) -> tuple[str, list[Any]]:
+    """``since <= ts < until`` on the usage rows ``alias``."""
+    where, args = [], []
     if sel.since is not None:
-        where.append("u.ts >= ?")
+        where.append(f"{alias}.ts >= ?")
         args.append(sel.since)
     if sel.until is not None:
-        where.append("u.ts < ?")
+        where.append(f"{alias}.ts < ?")
         args.append(sel.until)
-    return " AND ".join(where), args
+    return " AND ".join(where) or "1 = 1", args
+
+
+def _window(sel: Selection) -> tuple[str, list[Any]]:
+    span, args = _span("u", sel)
+    return f"u.matched = 0 AND {span}", args
 
 
 def _order(s: str = "s", u: str = "u") -> str:
