@@ -46,6 +46,7 @@ import orjson
 POSTGRES = os.environ.get("OMP_BENCH_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
 RARE, MEDIUM, COMMON = "zyzzogeton", "quixotic", "function"
 ROOT = "/bench/team/sessions/"
+SPAN_DAYS = 365
 
 
 def _vocabulary(rnd: random.Random, n: int = 6000) -> list[str]:
@@ -70,11 +71,14 @@ def generate(root: Path, sessions: int, seed: int) -> int:
     rare = set(rnd.sample(range(sessions), min(3, sessions)))
     medium = set(rnd.sample(range(sessions), max(1, sessions // 100)))
     total = 0
-    base_ms = 1_767_225_600_000
+    # a year of sessions up to this hour, evenly spread: "--since 30d" then holds about a twelfth
+    # of the requests, as a team's month does (dated only by the run: the content is the seed's)
+    end_ms = int(time.time()) // 3600 * 3_600_000
+    step = SPAN_DAYS * 86_400_000 // max(sessions, 1)
     for s in range(sessions):
         long = s % 50 == 7
         entries = 300 if long else rnd.randint(4, 30)
-        start = base_ms + s * 60_000
+        start = end_ms - (sessions - s) * step
         sid = f"0197{s:08x}-0000-7000-8000-000000000000"
         bucket = root / f"--work-project{s % 40}--"
         bucket.mkdir(parents=True, exist_ok=True)
@@ -135,6 +139,10 @@ def _median_ms(fn: Callable[[], Any], runs: int) -> float:
     return round(statistics.median(timed(fn)[0] * 1000 for _ in range(runs)), 1)
 
 
+# the whole command through psycopg instead of the built-in client (store/pg_connect.py)
+PSYCOPG_ENV = {**os.environ, "OMP_SESSION_PG_DRIVER": "psycopg"}
+
+
 def measure_list(url: str, tables: Any, runs: int = 9) -> dict[str, Any]:
     """``list --store URL --all --json --limit 100``: from the derived tables (in-process and as
     the CLI), and from the stored bytes as a store without derived tables is listed."""
@@ -160,6 +168,8 @@ def measure_list(url: str, tables: Any, runs: int = 9) -> dict[str, Any]:
             "derived_ms": _median_ms(lambda: list_derived_sessions(tables, ROOT, all_buckets=True, limit=100), runs),
             "derived_all_ms": _median_ms(lambda: list_derived_sessions(tables, ROOT, all_buckets=True), 3),
             "cli_ms": _median_ms(lambda: subprocess.run(cli, check=True, capture_output=True), runs),
+            "cli_psycopg_ms": _median_ms(lambda: subprocess.run(cli, check=True, capture_output=True, env=PSYCOPG_ENV),
+                                         runs),
             "cli_help_ms": _median_ms(lambda: subprocess.run([exe, "--help"], check=True, capture_output=True), runs),
             # the floor of any command on PostgreSQL: Python starting and importing the driver
             "python_psycopg_ms": _median_ms(lambda: subprocess.run([sys.executable, "-c", "import psycopg"], check=True),
@@ -170,9 +180,9 @@ def measure_list(url: str, tables: Any, runs: int = 9) -> dict[str, Any]:
 def measure_stats(url: str, tables: Any, files: Path, runs: int = 7) -> dict[str, Any]:
     """``stats --by day --since WHEN``: in the database (``stats --store``: in-process on an open
     connection, and the whole command) beside ``stats`` on the same files (the whole command with
-    its cache warm, and in-process). WHEN: ``30d`` as typed (the generated sessions are dated
-    January 2026, so on a later clock it holds nothing) and the 30 days up to the newest session
-    (every session: the work a team's last month would be)."""
+    its cache warm, and in-process). WHEN: ``30d`` as typed (the generated sessions span the year
+    up to the run, so about a twelfth of the requests) and the year before the newest request
+    (every request: the heaviest report)."""
     import subprocess
 
     from omp_session.ops.stats.database import stats_in_tables
@@ -181,9 +191,9 @@ def measure_stats(url: str, tables: Any, files: Path, runs: int = 7) -> dict[str
     os.environ["XDG_CACHE_HOME"] = str(files.parent / "cache")  # the files' stats cache: the scratch's, not ~/.cache
     exe = str(Path(sys.executable).with_name("omp-session"))
     newest = max(int(r[0]) for r in tables.rows(f"SELECT max(ts) FROM {tables.names.usage}"))
-    month = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(newest / 1000 - 30 * 86_400)) + "Z"
+    year = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(newest / 1000 - (SPAN_DAYS + 1) * 86_400)) + "Z"
     out: dict[str, Any] = {}
-    for label, since in (("30d", "30d"), ("last_month_of_data", month)):
+    for label, since in (("30d", "30d"), ("every_request", year)):
         args = ["--all", "--by", "day", "--since", since, "--tz", "UTC", "--json"]
         store_cli = [exe, "stats", "--store", url, *args]
         files_cli = [exe, "stats", "--root", str(files), *args]
@@ -196,6 +206,8 @@ def measure_stats(url: str, tables: Any, files: Path, runs: int = 7) -> dict[str
         row["store_in_process_ms"] = _median_ms(lambda s=since: stats_in_tables(
             tables, all_sessions=True, root=ROOT, by="day", since=s, tz="UTC"), runs)
         row["store_cli_ms"] = _median_ms(lambda c=store_cli: subprocess.run(c, check=True, capture_output=True), runs)
+        row["store_cli_psycopg_ms"] = _median_ms(
+            lambda c=store_cli: subprocess.run(c, check=True, capture_output=True, env=PSYCOPG_ENV), runs)
         row["files_cli_ms"] = _median_ms(lambda c=files_cli: subprocess.run(c, check=True, capture_output=True), runs)
         row["files_in_process_ms"] = _median_ms(lambda s=since: stats(all_sessions=True, root=files, by="day", since=s,
                                                                       tz="UTC"), 3)
@@ -281,12 +293,14 @@ def main() -> int:
             out["stats"] = measure_stats(url, tables, files)
             for row in out["stats"].values():
                 say(f"stats --by day --since {row['since']}: store {row['store_in_process_ms']} ms in-process, "
-                    f"{row['store_cli_ms']} ms whole process | files {row['files_cli_ms']} ms whole process (cache warm), "
+                    f"{row['store_cli_ms']} ms whole process (psycopg: {row['store_cli_psycopg_ms']} ms) | "
+                    f"files {row['files_cli_ms']} ms whole process (cache warm), "
                     f"{row['files_in_process_ms']} ms in-process, {row['files_cli_no_cache_ms']} ms --no-cache; "
                     f"{row['requests']} requests, same JSON: {row['same_json']}")
             out["list"] = measure_list(url, tables)
             say(f"list --all --json --limit 100: {out['list']['derived_ms']} ms in-process, "
-                f"{out['list']['cli_ms']} ms whole process (omp-session --help: {out['list']['cli_help_ms']} ms, "
+                f"{out['list']['cli_ms']} ms whole process (psycopg: {out['list']['cli_psycopg_ms']} ms; "
+                f"omp-session --help: {out['list']['cli_help_ms']} ms, "
                 f"python -c 'import psycopg': {out['list']['python_psycopg_ms']} ms); "
                 f"from the bytes: {out['list']['bytes_ms']} ms in-process")
             # 1 % of the sessions grow by one message: the incremental sync and derive
@@ -339,12 +353,13 @@ def _table(out: dict[str, Any]) -> str:
                      f"{r['files_update']['p50_ms']} ms | {r['pg_vs_files']} |")
     li = out["list"]
     lines.append(f"list --all --json --limit 100: {li['derived_ms']} ms in-process, {li['cli_ms']} ms whole process "
-                 f"(omp-session --help {li['cli_help_ms']} ms, python -c 'import psycopg' {li['python_psycopg_ms']} ms); "
+                 f"(psycopg {li['cli_psycopg_ms']} ms; omp-session --help {li['cli_help_ms']} ms, python -c 'import psycopg' {li['python_psycopg_ms']} ms); "
                  f"every row from the tables {li['derived_all_ms']} ms; "
                  f"from the stored bytes {li['bytes_ms']} ms in-process")
     for row in out["stats"].values():
         lines.append(f"stats --by day --since {row['since']}: store {row['store_in_process_ms']} ms in-process, "
-                     f"{row['store_cli_ms']} ms whole process; files {row['files_cli_ms']} ms whole process (cache "
+                     f"{row['store_cli_ms']} ms whole process (psycopg {row['store_cli_psycopg_ms']} ms); "
+                     f"files {row['files_cli_ms']} ms whole process (cache "
                      f"warm), {row['files_in_process_ms']} ms in-process, {row['files_cli_no_cache_ms']} ms --no-cache")
     s = out["sizes"]
     lines.append(f"first sync (copy + derive) {out['sync_first_s']} s (derive {out['derive_first_s']} s); file index "

@@ -34,7 +34,8 @@ def test_reading_and_file_commands_import_no_extra(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("url", "extra"), [
-    ("postgresql://postgres@127.0.0.1:5432/test", "postgres"),
+    # an option only libpq knows: psycopg's (the built-in client serves a plain URL without it)
+    ("postgresql://postgres@127.0.0.1:5432/test?target_session_attrs=any", "postgres"),
     ("mysql://root@127.0.0.1:3306/test", "mysql"),
     ("redis://127.0.0.1:6379/0", "redis"),
 ])

@@ -36,7 +36,7 @@ def search_store(url: str, query: str, *, role: str | None, cwd: str | None, sin
     need = filtered or "search --store"
     if parsed.kind not in ("postgres", "sqlite"):
         raise not_supported(parsed.name, need)
-    with open_derived(parsed, timeout=timeout) as tables:
+    with open_derived(parsed, timeout=timeout, reading=True) as tables:
         # an older layout's texts are searched as they are (until index --store derives them again);
         # the filters need this layout's namespaces, as in list and stats; a table not ours is not read
         version = checked_version(tables)

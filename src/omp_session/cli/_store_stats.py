@@ -61,7 +61,7 @@ def store_stats(parsed: StoreURL, storage: SessionStorage, paths: Sequence[str] 
     if parsed.kind in ("postgres", "sqlite"):
         from omp_session.store.derived import open_derived
 
-        tables: AbstractContextManager[DerivedTables | None] = open_derived(parsed)
+        tables: AbstractContextManager[DerivedTables | None] = open_derived(parsed, reading=True)
     else:
         tables = nullcontext(None)
     return stats_for_store(tables, parsed.name, storage, paths, all_sessions=all_sessions, root=parsed.root, by=by,

@@ -372,7 +372,7 @@ def _store_listing(parsed: StoreURL, storage: SessionStorage, prefix: str, all_p
         from omp_session.catalog.derived import refresh_url
 
         refresh_url(parsed, create=False)
-    with open_derived(parsed) as tables:
+    with open_derived(parsed, reading=not refresh) as tables:
         version = checked_version(tables)  # a newer layout: refused, not misread
         if version == SCHEMA_VERSION:
             return list_derived_sessions(tables, prefix, all_buckets=all_projects, since_ms=since, until_ms=until,

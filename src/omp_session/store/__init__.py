@@ -46,7 +46,7 @@ def open_store(url: str | StoreURL, *, create: bool = True, timeout: float | Non
 
         return SqliteStorage(parsed.location, opts.get("table", "omp_session_files"), create_table=create)
     if parsed.kind == "postgres":
-        require("psycopg")
+        # psycopg only where the built-in client cannot connect (pg_connect.py requires it then)
         from .postgres import PostgresStorage
 
         return PostgresStorage(parsed.location, parsed.name, opts.get("table", "omp_session_files"),

@@ -1,11 +1,11 @@
-"""PostgreSQL through psycopg 3: omp's PostgreSQL dialect of the session table."""
+"""PostgreSQL: omp's PostgreSQL dialect of the session table, through the built-in client or psycopg 3
+(pg_connect.py)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-import psycopg
-
+from .pg_connect import connect, driver_errors
 from .pg_options import libpq_options
 from .sql import DEFAULT_TABLE, Dialect, SqlStorage
 from .url import DEFAULT_TIMEOUT
@@ -30,19 +30,26 @@ class PostgresStorage(SqlStorage):
     """Sessions in a PostgreSQL table. ``conninfo`` is a libpq URL or key=value string."""
 
     dialect = POSTGRES
-    driver_errors = (psycopg.Error,)
 
     def __init__(self, conninfo: str, name: str, table: str = DEFAULT_TABLE, *, create_table: bool = True,
                  connect_timeout: float = DEFAULT_TIMEOUT) -> None:
         self._conninfo = conninfo
         self.timeout = connect_timeout
+        # the errors of the client that connects (read by SqlStorage's except clauses when they
+        # catch, so _connect sets them again once it knows which client it was)
+        self.driver_errors = driver_errors()
         super().__init__(name, table, create_table=create_table)
 
     def _connect(self) -> Any:
         # autocommit: _tx issues BEGIN / COMMIT itself, so a read outside one holds no snapshot.
-        # libpq's connect_timeout covers the whole start-up (TLS negotiation, authentication);
+        # connect_timeout covers the whole start-up (TLS negotiation, authentication);
         # keepalives end a connection to a server that vanished (pg_options.py)
-        return psycopg.connect(self._conninfo, autocommit=True, **libpq_options(self._conninfo, self.timeout))
+        try:
+            conn, self.driver_errors = connect(self._conninfo, libpq_options(self._conninfo, self.timeout))
+        except BaseException:
+            self.driver_errors = driver_errors()  # psycopg's too, when it was the one that failed
+            raise
+        return conn
 
     def reason(self, error: BaseException) -> str:
         # libpq's messages span lines ("connection to server at ... failed: FATAL: ..."): keep the gist

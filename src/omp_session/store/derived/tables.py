@@ -174,7 +174,7 @@ def _finite(x: float | None) -> float | None:
 class DerivedTables:
     """The derived tables of omp's table ``table`` in one database (PostgreSQL or SQLite)."""
 
-    def __init__(self, parsed: StoreURL, *, timeout: float | None = None) -> None:
+    def __init__(self, parsed: StoreURL, *, timeout: float | None = None, reading: bool = False) -> None:
         if parsed.kind not in ("postgres", "sqlite"):
             raise StoreError(f"{parsed.name}: {NOT_SUPPORTED}")
         self.name = parsed.name
@@ -183,14 +183,29 @@ class DerivedTables:
         self.names: DerivedNames = derived_names(self.table)
         self._p = "%s" if self.dialect == "postgres" else "?"
         self._rls: dict[str, bool] = {}
+        self._errors: tuple[type[BaseException], ...]
+        self.conn: Any
         seconds = check_timeout(timeout, parsed.name) if timeout is not None else parsed.timeout
-        if self.dialect == "postgres":
+        if self.dialect == "postgres" and reading:
+            # only reads (no COPY, no executemany): the built-in client serves when it can (pg_connect.py)
+            from ..pg_connect import connect, driver_errors
+
+            self._errors = driver_errors()
+            try:
+                self.conn, self._errors = connect(parsed.location, libpq_options(parsed.location, seconds, least=2))
+            except BaseException as e:
+                self._errors = driver_errors()  # psycopg's too, when it was the one that failed
+                if isinstance(e, self._errors):
+                    raise StoreError(f"{parsed.name}: cannot connect: {_one_line(e)}") from e
+                raise
+            self.conn.prepare_threshold = None  # psycopg: as below; the built-in client never prepares
+        elif self.dialect == "postgres":
             import psycopg
 
-            self._errors: tuple[type[BaseException], ...] = (psycopg.Error,)
+            self._errors = (psycopg.Error,)
             try:
                 # connect_timeout and TCP keepalives (a server gone without a word: pg_options.py)
-                self.conn: Any = psycopg.connect(parsed.location, autocommit=True,
+                self.conn = psycopg.connect(parsed.location, autocommit=True,
                                                  **libpq_options(parsed.location, seconds, least=2))
                 # no prepared statements: a generic plan cannot tell a common word from a rare one
                 # and ranks a million matches (seconds) where the custom plan walks the newest rows
@@ -633,7 +648,8 @@ def _one_line(e: BaseException) -> str:
     return "; ".join(dict.fromkeys(lines)) or type(e).__name__
 
 
-def open_derived(url: str | StoreURL, *, timeout: float | None = None) -> DerivedTables:
+def open_derived(url: str | StoreURL, *, timeout: float | None = None, reading: bool = False) -> DerivedTables:
     """The derived tables of the store ``url`` names (PostgreSQL or SQLite; any other store is
-    :data:`NOT_SUPPORTED`, one line). Connects; creates nothing."""
-    return DerivedTables(parse_store_url(url) if isinstance(url, str) else url, timeout=timeout)
+    :data:`NOT_SUPPORTED`, one line). Connects; creates nothing. ``reading``: the caller only reads
+    through them (PostgreSQL: the built-in client may connect instead of psycopg, pg_connect.py)."""
+    return DerivedTables(parse_store_url(url) if isinstance(url, str) else url, timeout=timeout, reading=reading)
