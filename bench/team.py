@@ -1,6 +1,7 @@
 """Benchmark: a team's sessions in one PostgreSQL — search in the database vs search on files.
 
     python bench/team.py [--sessions 10000] [--queries 20] [--seed 1] [--scratch DIR] [--keep] [--json]
+    python bench/team.py --reuse TABLE --scratch DIR    # measure again what a --keep run left
 
 Generates ``--sessions`` sessions as files (small and large mixed: most 4-30 entries, one in 50 a
 long one of 300 entries with tool outputs), then, timed:
@@ -177,7 +178,7 @@ def measure_list(url: str, tables: Any, runs: int = 9) -> dict[str, Any]:
             "bytes_ms": bytes_ms}
 
 
-def measure_stats(url: str, tables: Any, files: Path, runs: int = 7) -> dict[str, Any]:
+def measure_stats(url: str, tables: Any, files: Path, runs: int = 7, *, files_timed: bool = True) -> dict[str, Any]:
     """``stats --by day --since WHEN``: in the database (``stats --store``: in-process on an open
     connection, and the whole command) beside ``stats`` on the same files (the whole command with
     its cache warm, and in-process). WHEN: ``30d`` as typed (the generated sessions span the year
@@ -208,6 +209,10 @@ def measure_stats(url: str, tables: Any, files: Path, runs: int = 7) -> dict[str
         row["store_cli_ms"] = _median_ms(lambda c=store_cli: subprocess.run(c, check=True, capture_output=True), runs)
         row["store_cli_psycopg_ms"] = _median_ms(
             lambda c=store_cli: subprocess.run(c, check=True, capture_output=True, env=PSYCOPG_ENV), runs)
+        if not files_timed:  # --store-only: the files' report only to compare the JSON
+            row["files_cli_ms"] = row["files_in_process_ms"] = row["files_cli_no_cache_ms"] = None
+            out[label] = row
+            continue
         row["files_cli_ms"] = _median_ms(lambda c=files_cli: subprocess.run(c, check=True, capture_output=True), runs)
         row["files_in_process_ms"] = _median_ms(lambda s=since: stats(all_sessions=True, root=files, by="day", since=s,
                                                                       tz="UTC"), 3)
@@ -225,7 +230,13 @@ def main() -> int:
     ap.add_argument("--scratch", type=Path, default=None)
     ap.add_argument("--keep", action="store_true", help="keep the PostgreSQL tables and the files")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--reuse", metavar="TABLE", help="the table (and files under --scratch) a --keep run left: "
+                    "only the searches, stats, list and sizes are measured again (nothing written)")
+    ap.add_argument("--store-only", action="store_true", help="time stats on the store only (the files' report "
+                    "is still made once, to compare)")
     args = ap.parse_args()
+    if args.reuse and not args.scratch:
+        ap.error("--reuse needs the --scratch folder of the run that kept the table")
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a killed run still drops its tables
     try:
         from omp_session.catalog.derived import refresh_url
@@ -242,7 +253,7 @@ def main() -> int:
 
     scratch = args.scratch or Path(tempfile.mkdtemp(prefix="omp-team-bench-"))
     files = scratch / "sessions"
-    table = f"b_{uuid.uuid4().hex[:12]}"
+    table = args.reuse or f"b_{uuid.uuid4().hex[:12]}"
     url = f"{POSTGRES}?table={table}&root={ROOT}"
     out: dict[str, Any] = {"sessions": args.sessions, "queries": args.queries}
 
@@ -250,19 +261,24 @@ def main() -> int:
         print(msg, file=sys.stderr, flush=True)
 
     try:
-        seconds, total = timed(lambda: generate(files, args.sessions, args.seed))
-        out["session_bytes"] = total
-        say(f"generated {args.sessions} sessions, {total / 1e6:.1f} MB, in {seconds:.1f} s")
-        refresh_url(url)  # the search tables, once; from now on sync keeps them
-        seconds, report = timed(lambda: sync_urls(f"file:{files}", url, use_state=False))
-        assert report.count("copied") == args.sessions and report.derived is not None
-        out["sync_first_s"] = round(seconds, 2)
-        out["derive_first_s"] = report.derived["seconds"]
-        say(f"sync into PostgreSQL (copy + derive): {seconds:.1f} s (deriving {report.derived['seconds']:.1f} s)")
         index = scratch / "search.sqlite"
-        seconds, _ = timed(lambda: SearchIndex(index).update(files))
-        out["file_index_s"] = round(seconds, 2)
-        say(f"file index (FTS5): {seconds:.1f} s")
+        if args.reuse:
+            paths = list(files.rglob("*.jsonl"))
+            out["sessions"], out["session_bytes"] = len(paths), sum(p.stat().st_size for p in paths)
+            out["sync_first_s"] = out["derive_first_s"] = out["file_index_s"] = None
+        else:
+            seconds, total = timed(lambda: generate(files, args.sessions, args.seed))
+            out["session_bytes"] = total
+            say(f"generated {args.sessions} sessions, {total / 1e6:.1f} MB, in {seconds:.1f} s")
+            refresh_url(url)  # the search tables, once; from now on sync keeps them
+            seconds, report = timed(lambda: sync_urls(f"file:{files}", url, use_state=False))
+            assert report.count("copied") == args.sessions and report.derived is not None
+            out["sync_first_s"] = round(seconds, 2)
+            out["derive_first_s"] = report.derived["seconds"]
+            say(f"sync into PostgreSQL (copy + derive): {seconds:.1f} s (deriving {report.derived['seconds']:.1f} s)")
+            seconds, _ = timed(lambda: SearchIndex(index).update(files))
+            out["file_index_s"] = round(seconds, 2)
+            say(f"file index (FTS5): {seconds:.1f} s")
         with open_derived(url) as tables:
             tables.rows("ANALYZE " + tables.names.entries)
             queries: dict[str, Any] = {}
@@ -290,7 +306,7 @@ def main() -> int:
                     f"{row['files']['p50_ms']} ms p95 {row['files']['p95_ms']} ms (with update p50 "
                     f"{row['files_update']['p50_ms']} ms)")
             out["search"] = queries
-            out["stats"] = measure_stats(url, tables, files)
+            out["stats"] = measure_stats(url, tables, files, files_timed=not args.store_only)
             for row in out["stats"].values():
                 say(f"stats --by day --since {row['since']}: store {row['store_in_process_ms']} ms in-process, "
                     f"{row['store_cli_ms']} ms whole process (psycopg: {row['store_cli_psycopg_ms']} ms) | "
@@ -304,19 +320,23 @@ def main() -> int:
                 f"python -c 'import psycopg': {out['list']['python_psycopg_ms']} ms); "
                 f"from the bytes: {out['list']['bytes_ms']} ms in-process")
             # 1 % of the sessions grow by one message: the incremental sync and derive
-            grown = sorted(files.rglob("*.jsonl"))[:: 100]
+            grown = [] if args.reuse else sorted(files.rglob("*.jsonl"))[:: 100]
             for p in grown:
                 with p.open("ab") as f:
                     f.write(orjson.dumps({"type": "message", "id": "ffffffff", "parentId": None,
                                           "timestamp": "2026-02-01T00:00:00.000Z",
                                           "message": {"role": "user", "content": "one more question", "timestamp": 1}})
                             + b"\n")
-            seconds, report = timed(lambda: sync_urls(f"file:{files}", url, use_state=False))
-            assert report.count("appended") == len(grown) and report.derived is not None
-            out["sync_grown"] = {"sessions": len(grown), "seconds": round(seconds, 2),
-                                 "derive_seconds": report.derived["seconds"], "derive_bytes_read": report.derived["bytes_read"]}
-            say(f"{len(grown)} sessions grown: sync {seconds:.2f} s, derive {report.derived['seconds']:.2f} s, "
-                f"{report.derived['bytes_read']:,} bytes read to derive")
+            if args.reuse:
+                out["sync_grown"] = {"sessions": 0, "seconds": None}
+            else:
+                seconds, report = timed(lambda: sync_urls(f"file:{files}", url, use_state=False))
+                assert report.count("appended") == len(grown) and report.derived is not None
+                out["sync_grown"] = {"sessions": len(grown), "seconds": round(seconds, 2),
+                                     "derive_seconds": report.derived["seconds"],
+                                     "derive_bytes_read": report.derived["bytes_read"]}
+                say(f"{len(grown)} sessions grown: sync {seconds:.2f} s, derive {report.derived['seconds']:.2f} s, "
+                    f"{report.derived['bytes_read']:,} bytes read to derive")
             sizes = tables.sizes()
             n = derived_names(table)
             derived_bytes = sizes[n.sessions] + sizes[n.entries] + sizes[n.usage]
@@ -328,7 +348,7 @@ def main() -> int:
                 f"sessions' {sizes['sessions_bytes'] / 1e6:.1f} MB (omp's table itself: "
                 f"{out['sizes']['omp_table_bytes'] / 1e6:.1f} MB)")
     finally:
-        if not args.keep:
+        if not args.keep and not args.reuse:
             import psycopg
 
             n = derived_names(table)

@@ -528,9 +528,12 @@ def refresh_url(url: str | StoreURL, *, create: bool = True, namespaces: Mapping
             if not create:
                 return None
             tables.create()
-        elif rebuild and not tables.outdated():  # an older layout: refresh drops it anyway
-            # where each session came from is not in its bytes: a rebuild keeps it
-            namespaces = {**tables.namespaces(parsed.root), **(namespaces or {})}
-            tables.drop_rows()
+        elif not tables.outdated():  # an older layout: refresh drops it anyway
+            if create:
+                tables.add_indexes()  # those a later omp-session of this layout added
+            if rebuild:
+                # where each session came from is not in its bytes: a rebuild keeps it
+                namespaces = {**tables.namespaces(parsed.root), **(namespaces or {})}
+                tables.drop_rows()
         return refresh(tables, parsed.root, namespaces=namespaces, new_namespace=new_namespace, progress=progress,
                        copies=copies)

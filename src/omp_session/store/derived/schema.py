@@ -126,6 +126,9 @@ def schema(dialect: str, n: DerivedNames) -> list[str]:
            f"CREATE INDEX IF NOT EXISTS {list_base}_list_unlisted ON {n.sessions} (key) WHERE list_id IS NULL",
            # a session's tree of transcripts; the copies of one record in other transcripts
            f"CREATE INDEX IF NOT EXISTS {list_base}_stats_top ON {n.sessions} (top)",
+           # every report counts its sessions and transcripts from these two columns alone: read
+           # from the index, not from each session's wide row
+           f"CREATE INDEX IF NOT EXISTS {list_base}_stats_tree ON {n.sessions} (top, node_order)",
            f"CREATE INDEX IF NOT EXISTS {list_base}_stats_dedup ON {n.usage} (dedup) WHERE dedup IS NOT NULL",
            # the few rows whose record another transcript holds too: every report looks them up
            f"CREATE INDEX IF NOT EXISTS {list_base}_stats_shared ON {n.usage} (dedup) WHERE shared = 1"]

@@ -103,14 +103,23 @@ def _with(tables: DerivedTables, sel: Selection, *, ordered: bool = True) -> tup
         where += conds
         args += more
     c = ' COLLATE "C"' if pg else ""
+    source = f"{n.sessions} d JOIN {n.sessions} t ON t.key = d.top"
     if ordered and (sel.since is not None or sel.until is not None):
         # only the transcripts with a row in the window: the report's rows are theirs, and each
         # copy of a record (same dedup key: entry id and time) is in the window with it, so the
         # first of its copies is still among them; the order of those kept is unchanged, and with
         # it every sum. A month of a year's sessions then sorts a twelfth of them, not all
         span, more = _span("w", sel)
-        where.append(f"d.key IN (SELECT w.key FROM {n.usage} w WHERE {span})")
-        args += more
+        if pg:
+            # each transcript and its top looked up by key (OFFSET 0 keeps PostgreSQL from
+            # turning the lookups into hash joins over every session's wide row)
+            source = (f"(SELECT DISTINCT w.key FROM {n.usage} w WHERE {span}) k "
+                      f"CROSS JOIN LATERAL (SELECT * FROM {n.sessions} x WHERE x.key = k.key OFFSET 0) d "
+                      f"CROSS JOIN LATERAL (SELECT * FROM {n.sessions} y WHERE y.key = d.top OFFSET 0) t")
+            args = more + args  # FROM comes before WHERE
+        else:
+            where.append(f"d.key IN (SELECT w.key FROM {n.usage} w WHERE {span})")
+            args += more
     if not ordered:
         return (f"WITH sel AS (SELECT d.key, t.key AS top FROM {n.sessions} d JOIN {n.sessions} t ON t.key = d.top "
                 f"WHERE {' AND '.join(where)}) "), args
@@ -118,7 +127,7 @@ def _with(tables: DerivedTables, sel: Selection, *, ordered: bool = True) -> tup
     # rows are sorted by it, not by two long strings each
     sql = (f"WITH sel AS (SELECT d.key, d.node_order, d.node_current, t.key AS top, t.project AS project, "
            f"dense_rank() OVER (ORDER BY coalesce(t.stats_born, ''){c}, t.key{c}) AS tree "
-           f"FROM {n.sessions} d JOIN {n.sessions} t ON t.key = d.top WHERE {' AND '.join(where)}), "
+           f"FROM {source} WHERE {' AND '.join(where)}), "
            f"firsts AS (SELECT dedup, key FROM (SELECT u.dedup, u.key, row_number() OVER (PARTITION BY u.dedup "
            f"ORDER BY sel.tree, sel.node_order) AS r FROM {n.usage} u JOIN sel ON sel.key = u.key "
            f"WHERE u.shared = 1) x WHERE r = 1) ")
@@ -276,6 +285,28 @@ def billed_times(tables: DerivedTables, sel: Selection, lo: float, hi: float) ->
 
 def counts(tables: DerivedTables, sel: Selection) -> tuple[int, int]:
     """(top-level sessions, transcripts) of the report."""
+    if sel.user is None and sel.host is None:
+        # one pass over the sessions, grouped by tree: only a tree's top has node_order 0 (and its
+        # top is its own key), so a tree whose top is a top-level session is one holding a row
+        # of node_order 0; the join of each transcript to its top read every wide row twice
+        n = tables.names
+        where: list[str] = ["node_order IS NOT NULL"]
+        args: list[Any] = []
+        if sel.keys is not None:
+            if tables.dialect == "postgres":
+                where.append("top = ANY(?)")
+                args.append(list(sel.keys))
+            else:
+                where.append(f"top IN ({', '.join('?' * len(sel.keys))})" if sel.keys else "1 = 0")
+                args += list(sel.keys)
+        if sel.prefix is not None:
+            where.append("substr(top, 1, ?) = ?")
+            args += [len(sel.prefix), sel.prefix]
+        rows = tables.rows(f"SELECT count(*), coalesce(sum(g.n), 0) FROM (SELECT top, count(*) AS n, "
+                           f"max(CASE WHEN node_order = 0 THEN 1 ELSE 0 END) AS rooted FROM {n.sessions} "
+                           f"WHERE {' AND '.join(where)} GROUP BY top) g WHERE g.rooted = 1", args,
+                           "counting the sessions")
+        return int(rows[0][0]), int(rows[0][1])
     head, args = _with(tables, sel, ordered=False)
     rows = tables.rows(f"{head}SELECT count(DISTINCT top), count(*) FROM sel", args, "counting the sessions")
     return int(rows[0][0]), int(rows[0][1])

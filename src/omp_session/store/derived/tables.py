@@ -222,6 +222,13 @@ class DerivedTables:
         if not self._has_table(self.table):
             self.close()
             raise StoreMissingError(f"{parsed.name}: there is no table {self.table} (omp creates it on first use)")
+        if self.dialect == "postgres":
+            # a report is one query over many rows, planned each time: compiling it (JIT) took
+            # half a second, more than it saved, and sorting a month's usage rows in the default
+            # 4 MB of memory spilled them to disk. For this connection only; a server without
+            # these settings is read as it is
+            with suppress(StoreError):
+                self.rows("SELECT set_config('jit', 'off', false), set_config('work_mem', '64MB', false)")
 
     # ----- plumbing -----------------------------------------------------------------------------
 
@@ -298,6 +305,14 @@ class DerivedTables:
         else:
             rows = self.rows(f"SELECT name, dflt_value FROM pragma_table_info('{table}')")
         return {str(r[0]): r[1] for r in rows}
+
+    def add_indexes(self) -> None:
+        """Make the indexes of this layout that tables made by an earlier omp-session of the same
+        layout lack (each alone; one the role may not make is left out: reports only run slower)."""
+        for statement in schema(self.dialect, self.names):
+            if statement.startswith("CREATE INDEX"):
+                with suppress(StoreError), self.transaction("adding an index") as conn:
+                    conn.execute(statement)
 
     def drop(self) -> None:
         """Drop every derived table (an older layout's: what is derived is derived again)."""
