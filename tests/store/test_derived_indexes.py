@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from builders import entry, user, write_session
 from omp_session.catalog.derived import refresh_url
+from omp_session.ops.sync import sync_urls
 from omp_session.store.derived import open_derived
 from stores.teamutil import team_url
 
@@ -45,3 +47,20 @@ def test_a_postgres_connection_plans_without_jit(tmp_path: Path) -> None:
             with open_derived(url, reading=reading) as tables:
                 assert [tuple(r) for r in tables.rows("SELECT current_setting('jit'), current_setting('work_mem')")] \
                     == [("off", "64MB")]
+
+
+def test_an_update_leaves_no_pending_search_entries(tmp_path: Path) -> None:
+    """GIN's pending list (read through by every search until merged) is merged by the update
+    that filled it: merging again finds no page to move."""
+    files = tmp_path / "files"
+    entries, parent = [], None
+    for i in range(40):
+        entries.append(entry(f"e{i}", parent, message=user(f"zyzzogeton quixotic number {i}")))
+        parent = f"e{i}"
+    write_session(files / "--p--" / "2026-01-01T00-00-00-000Z_s.jsonl", entries)
+    with team_url("postgres", tmp_path) as url:
+        refresh_url(url)
+        sync_urls(f"file:{files}", url, use_state=False)
+        with open_derived(url) as tables:
+            [(pages,)] = tables.rows("SELECT gin_clean_pending_list(?::regclass)", (f"{tables.names.entries}_tsv",))
+        assert pages == 0

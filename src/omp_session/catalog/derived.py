@@ -466,6 +466,8 @@ def refresh(tables: DerivedTables, root: str, *, namespaces: Mapping[str, str] |
         # fork of another person's session is flagged by neither, until an update that sees both
         report.copies_settled = tables.settle_copies()
     report.sessions = tables.count(root)
+    if report.added or report.grown or report.rederived:
+        tables.merge_search_index()
     if len(report.added) + len(report.rederived) + len(report.removed) >= 50 + report.sessions // 10:
         # the planner's statistics, after changes as large as those autovacuum analyses after (a
         # server may run without it): without them a list of 100 sorts every session's row
