@@ -1,4 +1,4 @@
-"""The built-in PostgreSQL client (store/pgwire.py) gives what psycopg gives: the same values and
+"""The built-in PostgreSQL client (store/pgwire/) gives what psycopg gives: the same values and
 column names for every type our reading queries meet, the same error messages and SQLSTATEs, the
 same start-up failures; and it stays out of the way (psycopg connects) wherever libpq would do
 something it does not.
@@ -10,6 +10,7 @@ which shows the fake speaks the protocol as a real server does."""
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import hmac
 import math
@@ -642,6 +643,97 @@ def test_tls_without_certificate_checks_as_libpq(tls: Any, sslmode: str) -> None
         peer.close()
 
 
+def test_a_tls_handshake_the_server_resets_under_prefer_is_left_to_psycopg() -> None:
+    """sslmode=prefer: a server that says 'S' and then drops the handshake (a reset, not a TLS
+    alert) is tried again without TLS by libpq; the built-in client leaves that to psycopg."""
+    attempts = [0]
+    plain = fake_server("password", "pw")
+
+    def answer(conn: socket.socket) -> None:
+        attempts[0] += 1
+        size = struct.unpack("!i", _exactly(conn, 4))[0]
+        body = _exactly(conn, size - 4)
+        if struct.unpack("!i", body[:4])[0] != 80877103:  # libpq's retry without TLS: a start-up packet
+            replay = socket.socket(fileno=os.dup(conn.fileno()))
+            with contextlib.closing(replay):
+                plain(_Replayed(replay, struct.pack("!i", size) + body))
+            return
+        conn.sendall(b"S")
+        conn.recv(4096)  # the ClientHello
+        conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))  # close as a reset
+
+    peer = Peer(answer)
+    try:
+        url = peer.url("alice", "pw", "?sslmode=prefer")
+        with psycopg.connect(url, autocommit=True, connect_timeout=5) as theirs:
+            assert theirs.execute("SELECT 1").fetchall() == [("alice",)]
+        with pytest.raises(pgwire.Unsupported, match="TLS"):
+            pgwire.connect(url, connect_timeout=5)
+        conn, _ = pg_connect.connect(url, {"connect_timeout": 5})
+        try:
+            assert conn.execute("SELECT 1").fetchall() == [("alice",)]
+        finally:
+            conn.close()
+    finally:
+        peer.close()
+
+
+class _Replayed:
+    """A socket whose first reads give ``head`` (bytes already taken from it) before the wire's."""
+
+    def __init__(self, sock: socket.socket, head: bytes) -> None:
+        self.sock, self.head = sock, head
+
+    def recv(self, n: int) -> bytes:
+        if self.head:
+            out, self.head = self.head[:n], self.head[n:]
+            return out
+        return self.sock.recv(n)
+
+    def sendall(self, data: bytes) -> None:
+        self.sock.sendall(data)
+
+
+_SALTED = "s=" + base64.b64encode(SALT).decode() + ",i=4096"
+
+
+@pytest.mark.parametrize(
+    ("server_first", "server_final", "why"),
+    [
+        ("s=not*base64,i=4096", "", "malformed SCRAM message (invalid salt)"),
+        (_SALTED, "v=not*base64", "malformed SCRAM message (invalid server signature)"),
+        (_SALTED, "v=" + base64.b64encode(b"x" * 32).decode(), "incorrect server signature"),
+        (_SALTED, "e=other-error", "error received from server in SCRAM exchange: other-error"),
+    ],
+)
+def test_a_scram_server_that_cannot_prove_itself_is_refused_as_libpq_refuses_it(
+    server_first: str, server_final: str, why: str
+) -> None:
+    """The server's signature (SCRAM's proof that it knows the password too) must be right, and
+    a malformed salt or signature is libpq's error, not a Python traceback (binascii.Error)."""
+
+    def answer(conn: socket.socket) -> None:
+        conn, _ = _startup(conn)
+        _send(conn, b"R", struct.pack("!i", 10) + b"SCRAM-SHA-256\x00\x00")
+        _, body = _receive(conn)
+        bare = body.split(b"\x00", 1)[1][4:].decode().split(",", 2)[2]
+        nonce = dict(p.split("=", 1) for p in bare.split(","))["r"] + "srv"
+        _send(conn, b"R", struct.pack("!i", 11) + f"r={nonce},{server_first}".encode())
+        with contextlib.suppress(ConnectionError):
+            _receive(conn)
+            _send(conn, b"R", struct.pack("!i", 12) + server_final.encode())
+            _send(conn, b"R", struct.pack("!i", 0))
+            _send(conn, b"Z", b"I")
+            _receive(conn)
+
+    peer = Peer(answer)
+    try:
+        got, want = _both_fail(peer.url("alice", "pw", "?sslmode=disable"), connect_timeout=5)
+        assert got == want and got.endswith(f"failed: {why}")
+    finally:
+        peer.close()
+
+
 def test_channel_binding_offered_over_tls_is_left_to_psycopg(tls: Any) -> None:
     peer = Peer(fake_server("scram", "pw", tls, plus=True))
     try:
@@ -673,7 +765,7 @@ def test_no_password_for_a_server_that_asks_one(monkeypatch: pytest.MonkeyPatch,
 
 
 def test_scram_proof_of_rfc_7677() -> None:
-    scram = pgwire._Scram("pencil", user="user", nonce="rOprNGfwEbeRWgbNEkqO")
+    scram = pgwire.auth.Scram("pencil", user="user", nonce="rOprNGfwEbeRWgbNEkqO")
     assert scram.first() == "n,,n=user,r=rOprNGfwEbeRWgbNEkqO"
     final = scram.final(
         "r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096"
@@ -687,7 +779,7 @@ def test_scram_proof_of_rfc_7677() -> None:
 
 
 def test_a_server_nonce_that_does_not_extend_ours_is_refused() -> None:
-    scram = pgwire._Scram("pencil", nonce="abc")
+    scram = pgwire.auth.Scram("pencil", nonce="abc")
     with pytest.raises(pgwire.OperationalError, match="nonce"):
         scram.final("r=xyz123,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096")
 
@@ -764,9 +856,9 @@ def test_user_and_database_default_as_in_libpq() -> None:
     import pwd
 
     me = pwd.getpwuid(os.geteuid()).pw_name
-    params = pgwire._parse("postgresql://127.0.0.1", {})
+    params = pgwire.conninfo.parse_conninfo("postgresql://127.0.0.1", {})
     assert (params.user, params.dbname, params.port, params.timeout) == (me, me, 5432, 130)
-    params = pgwire._parse(
+    params = pgwire.conninfo.parse_conninfo(
         "postgres://a%40b:p%3Aw%2F@[::1]:6543/d%20b?connect_timeout=1&application_name=x",
         {"connect_timeout": 9, "keepalives": 1},
     )
@@ -779,3 +871,42 @@ def test_user_and_database_default_as_in_libpq() -> None:
         params.timeout,
         params.application_name,
     ) == ("a@b", "p:w/", "::1", 6543, "d b", 2, "x")
+
+
+def test_an_ipv6_zone_is_percent_decoded_as_libpq_decodes_it() -> None:
+    """libpq decodes every part of the URL, a bracketed host too: ``[fe80::1%25eth0]`` is the
+    link-local address on eth0 (left encoded, no resolver knows the name)."""
+    params = pgwire.conninfo.parse_conninfo("postgresql://u@[fe80::1%25lo]:6543/d", {})
+    assert (params.host, params.port) == ("fe80::1%lo", 6543)
+
+
+def test_the_row_count_of_rows_returned_is_their_number(both: tuple[Any, pgwire.Connection]) -> None:
+    """psycopg's ``rowcount`` of a statement returning rows is how many it returned, whatever its
+    command tag counts (``SHOW``, ``EXPLAIN`` count nothing)."""
+    theirs, ours = both
+    for c in (theirs, ours):
+        c.execute("CREATE TEMP TABLE rc (a int)")
+    for sql in (
+        "SHOW server_version_num",
+        "EXPLAIN SELECT 1",
+        "VALUES (1), (2), (3)",
+        "INSERT INTO rc SELECT generate_series(1, 4) RETURNING a",
+        "SELECT 1 WHERE false",
+        "UPDATE rc SET a = a + 1",
+        "CREATE TEMP TABLE rc2 AS SELECT 1",
+    ):
+        want, got = theirs.execute(sql), ours.execute(sql)
+        assert (got.rowcount, got.statusmessage) == (want.rowcount, want.statusmessage), sql
+
+
+@pytest.mark.parametrize(("sql", "params"), [("", None), ("  ;", None), ("", ())])
+def test_an_empty_query_is_refused_at_fetch_as_psycopg_refuses_it(
+    both: tuple[Any, pgwire.Connection], sql: str, params: tuple[()] | None
+) -> None:
+    theirs, ours = both
+    with pytest.raises(psycopg.ProgrammingError) as want:
+        theirs.execute(sql, params).fetchall()
+    with pytest.raises(pgwire.ProgrammingError) as got:
+        ours.execute(sql, params).fetchall()
+    assert str(got.value) == str(want.value)
+    assert ours.execute("SELECT 1").fetchall() == [(1,)]

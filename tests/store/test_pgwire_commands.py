@@ -1,5 +1,5 @@
 """``list``, ``stats`` and ``search --store`` on PostgreSQL read through the built-in client
-(store/pgwire.py): the same output as through psycopg, and psycopg is not even imported."""
+(store/pgwire/): the same output as through psycopg, and psycopg is not even imported."""
 
 from __future__ import annotations
 
