@@ -14,24 +14,15 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, tzinfo
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import click
-from rich.bar import Bar
-from rich.cells import cell_len
-from rich.console import Console, RenderableType
-from rich.console import Group as Lines
-from rich.markup import escape
-from rich.table import Table
-from rich.text import Text
 
 from omp_session.catalog.resolve import resolve_session
 from omp_session.errors import SessionError
 from omp_session.js.date import now_ms, to_iso
 from omp_session.ops.stats.blocks import Block
 from omp_session.ops.stats.group import GROUPINGS, Group, Totals, zone_name
-from omp_session.ops.stats.html import render_html
-from omp_session.ops.stats.report import StatsCache, StatsReport, stats
 from omp_session.store.atomic import check_output, write_new_file
 
 from ._errors import command
@@ -39,6 +30,12 @@ from ._options import force_option, json_option, output_option, session_argument
 from ._store import active_store, refuse_non_session_file, resolve_in_store, store_option
 from ._store_stats import check_filters, store_stats
 from ._style import HarmlessOut
+
+if TYPE_CHECKING:  # the tables are drawn with rich, imported where they are: --json needs none of it
+    from rich.console import Console, RenderableType
+    from rich.console import Group as Lines
+
+    from omp_session.ops.stats.report import StatsReport
 
 __all__ = ["BLOCK_CSV_FIELDS", "CSV_FIELDS", "stats_command"]
 
@@ -58,6 +55,7 @@ def _progress() -> Iterator[Callable[[int, int], None] | None]:
     if not sys.stderr.isatty():
         yield None
         return
+    from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
     bar = Progress(TextColumn("reading sessions"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
@@ -173,6 +171,8 @@ def stats_command(sessions: tuple[str, ...], all_sessions: bool, root: Path | No
             report = store_stats(*active, paths, all_sessions=all_sessions, by=by, since=since, until=until, tz=tz,
                                  user=ns_user, host=ns_host, placed=blocks or kind == "html", progress=progress)
         else:
+            from omp_session.ops.stats.report import StatsCache, stats
+
             report = stats(paths, all_sessions=all_sessions, root=root, by=by, since=since, until=until,
                            tz=tz, cache=StatsCache(enabled=not no_cache), progress=progress)
     for line in report.problems:
@@ -222,6 +222,8 @@ def _format_of(out: Path | None) -> str:
 
 def _rendered(view: _View, kind: str) -> str:
     if kind == "html":
+        from omp_session.ops.stats.html import render_html
+
         return render_html(view.report)
     if kind == "json":
         return _json(view)
@@ -318,6 +320,10 @@ def _fitted(console: Console, view: _View, key: str, columns: list[_Column],
     """The richest table that fits the console: the token breakdown on wide terminals, then the
     base columns, then the compact ones (key, tokens, cost) when even those need more columns
     than the terminal has, or ``--compact`` asks for them; a list where not even those fit."""
+    from rich.cells import cell_len
+    from rich.table import Table
+    from rich.text import Text
+
     labels = [cell_len(label) for label, _, _ in rows]
     # a day, a block's start or a model folded over two lines reads badly: the full table keeps them
     # whole (a session's title may fold), else the compact one is shown
@@ -374,6 +380,8 @@ def _fitted(console: Console, view: _View, key: str, columns: list[_Column],
 def _listed(view: _View, key: str, cols: list[_Column], rows: list[tuple[str, dict[str, str], str]]) -> Lines:
     """Too narrow for even the compact table: each row's key on a line of its own and its numbers
     on the next (``3.6k tokens · $2.25``), folded at the terminal's edge, never cut off."""
+    from rich.console import Group as Lines
+    from rich.text import Text
 
     def numbers(cells: dict[str, str]) -> str:
         return " · ".join(cells[c.name] if c.wrap or c.name == "cost" else f"{cells[c.name]} {c.name}"
@@ -405,6 +413,8 @@ def _token_columns(t: Totals) -> list[_Column]:
 
 
 def _table(view: _View) -> None:
+    from rich.console import Console
+
     console = Console(highlight=False, file=HarmlessOut())  # type: ignore[arg-type]
     if view.blocks:
         console.print(_blocks_table(console, view))
@@ -486,6 +496,12 @@ def _blocks_table(console: Console, view: _View) -> RenderableType:
 
 
 def _chart(view: _View) -> None:
+    from rich.bar import Bar
+    from rich.cells import cell_len
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
     console = Console(highlight=False, file=HarmlessOut())  # type: ignore[arg-type]
     report = view.report
     if view.blocks:

@@ -44,23 +44,19 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import tzinfo
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import orjson
 
-from omp_session.catalog.cache import load_cache, replace_quietly
-from omp_session.catalog.stored import read_stored_session
-from omp_session.catalog.summaries import cache_dir, usage_candidates
 from omp_session.errors import ContextError, StatsOptionError
-from omp_session.format.blobs import MemoryBlobStore
 from omp_session.js.date import now_ms, to_iso
-from omp_session.model.session import read_session
-from omp_session.model.usage import usage_statistics
 from omp_session.model.usage_items import usage_items
 from omp_session.paths import project_dir_name, sessions_dir
-from omp_session.store.base import SessionStorage
 
 from .blocks import Block, billing_blocks, shown_time
+
+if TYPE_CHECKING:  # what reads sessions is imported where a report reads them: stats --store reads rows
+    from omp_session.store.base import SessionStorage
 from .group import (
     GROUPINGS,
     TIME_GROUPINGS,
@@ -179,6 +175,12 @@ def _records_of(entry: Any, on_branch: bool, keyed: bool) -> list[UsageRecord]:
 def read_file_usage(path: str | os.PathLike[str], storage: SessionStorage | None = None) -> FileUsage:
     """The usage records of one session file (or of the session stored under ``path`` in
     ``storage``), read now (no cache). Raises OSError when unreadable."""
+    from omp_session.catalog.stored import read_stored_session
+    from omp_session.catalog.summaries import usage_candidates
+    from omp_session.format.blobs import MemoryBlobStore
+    from omp_session.model.session import read_session
+    from omp_session.model.usage import usage_statistics
+
     path = os.fspath(path)
     # no blob store: images do not change any number
     s = read_session(path) if storage is None else read_stored_session(storage, path, blob_store=MemoryBlobStore())
@@ -237,6 +239,8 @@ class StatsCache:
     """
 
     def __init__(self, directory: Path | None = None, *, enabled: bool = True) -> None:
+        from omp_session.catalog.summaries import cache_dir
+
         self.enabled = enabled
         self.file = (cache_dir() if directory is None else directory) / CACHE_NAME
         self._files: dict[str, Any] = self._load() if enabled else {}
@@ -246,6 +250,8 @@ class StatsCache:
         self.reads = 0
 
     def _load(self) -> dict[str, Any]:
+        from omp_session.catalog.cache import load_cache
+
         return load_cache(self.file, _VERSION)
 
     def get(self, path: str) -> FileUsage:
@@ -276,6 +282,8 @@ class StatsCache:
             data = orjson.dumps({"version": _VERSION, "files": files})
         except TypeError:  # a count beyond 64 bits (orjson's limit): no cache this time
             return False
+        from omp_session.catalog.cache import replace_quietly
+
         if not replace_quietly(self.file, data):
             return False
         self._dirty = False
