@@ -8,7 +8,6 @@ printed as it was, without reading the listing cache or building a row.
 
 from __future__ import annotations
 
-import hashlib
 import os
 from pathlib import Path
 
@@ -28,6 +27,8 @@ class OutputCache:
     "sha256"}``) and the output itself beside it as ``.txt`` (read as bytes: no JSON to parse)."""
 
     def __init__(self, directory: Path, options: str) -> None:
+        import hashlib  # here: a store's listing (list --store) never opens this cache
+
         digest = hashlib.sha1(options.encode("utf-8", "surrogatepass")).hexdigest()[:16]
         self.file = directory / f"list-output-{digest}.json"
         self.text = directory / f"list-output-{digest}.txt"
@@ -41,11 +42,15 @@ class OutputCache:
         except (OSError, orjson.JSONDecodeError):
             return None
         # the pair is written in two steps: the hash says the text belongs to these keys
+        import hashlib
+
         if data.get("sha256") != hashlib.sha256(raw).hexdigest():
             return None
         return raw.decode("utf-8", "surrogatepass")
 
     def put(self, keys: dict[str, list[int]], output: str) -> None:
+        import hashlib
+
         raw = output.encode("utf-8", "surrogatepass")
         try:
             self.file.parent.mkdir(parents=True, exist_ok=True)

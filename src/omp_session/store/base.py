@@ -25,8 +25,6 @@ import builtins
 import contextlib
 import fnmatch
 import os
-import secrets
-import shutil
 import time
 from typing import NamedTuple, Protocol
 
@@ -178,6 +176,8 @@ class FileStorage:
         return True
 
     def replace(self, path: str, body: bytes, expected_size: int | None) -> None:
+        import secrets  # here: every command that names a store imports this module, few replace
+
         directory, base = os.path.split(os.path.abspath(path))
         tmp = os.path.join(directory, f".{base}.{secrets.token_hex(8)}.tmp")
         try:
@@ -232,6 +232,8 @@ class FileStorage:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(path)
         if path.endswith(".jsonl"):
+            import shutil
+
             shutil.rmtree(path[: -len(".jsonl")], ignore_errors=True)
 
     def stat(self, path: str) -> StoredFile | None:
