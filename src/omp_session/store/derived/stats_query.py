@@ -78,6 +78,24 @@ def _model_sql() -> str:
             f"ELSE coalesce(u.model, '{UNKNOWN}') END")
 
 
+def _tops(tables: DerivedTables, sel: Selection, column: str) -> tuple[list[str], list[Any]]:
+    """The conditions on the top-level session's key ``column``: one of ``sel.keys``, under
+    ``sel.prefix``."""
+    where: list[str] = []
+    args: list[Any] = []
+    if sel.keys is not None:
+        if tables.dialect == "postgres":
+            where.append(f"{column} = ANY(?)")
+            args.append(list(sel.keys))
+        else:
+            where.append(f"{column} IN ({', '.join('?' * len(sel.keys))})" if sel.keys else "1 = 0")
+            args += list(sel.keys)
+    if sel.prefix is not None:
+        where.append(f"substr({column}, 1, ?) = ?")
+        args += [len(sel.prefix), sel.prefix]
+    return where, args
+
+
 def _with(tables: DerivedTables, sel: Selection, *, ordered: bool = True) -> tuple[str, list[Any]]:
     """The ``sel`` and ``firsts`` common table expressions, and their parameters (``ordered``
     False: ``sel`` alone, without the sessions' order, for counting)."""
@@ -86,18 +104,8 @@ def _with(tables: DerivedTables, sel: Selection, *, ordered: bool = True) -> tup
     # a top-level session is the first node of its own tree (node_order 0 and nothing else is):
     # PostgreSQL estimates that from the column's statistics, where "t.top = t.key" misleads it
     # into a nested loop over the sessions
-    where = ["d.node_order IS NOT NULL", "t.node_order = 0"]
-    args: list[Any] = []
-    if sel.keys is not None:
-        if pg:
-            where.append("t.key = ANY(?)")
-            args.append(list(sel.keys))
-        else:
-            where.append(f"t.key IN ({', '.join('?' * len(sel.keys))})" if sel.keys else "1 = 0")
-            args += list(sel.keys)
-    if sel.prefix is not None:
-        where.append("substr(t.key, 1, ?) = ?")
-        args += [len(sel.prefix), sel.prefix]
+    where, args = _tops(tables, sel, "t.key")
+    where[:0] = ["d.node_order IS NOT NULL", "t.node_order = 0"]
     if sel.user is not None or sel.host is not None:
         conds, more = namespace_condition(tables.dialect, "t.namespace", user=sel.user, host=sel.host)
         where += conds
@@ -290,18 +298,8 @@ def counts(tables: DerivedTables, sel: Selection) -> tuple[int, int]:
         # top is its own key), so a tree whose top is a top-level session is one holding a row
         # of node_order 0; the join of each transcript to its top read every wide row twice
         n = tables.names
-        where: list[str] = ["node_order IS NOT NULL"]
-        args: list[Any] = []
-        if sel.keys is not None:
-            if tables.dialect == "postgres":
-                where.append("top = ANY(?)")
-                args.append(list(sel.keys))
-            else:
-                where.append(f"top IN ({', '.join('?' * len(sel.keys))})" if sel.keys else "1 = 0")
-                args += list(sel.keys)
-        if sel.prefix is not None:
-            where.append("substr(top, 1, ?) = ?")
-            args += [len(sel.prefix), sel.prefix]
+        where, args = _tops(tables, sel, "top")
+        where.insert(0, "node_order IS NOT NULL")
         rows = tables.rows(f"SELECT count(*), coalesce(sum(g.n), 0) FROM (SELECT top, count(*) AS n, "
                            f"max(CASE WHEN node_order = 0 THEN 1 ELSE 0 END) AS rooted FROM {n.sessions} "
                            f"WHERE {' AND '.join(where)} GROUP BY top) g WHERE g.rooted = 1", args,

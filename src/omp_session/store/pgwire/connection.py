@@ -135,6 +135,21 @@ def _scram_step(step: Callable[[str], Any], data: bytes, prefix: str) -> Any:
         raise OperationalError(prefix + str(e)) from None
 
 
+def _row(data: bytes, at: int, loaders: list[Callable[[bytes], Any]]) -> tuple[Any, ...]:
+    """The values of the DataRow whose first column starts at ``at`` in ``data``."""
+    unpack_from = struct.unpack_from
+    row: list[Any] = []
+    for load in loaders:
+        size = unpack_from("!i", data, at)[0]
+        at += 4
+        if size < 0:
+            row.append(None)
+        else:
+            row.append(load(data[at : at + size]))
+            at += size
+    return tuple(row)
+
+
 class Connection:
     """One session with the server, in autocommit mode (``BEGIN``/``COMMIT`` are statements)."""
 
@@ -467,17 +482,7 @@ class Connection:
                 if end > n:
                     missing = end - n
                     break
-                at = pos + 7  # past the type, the length and the column count
-                row: list[Any] = []
-                for load in loaders:
-                    size = unpack_from("!i", data, at)[0]
-                    at += 4
-                    if size < 0:
-                        row.append(None)
-                    else:
-                        row.append(load(data[at : at + size]))
-                        at += size
-                rows.append(tuple(row))
+                rows.append(_row(data, pos + 7, loaders))  # past the type, the length and the column count
                 pos = end
             del buf[:pos]
             self._fill(missing)  # the whole of a row cut short: copied once it is all here
@@ -498,17 +503,7 @@ class Connection:
                 self._drop()  # the server said why it ended the session (psycopg says only that)
                 raise DatabaseError(error_text(error, query), sqlstate=error.get("C")) from None
             if kind == b"D":
-                pos = 2
-                row: list[Any] = []
-                for load in loaders:
-                    size = unpack_from("!i", data, pos)[0]
-                    pos += 4
-                    if size < 0:
-                        row.append(None)
-                    else:
-                        row.append(load(data[pos : pos + size]))
-                        pos += size
-                rows.append(tuple(row))
+                rows.append(_row(data, 2, loaders))  # past the column count
             elif kind == b"T":
                 columns, loaders, rows = [], [], []
                 count = unpack_from("!h", data)[0]
