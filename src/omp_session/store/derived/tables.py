@@ -309,8 +309,14 @@ class DerivedTables:
     def add_indexes(self) -> None:
         """Make the indexes of this layout that tables made by an earlier omp-session of the same
         layout lack (each alone; one the role may not make is left out: reports only run slower)."""
+        present: set[str] = set()
+        if self.dialect == "postgres":  # even IF NOT EXISTS waits for the table's writers first
+            n = self.names
+            present = {str(r[0]) for r in self.rows("SELECT indexname FROM pg_indexes WHERE schemaname = "
+                                                    "current_schema() AND tablename IN (?, ?, ?)",
+                                                    (n.sessions, n.entries, n.usage))}
         for statement in schema(self.dialect, self.names):
-            if statement.startswith("CREATE INDEX"):
+            if statement.startswith("CREATE INDEX") and statement.split()[5] not in present:
                 with suppress(StoreError), self.transaction("adding an index") as conn:
                     conn.execute(statement)
 
