@@ -8,7 +8,6 @@ and omp never meets a table or column of ours in its own. PostgreSQL searches a 
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 
 __all__ = ["KINDS", "SCHEMA_VERSION", "SPLIT", "TEXT_LIMIT", "DerivedNames", "derived_names", "schema"]
@@ -44,6 +43,8 @@ def derived_names(table: str) -> DerivedNames:
     name is shortened with a hash so that every name stays within 63 characters."""
     base = table.lower()  # PostgreSQL folds the unquoted names anyway; SQLite does not care
     if len(base) + len("_sessions_derived") > _MAX_IDENTIFIER:
+        import hashlib  # here: only a long table name needs it
+
         base = base[:36] + "_" + hashlib.sha256(base.encode()).hexdigest()[:8]
     return DerivedNames(f"{base}_sessions_derived", f"{base}_entries_text", f"{base}_usage_rows",
                         f"{base}_entries_fts")

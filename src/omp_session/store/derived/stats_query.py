@@ -21,13 +21,15 @@ record's time (PostgreSQL: ``to_char`` in the zone; SQLite: a function the calle
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from .namespace import namespace_condition
 from .tables import DerivedTables
+
+if TYPE_CHECKING:
+    import sqlite3
 
 __all__ = ["FIELDS", "Grouped", "Selection", "TimeKey", "billed_times", "counts", "grouped", "placed_rows", "top_level",
            "tops"]

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import math
-import sqlite3
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
@@ -214,6 +213,7 @@ class DerivedTables:
                 raise StoreError(f"{parsed.name}: cannot connect: {_one_line(e)}") from e
         else:
             import os
+            import sqlite3  # here: a PostgreSQL store's command does without it
 
             self._errors = (sqlite3.Error,)
             if parsed.location != ":memory:" and not os.path.exists(parsed.location):
