@@ -64,3 +64,17 @@ def test_an_update_leaves_no_pending_search_entries(tmp_path: Path) -> None:
         with open_derived(url) as tables:
             [(pages,)] = tables.rows("SELECT gin_clean_pending_list(?::regclass)", (f"{tables.names.entries}_tsv",))
         assert pages == 0
+
+
+def test_the_writers_connection_is_psycopg_and_the_readers_the_built_in_client(tmp_path: Path) -> None:
+    """Updates write with COPY (psycopg's); a reading command takes the built-in client."""
+    import psycopg
+
+    from omp_session.store import pgwire
+
+    with team_url("postgres", tmp_path) as url:
+        refresh_url(url)
+        with open_derived(url) as tables:
+            assert isinstance(tables.conn, psycopg.Connection)
+        with open_derived(url, reading=True) as tables:
+            assert isinstance(tables.conn, pgwire.Connection)

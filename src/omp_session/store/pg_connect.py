@@ -25,14 +25,16 @@ def driver_errors() -> tuple[type[BaseException], ...]:
     return (Error,) if psycopg is None else (Error, psycopg.Error)
 
 
-def connect(conninfo: str, options: dict[str, Any]) -> tuple[Any, tuple[type[BaseException], ...]]:
+def connect(conninfo: str, options: dict[str, Any], *,
+            writes: bool = False) -> tuple[Any, tuple[type[BaseException], ...]]:
     """A connection in autocommit mode (``options``: libpq's, as store/pg_options.py gives them)
-    and the exception classes to catch around it. A failure to connect raises one of
+    and the exception classes to catch around it; ``writes``: psycopg's, whose COPY and
+    ``executemany`` the caller uses. A failure to connect raises one of
     :func:`driver_errors` (read it again after the call: the fallback may have imported psycopg);
     psycopg missing where it is needed is :class:`~omp_session.errors.MissingExtraError`."""
     from . import pgwire
 
-    driver = os.environ.get(DRIVER_VARIABLE, "")
+    driver = "psycopg" if writes else os.environ.get(DRIVER_VARIABLE, "")
     if driver != "psycopg":
         try:
             return pgwire.connect(conninfo, autocommit=True, **options), driver_errors()

@@ -185,32 +185,23 @@ class DerivedTables:
         self._errors: tuple[type[BaseException], ...]
         self.conn: Any
         seconds = check_timeout(timeout, parsed.name) if timeout is not None else parsed.timeout
-        if self.dialect == "postgres" and reading:
-            # only reads (no COPY, no executemany): the built-in client serves when it can (pg_connect.py)
+        if self.dialect == "postgres":
+            # reading only (no COPY, no executemany): the built-in client serves when it can
+            # (pg_connect.py); connect_timeout and TCP keepalives (a server gone without a word)
             from ..pg_connect import connect, driver_errors
 
-            self._errors = driver_errors()
             try:
-                self.conn, self._errors = connect(parsed.location, libpq_options(parsed.location, seconds, least=2))
+                self.conn, self._errors = connect(parsed.location, libpq_options(parsed.location, seconds, least=2),
+                                                  writes=not reading)
             except BaseException as e:
                 self._errors = driver_errors()  # psycopg's too, when it was the one that failed
                 if isinstance(e, self._errors):
                     raise StoreError(f"{parsed.name}: cannot connect: {_one_line(e)}") from e
                 raise
-            self.conn.prepare_threshold = None  # psycopg: as below; the built-in client never prepares
-        elif self.dialect == "postgres":
-            import psycopg
-
-            self._errors = (psycopg.Error,)
-            try:
-                # connect_timeout and TCP keepalives (a server gone without a word: pg_options.py)
-                self.conn = psycopg.connect(parsed.location, autocommit=True,
-                                                 **libpq_options(parsed.location, seconds, least=2))
-                # no prepared statements: a generic plan cannot tell a common word from a rare one
-                # and ranks a million matches (seconds) where the custom plan walks the newest rows
-                self.conn.prepare_threshold = None
-            except psycopg.Error as e:
-                raise StoreError(f"{parsed.name}: cannot connect: {_one_line(e)}") from e
+            # psycopg: no prepared statements: a generic plan cannot tell a common word from a rare
+            # one and ranks a million matches (seconds) where the custom plan walks the newest rows
+            # (the built-in client never prepares)
+            self.conn.prepare_threshold = None
         else:
             import os
             import sqlite3  # here: a PostgreSQL store's command does without it
