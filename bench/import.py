@@ -16,7 +16,10 @@ else ``~/.cache/omp-session-reference``), not under the stand-in home: there, ev
 would install omp anew. One untimed omp import of an empty home first installs omp if needed and
 warms bun's transpiler cache.
 
-Timed, each run into a fresh agent dir (and, for us, a fresh ledger), as whole processes:
+Timed, each run into a fresh agent dir (and, for us, a fresh ledger), as whole processes, after an
+untimed ``sync``; every run's output is kept until the end, so no run creates its files just after
+another run's were deleted (ext4 then looks past each recently freed inode: up to twice the
+system time, whoever runs next):
 
 * ``omp``: ``omp-reference import claude --no-views``: omp 18.2.3's ``ClaudeSessionStore.list()``
   then ``persistForeignSession`` of every session, one bun process (plus its start-up);
@@ -179,7 +182,11 @@ def main() -> None:
                 print(f"run {run + 1}/{args.runs} {who}: {seconds:.2f} s ({cpu:.2f} s CPU), peak RSS {rss} MB "
                       f"(process tree {tree} MB), {made} sessions written", file=sys.stderr)
                 results[who].append((seconds, cpu, rss, tree))
-                shutil.rmtree(agent, ignore_errors=True)  # 2 GB each: the next run's page cache, not this one's
+                # Each run's output stays until the end: ext4 skips inodes freed in the last minute (up
+                # to six while their table is unwritten) when it allocates new ones, so a run started
+                # just after deleting the previous run's files spent up to twice the system time on
+                # creating its own. And every run starts with no dirty page of another run to write back.
+                os.sync()
         omp_t = statistics.median(r[0] for r in results["omp"])
         ours_t = statistics.median(r[0] for r in results["ours"])
         # CPU time too: on a shared machine the wall time of ours and multi-threaded bun suffer

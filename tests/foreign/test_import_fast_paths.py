@@ -443,3 +443,32 @@ def test_a_worker_killed_midway_leaves_the_rest_to_this_process(home: Path, tmp_
     assert len(_files(sessions)) == 6  # each source once, nothing else
     recorded = [json.loads(line)["source_path"] for line in ledger_file.read_bytes().splitlines()]
     assert sorted(recorded) == sorted(s.path for s in found)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(lines=st.lists(st.binary(min_size=1, max_size=40), min_size=1, max_size=60),
+       short=st.lists(st.integers(min_value=0, max_value=200), max_size=4), iov=st.integers(min_value=1, max_value=8))
+def test_lines_are_written_whole_through_short_gathered_writes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                               lines: list[bytes], short: list[int],
+                                                               iov: int) -> None:
+    # a gathered write may write less than asked (a signal): the file still holds every line, in order
+    from omp_session.foreign import importer
+
+    real = os.writev
+    cuts = list(short)
+
+    def writev(fd: int, buffers: list[bytes]) -> int:
+        if cuts:
+            whole = b"".join(buffers)
+            return os.write(fd, whole[:min(cuts.pop(0), len(whole))])
+        return real(fd, buffers)
+
+    monkeypatch.setattr(importer.os, "writev", writev)
+    monkeypatch.setattr(importer, "_IOV_MAX", iov)
+    path = tmp_path / "out"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+    try:
+        importer._write_lines(fd, lines)
+    finally:
+        os.close(fd)
+    assert path.read_bytes() == b"".join(lines)

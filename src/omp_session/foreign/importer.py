@@ -100,11 +100,31 @@ def prepare(info: ForeignSession, *, fallback_cwd: str | None) -> Prepared:
                     entries=entries, title=title, title_source=source, title_updated_at=updated)
 
 
-def _body(prepared: Prepared, header: dict[str, Any], blob_store: Any, s20: bool) -> bytes:
+def _body(prepared: Prepared, header: dict[str, Any], blob_store: Any, s20: bool) -> list[bytes]:
     lines = [build_title_slot(prepared.title or "", prepared.title_source, prepared.title_updated_at),
              codec.dumps_line(persist_transform(header, blob_store, s20=s20))]
     lines.extend(entry_line(value, blob_store, s20=s20) for value in prepared.entries)
-    return b"".join(lines)
+    return lines
+
+
+_IOV_MAX = os.sysconf("SC_IOV_MAX") if hasattr(os, "sysconf") and "SC_IOV_MAX" in os.sysconf_names else 16
+
+
+def _write_lines(fd: int, lines: list[bytes]) -> None:
+    """Write ``lines`` one after the other, gathered by the kernel (no joined copy of the file)."""
+    if not hasattr(os, "writev"):
+        os.write(fd, b"".join(lines))  # no gather on this system: one copy
+        return
+    start = 0
+    while start < len(lines):
+        batch = lines[start:start + _IOV_MAX]
+        want = sum(map(len, batch))
+        done = os.writev(fd, batch)
+        start += len(batch)
+        if done < want:  # a short write (a signal, a full disk on the next call): the rest one by one
+            rest = memoryview(b"".join(batch))[done:]
+            while rest:
+                rest = rest[os.write(fd, rest):]
 
 
 @dataclass(frozen=True)
@@ -148,8 +168,10 @@ def stage(prepared: Prepared, *, session_dir: str | None = None, blob_store: Any
     else:
         raise SessionError(f"{path}: cannot write: no free temporary name")
     try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
+        try:
+            _write_lines(fd, data)
+        finally:
+            os.close(fd)
     except BaseException as e:
         with contextlib.suppress(OSError):
             os.unlink(tmp)

@@ -36,7 +36,9 @@ from omp_session.write.persist import MAX_PERSIST_CHARS, persist_transform
 
 __all__ = ["RawText", "entry_line", "is_plain", "materialize", "raw_text"]
 
-_OPTIONS = orjson.OPT_STRICT_INTEGER  # past 2**53 orjson refuses: JavaScript holds such a number rounded
+# past 2**53 orjson refuses: JavaScript holds such a number rounded; the newline is added by orjson
+# (one copy of the line less)
+_OPTIONS = orjson.OPT_STRICT_INTEGER | orjson.OPT_APPEND_NEWLINE
 _TRANSFORMED_KEYS = frozenset({"data", "image_url", "jsonlEvents", "lineCount", "structuredContent"})
 _TRANSFORMED_TYPES = frozenset({"image_generation_call", "openaiResponsesHistory"})
 # The keys of omp's entries and messages: known not to be any of the above nor integer-like, so
@@ -166,6 +168,6 @@ def entry_line(value: Any, blobs: BlobSink | None, *, s20: bool) -> bytes:
         except TypeError:  # a lone surrogate, an integer past 2**53, undefined: the exact encoder decides
             pass
         else:
-            if len(line) <= MAX_PERSIST_CHARS:  # no string in it is long enough to be cut
-                return line + b"\n"
+            if len(line) <= MAX_PERSIST_CHARS + 1:  # no string in it is long enough to be cut
+                return line
     return codec.dumps_line(persist_transform(materialize(value), blobs, s20=s20))
