@@ -391,3 +391,38 @@ def test_the_status_after_an_append_is_omp_s(kept: list[bytes], was: list[bytes]
     status, at = complete_status_after(status, at, after[:cut], len(start))
     whole = start + after
     assert shown_status(status, at, after[cut:], len(start) + cut) == _derive_status(decode_text(whole[-32768:]))
+
+
+def test_reading_the_search_tables_leaves_the_session_table_unopened(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    # list/stats/search --store on PostgreSQL read the search tables on a connection of their own:
+    # connecting to and checking omp's table as well cost as much again (issue 20's list target)
+    from omp_session.store import postgres
+
+    with team_url("postgres", tmp_path) as url:
+        sync_urls(f"file:{corpus(tmp_path)}", url, use_state=False)
+        assert run(cli, "index", "--store", url)[0] == 0
+        opened: list[str] = []
+        real = postgres.PostgresStorage.__init__
+
+        def counting(self: Any, *args: Any, **kw: Any) -> None:
+            opened.append(args[1])
+            real(self, *args, **kw)
+
+        monkeypatch.setattr(postgres.PostgresStorage, "__init__", counting)
+        code, out, err = run(cli, "list", "--store", url, "--all", "--json", "--limit", "3")
+        assert code == 0 and len(json.loads(out)) == 3, err
+        assert run(cli, "stats", "--store", url, "--all", "--json")[0] == 0
+        assert run(cli, "search", "--store", url, "question", "--json")[0] == 0
+        assert opened == []
+        # a command that reads a session still opens it, once
+        key = json.loads(out)[0]["path"]
+        code, out, err = run(cli, "show", "--store", url, key)
+        assert code == 0 and len(opened) == 1, err
+
+
+def test_a_server_on_an_unreachable_store_says_so_before_it_listens() -> None:
+    code, out, err = run(cli, "serve", "--store", "postgresql://postgres@127.0.0.1:1/test", "--port", "0")
+    assert code == 1 and out == ""
+    assert err.startswith("omp-session: postgresql://postgres@127.0.0.1:1/test: cannot connect") and \
+        err.count("\n") == 1, err

@@ -9,10 +9,11 @@ current project's bucket in the store). The store is opened for reading: nothing
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import click
 
@@ -73,18 +74,52 @@ def _open(ctx: click.Context) -> None:
     from omp_session.store import open_store, parse_store_url
 
     parsed = parse_store_url(value)
-    storage = open_store(parsed, create=False, timeout=timeout)
+    if timeout is not None:  # every connection the command makes (the search tables' too) waits as long
+        parsed = dataclasses.replace(parsed, options={**parsed.options, "timeout": repr(timeout)})
+    storage: SessionStorage
+    if parsed.kind == "postgres":
+        # connected when first used: `list/stats/search --store` read the search tables only, on a
+        # connection of their own, and connecting and checking the session table cost as much again
+        storage = cast("SessionStorage", _OnFirstUse(lambda: open_store(parsed, create=False, timeout=timeout)))
+    else:
+        storage = open_store(parsed, create=False, timeout=timeout)
     ctx.meta[_KEY] = (parsed, storage)
     # on the outermost context: a SESSION that is not found, or a usage error, ends the parsing of
     # this command's context, whose close callbacks then never run; the outermost one always closes
     ctx.find_root().call_on_close(storage.close)
 
 
-def active_store() -> tuple[StoreURL, SessionStorage] | None:
-    """The store ``--store`` opened for the running command, if any."""
+class _OnFirstUse:
+    """A store opened (connected, its table checked) when a command first uses it; its errors are
+    then the command's, each one line as ever."""
+
+    def __init__(self, opener: Callable[[], SessionStorage]) -> None:
+        self._opener = opener
+        self._storage: SessionStorage | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.opened(), name)
+
+    def opened(self) -> SessionStorage:
+        if self._storage is None:
+            self._storage = self._opener()
+        return self._storage
+
+    def close(self) -> None:
+        if self._storage is not None:
+            self._storage.close()
+
+
+def active_store(*, connect: bool = False) -> tuple[StoreURL, SessionStorage] | None:
+    """The store ``--store`` opened for the running command, if any. A server's store is connected
+    when first used; ``connect``: now (a server to serve from it checks it before it listens)."""
     ctx = click.get_current_context(silent=True)
     found = ctx.meta.get(_KEY) if ctx is not None else None
-    return found if isinstance(found, tuple) else None
+    if not isinstance(found, tuple):
+        return None
+    if connect and isinstance(found[1], _OnFirstUse):
+        return found[0], found[1].opened()
+    return found
 
 
 def resolve_in_store(arg: str, parsed: StoreURL, storage: SessionStorage, cwd: str | None = None, *,

@@ -52,7 +52,7 @@ def serve_command(root: str | None, host: str, port: int, open_browser: bool, al
     """
     if host.lower() not in _LOCAL and not allow_remote:
         raise click.UsageError(f"--host {host} is reachable from other machines: add --allow-remote to mean it")
-    active = active_store()
+    active = active_store(connect=True)  # an unreachable store: said before listening, not on each page
     if root is not None and active is not None:
         raise click.UsageError("give --root (a folder of files) or --store URL, not both")
     require("starlette")

@@ -39,7 +39,7 @@ from omp_session.errors import PersistenceError, StoreError, StoreMissingError, 
 from omp_session.format.title import TITLE_SLOT_BYTES, build_title_slot, parse_title_slot
 
 from .base import StoredFile, conflict_message
-from .url import DEFAULT_TIMEOUT
+from .url import DEFAULT_TIMEOUT, unanswered
 
 __all__ = ["DEFAULT_TABLE", "IDENTIFIER", "Dialect", "SqlStorage", "check_table_name", "overlay_title"]
 
@@ -176,10 +176,7 @@ class SqlStorage:
         try:
             self._conn: Any = self._connect()
         except self.driver_errors as e:
-            reason = self.reason(e)
-            if "timed out" in reason or "timeout" in reason.lower():  # a wrong service answers nothing
-                reason = f"no answer within {self.timeout:g} s ({reason})"
-            raise StoreError(f"{name}: cannot connect: {reason}") from e
+            raise StoreError(f"{name}: cannot connect: {unanswered(self.reason(e), self.timeout)}") from e
         try:
             self._prepare(create_table)
         except BaseException:

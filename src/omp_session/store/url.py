@@ -73,6 +73,14 @@ def check_timeout(raw: str | float, name: str) -> float:
     return value
 
 
+def unanswered(reason: str, seconds: float) -> str:
+    """A client's reason for not connecting, saying how long it waited when it gave up waiting
+    (a wrong service answers nothing)."""
+    if "timed out" in reason or "timeout" in reason.lower():
+        return f"no answer within {seconds:g} s ({reason})"
+    return reason
+
+
 def _redacted(raw: str) -> str:
     try:
         parts = urlsplit(raw)

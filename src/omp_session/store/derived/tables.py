@@ -26,7 +26,7 @@ from omp_session.errors import StoreError, StoreMissingError
 
 from ..pg_options import libpq_options
 from ..sql import DEFAULT_TABLE, check_table_name, overlay_title
-from ..url import StoreURL, check_timeout, parse_store_url
+from ..url import StoreURL, check_timeout, parse_store_url, unanswered
 from .schema import SCHEMA_VERSION, DerivedNames, derived_names, schema
 from .trees import settle, settle_copies, tree_top
 
@@ -196,7 +196,7 @@ class DerivedTables:
             except BaseException as e:
                 self._errors = driver_errors()  # psycopg's too, when it was the one that failed
                 if isinstance(e, self._errors):
-                    raise StoreError(f"{parsed.name}: cannot connect: {_one_line(e)}") from e
+                    raise StoreError(f"{parsed.name}: cannot connect: {unanswered(_one_line(e), seconds)}") from e
                 raise
             # psycopg: no prepared statements: a generic plan cannot tell a common word from a rare
             # one and ranks a million matches (seconds) where the custom plan walks the newest rows
