@@ -14,6 +14,7 @@ import pytest
 from builders import assistant, entry, header, run, user, write_session
 from omp_session.catalog.derived import default_namespace, refresh_url
 from omp_session.cli.search import index_command, search_command
+from omp_session.errors import QueryError
 from omp_session.ops.search.query import search
 from omp_session.ops.sync import sync_urls
 from omp_session.store.derived import open_derived
@@ -149,3 +150,42 @@ def test_words_inside_code_identifiers(url: str, tmp_path: Path) -> None:
             hits = search_derived(tables, query, root=ROOT, fts5=f'"{query}"', limit=5)
             on_files = search(query, index_path=tmp_path / "ix.sqlite", root=files, limit=5).hits
             assert [h.entry_id for h in hits] == [h.entry_id for h in on_files] == ["a"], query
+
+
+def test_hits_kept_past_the_first_ranks_get_their_snippets_too(url: str, tmp_path: Path) -> None:
+    # PostgreSQL cuts the snippets of the first `limit` ranks in the search's own statement; one
+    # session holding the best ranks (one hit per session) keeps hits from further down, whose
+    # snippets a second statement cuts: every hit shown has its snippet, as the files' search does
+    files = tmp_path / "sessions"
+    many = [entry(f"e{n}", f"e{n - 1}" if n else None, timestamp=f"2026-01-01T00:00:{n:02d}.000Z",
+                  message=user("walrus walrus walrus walrus")) for n in range(12)]
+    write_session(files / "--work-a--" / "2026-01-01T00-00-00-000Z_a.jsonl", many, head=header("a", cwd="/work/a"))
+    for s in range(3):
+        write_session(files / "--work-b--" / f"2026-01-01T00-00-0{s + 1}-000Z_b{s}.jsonl",
+                      [entry("e0", None, message=user(f"one walrus among other words {s}"))],
+                      head=header(f"b{s}", cwd="/work/b"))
+    assert refresh_url(url) is not None
+    sync_urls(f"file:{files}", url, use_state=False)
+    with open_derived(parse_store_url(url)) as tables:
+        hits = search_derived(tables, "walrus", root=ROOT, fts5='"walrus"', limit=3, sessions=True)
+        assert len({h.key for h in hits}) == 3
+        assert all("\x02walrus\x03" in h.snippet for h in hits), [h.snippet for h in hits]
+        every = search_derived(tables, "walrus", root=ROOT, fts5='"walrus"', limit=4)
+        assert len(every) == 4 and all("\x02walrus\x03" in h.snippet for h in every)
+
+
+def test_a_query_of_no_words_is_refused_not_searched(tmp_path: Path) -> None:
+    # PostgreSQL learns that the query had no words only when it matched nothing: then it is said
+    table = f"t_{uuid.uuid4().hex[:16]}"
+    url = f"{POSTGRES_URL}?table={table}&root={ROOT}"
+    try:
+        files = tmp_path / "sessions"
+        _sessions(files, 3, seed=1)
+        assert refresh_url(url) is not None
+        sync_urls(f"file:{files}", url, use_state=False)
+        with open_derived(parse_store_url(url)) as tables:
+            with pytest.raises(QueryError, match="nothing to search for"):
+                search_derived(tables, "!!! ...", root=ROOT)
+            assert search_derived(tables, "zzqqxx", root=ROOT) == []
+    finally:
+        drop_derived(table)

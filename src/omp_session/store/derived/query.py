@@ -115,16 +115,13 @@ def search_derived(tables: DerivedTables, query: str, *, root: str | None = None
         where.append("e.ts < ?")
         args.append(until_ms)
     if tables.dialect == "postgres":
-        empty = tables.rows(f"SELECT numnode({_TSQUERY})", (query,))
-        if not empty or int(empty[0][0]) == 0:
-            raise QueryError(f"nothing to search for in {query!r}: no words (PostgreSQL's simple parser found none)")
         # the tsquery inline, not in a CTE: the planner then sees how common the words are and
         # walks the newest rows for a common word, the GIN index for a rare one
         matched = (f"SELECT e.id, e.ts, e.tsv FROM {e} e{join} WHERE "
                    + " AND ".join([f"e.tsv @@ {_TSQUERY}", *where]) + f" ORDER BY e.id DESC LIMIT {RANK_CAP}")
-        ranked = (f"SELECT m.id, -ts_rank_cd(m.tsv, {_TSQUERY}) AS score FROM ({matched}) m "
+        ranked = (f"SELECT m.id, -ts_rank_cd(m.tsv, {_TSQUERY}) AS score, m.ts FROM ({matched}) m "
                   "ORDER BY score, m.ts DESC NULLS LAST, m.id DESC LIMIT ?")
-        params: list[Any] = [query, query, *args]
+        return _search_postgres(tables, ranked, [query, query, *args], query, limit, sessions)
     else:
         if not fts5:
             raise QueryError("an SQLite store's search needs the query as an FTS5 expression")
@@ -141,49 +138,83 @@ def search_derived(tables: DerivedTables, query: str, *, root: str | None = None
         rows = tables.rows(ranked, [*params, fetch], "searching the derived tables")
         ids = [int(r[0]) for r in rows]
         scores = {int(r[0]): float(r[1]) for r in rows}
-        found = _details(tables, ids, query, fts5)
+        found = _details(tables, ids, fts5)
         kept = _keep([found[i] for i in ids if i in found], scores, limit, sessions)
         if len(kept) >= limit or len(rows) < fetch:
-            return kept
+            return [_hit(row, scores) for row in kept]
         fetch *= 4  # repeated titles (or one hit per session) left too few
 
 
-def _details(tables: DerivedTables, ids: list[int], query: str, fts5: str | None) -> dict[int, tuple[Any, ...]]:
+_COLUMNS: Final = "e.id, e.key, d.id, d.title, d.cwd, e.seq, e.kind, e.entry_id, e.type, e.role, e.ts, e.target_id"
+
+
+def _search_postgres(tables: DerivedTables, ranked: str, params: list[Any], query: str, limit: int,
+                     sessions: bool) -> list[StoreHit]:
+    """``ranked``'s hits with their details in one statement; the snippets (``ts_headline``, the
+    costly part) of the first ``limit`` only, and of any other kept in their place (a repeated
+    title, a session already shown) in a second."""
+    e, d = tables.names.entries, tables.names.sessions
+    sql = (f"SELECT {_COLUMNS}, CASE WHEN r.rank <= ? THEN ts_headline('simple', e.text, {_TSQUERY}, {_HEADLINE}) END, "
+           f"r.score FROM (SELECT x.id, x.score, row_number() OVER (ORDER BY x.score, x.ts DESC NULLS LAST, x.id DESC) "
+           f"AS rank FROM ({ranked}) x) r JOIN {e} e ON e.id = r.id LEFT JOIN {d} d ON d.key = e.key ORDER BY r.rank")
+    fetch = limit + _SLACK
+    while True:
+        rows = [tuple(r) for r in tables.rows(sql, [limit, query, *params, fetch], "searching the derived tables")]
+        if not rows:
+            # no words at all (PostgreSQL's simple parser found none) matches nothing: say so
+            empty = tables.rows(f"SELECT numnode({_TSQUERY})", (query,))
+            if not empty or int(empty[0][0]) == 0:
+                raise QueryError(f"nothing to search for in {query!r}: no words (PostgreSQL's simple parser found none)")
+            return []
+        scores = {int(r[0]): float(r[-1]) for r in rows}
+        kept = _keep([r[:-1] for r in rows], scores, limit, sessions)
+        if len(kept) >= limit or len(rows) < fetch:
+            break
+        fetch *= 4  # repeated titles (or one hit per session) left too few
+    missing = [int(r[0]) for r in kept if r[12] is None]
+    if missing:
+        cut = dict(tables.rows(f"SELECT e.id, ts_headline('simple', e.text, {_TSQUERY}, {_HEADLINE}) FROM {e} e "
+                               f"WHERE e.id IN ({', '.join('?' * len(missing))})", [query, *missing],
+                               "cutting the snippets"))
+        kept = [r if r[12] is not None else (*r[:12], cut.get(r[0])) for r in kept]
+    return [_hit(row, scores) for row in kept]
+
+
+def _details(tables: DerivedTables, ids: list[int], fts5: str | None) -> dict[int, tuple[Any, ...]]:
+    """SQLite: the details and snippets of ``ids``."""
     if not ids:
         return {}
     e, d = tables.names.entries, tables.names.sessions
-    cols = "e.id, e.key, d.id, d.title, d.cwd, e.seq, e.kind, e.entry_id, e.type, e.role, e.ts, e.target_id"
     marks = ", ".join("?" * len(ids))
-    if tables.dialect == "postgres":
-        sql = (f"SELECT {cols}, ts_headline('simple', e.text, {_TSQUERY}, {_HEADLINE}) "
-               f"FROM {e} e LEFT JOIN {d} d ON d.key = e.key WHERE e.id IN ({marks})")
-        params: list[Any] = [query, *ids]
-    else:
-        f = tables.names.fts
-        sql = (f"SELECT {cols}, snippet({f}, 0, char(2), char(3), '…', {_SNIPPET_WORDS}) FROM {f} "
-               f"JOIN {e} e ON e.id = {f}.rowid LEFT JOIN {d} d ON d.key = e.key "
-               f"WHERE {f} MATCH ? AND {f}.rowid IN ({marks})")
-        params = [fts5, *ids]
-    return {int(r[0]): tuple(r) for r in tables.rows(sql, params, "cutting the snippets")}
+    f = tables.names.fts
+    sql = (f"SELECT {_COLUMNS}, snippet({f}, 0, char(2), char(3), '…', {_SNIPPET_WORDS}) FROM {f} "
+           f"JOIN {e} e ON e.id = {f}.rowid LEFT JOIN {d} d ON d.key = e.key "
+           f"WHERE {f} MATCH ? AND {f}.rowid IN ({marks})")
+    return {int(r[0]): tuple(r) for r in tables.rows(sql, [fts5, *ids], "cutting the snippets")}
 
 
-def _keep(rows: list[tuple[Any, ...]], scores: dict[int, float], limit: int, sessions: bool) -> list[StoreHit]:
-    """The ranked hits to show: one title per session, and with ``sessions`` one hit per session."""
-    kept: list[StoreHit] = []
+def _keep(rows: list[tuple[Any, ...]], scores: dict[int, float], limit: int,
+          sessions: bool) -> list[tuple[Any, ...]]:
+    """The ranked rows to show: one title per session, and with ``sessions`` one hit per session."""
+    kept: list[tuple[Any, ...]] = []
     shown: dict[str, int] = {}
     for row in rows:
-        rid, key, sid, title, cwd, seq, kind, eid, etype, role, ts, target, snippet = row
-        hit = StoreHit(key, sid, title, cwd, int(seq), kind, None if seq == 0 else eid, etype, role,
-                       None if ts is None else int(ts), target, " ".join(str(snippet or "").split()), scores[rid])
+        rid, key, seq, kind = row[0], row[1], row[5], row[6]
         if sessions or kind == "title":
             at = shown.get(key)
             if at is not None:
                 other = kept[at]
-                if seq == 0 and kind == "title" and other.kind == "title" and other.score == hit.score:
-                    kept[at] = hit  # the same rank: the session's title, not an audit entry
+                if seq == 0 and kind == "title" and other[6] == "title" and scores[other[0]] == scores[rid]:
+                    kept[at] = row  # the same rank: the session's title, not an audit entry
                 continue
             shown[key] = len(kept)
-        kept.append(hit)
+        kept.append(row)
         if len(kept) >= limit:
             break
     return kept
+
+
+def _hit(row: tuple[Any, ...], scores: dict[int, float]) -> StoreHit:
+    rid, key, sid, title, cwd, seq, kind, eid, etype, role, ts, target, snippet = row
+    return StoreHit(key, sid, title, cwd, int(seq), kind, None if seq == 0 else eid, etype, role,
+                    None if ts is None else int(ts), target, " ".join(str(snippet or "").split()), scores[rid])
