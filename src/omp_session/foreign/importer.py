@@ -154,7 +154,7 @@ def stage(prepared: Prepared, *, session_dir: str | None = None, blob_store: Any
                     ("titleSource", prepared.title_source or codec.UNDEFINED))
     name = f"{file_safe_timestamp(timestamp)}_{session_id}.jsonl"
     store = blob_store if blob_store is not None else BlobStore(blobs_dir())
-    data = _body(prepared, header, store, has_s20(version))
+    lines = _body(prepared, header, store, has_s20(version))
     path = os.path.join(directory, name)
     for _ in range(100):
         tmp = os.path.join(directory, f".{name}.{secrets.token_hex(4)}.tmp")
@@ -169,7 +169,7 @@ def stage(prepared: Prepared, *, session_dir: str | None = None, blob_store: Any
         raise SessionError(f"{path}: cannot write: no free temporary name")
     try:
         try:
-            _write_lines(fd, data)
+            _write_lines(fd, lines)
         finally:
             os.close(fd)
     except BaseException as e:

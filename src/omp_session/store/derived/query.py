@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -114,6 +114,7 @@ def search_derived(tables: DerivedTables, query: str, *, root: str | None = None
     if until_ms is not None:
         where.append("e.ts < ?")
         args.append(until_ms)
+    page: _Page
     if tables.dialect == "postgres":
         # the tsquery inline, not in a CTE: the planner then sees how common the words are and
         # walks the newest rows for a common word, the GIN index for a rare one
@@ -121,7 +122,7 @@ def search_derived(tables: DerivedTables, query: str, *, root: str | None = None
                    + " AND ".join([f"e.tsv @@ {_TSQUERY}", *where]) + f" ORDER BY e.id DESC LIMIT {RANK_CAP}")
         ranked = (f"SELECT m.id, -ts_rank_cd(m.tsv, {_TSQUERY}) AS score, m.ts FROM ({matched}) m "
                   "ORDER BY score, m.ts DESC NULLS LAST, m.id DESC LIMIT ?")
-        return _search_postgres(tables, ranked, [query, query, *args], query, limit, sessions)
+        page = _postgres_page(tables, ranked, [query, query, *args], query, limit)
     else:
         if not fts5:
             raise QueryError("an SQLite store's search needs the query as an FTS5 expression")
@@ -132,52 +133,60 @@ def search_derived(tables: DerivedTables, query: str, *, root: str | None = None
         ranked = (f"SELECT e.id, bm25({f}) AS score FROM {f} JOIN {e} e ON e.id = {f}.rowid{join} "
                   f"WHERE {conditions} AND e.id >= coalesce(({cap}), 0) "
                   "ORDER BY score, e.ts DESC NULLS LAST, e.id DESC LIMIT ?")
-        params = [fts5, *args, fts5, *args]
+        page = _sqlite_page(tables, ranked, [fts5, *args, fts5, *args], fts5)
     fetch = limit + _SLACK
     while True:
-        rows = tables.rows(ranked, [*params, fetch], "searching the derived tables")
-        ids = [int(r[0]) for r in rows]
-        scores = {int(r[0]): float(r[1]) for r in rows}
-        found = _details(tables, ids, fts5)
-        kept = _keep([found[i] for i in ids if i in found], scores, limit, sessions)
-        if len(kept) >= limit or len(rows) < fetch:
-            return [_hit(row, scores) for row in kept]
-        fetch *= 4  # repeated titles (or one hit per session) left too few
-
-
-_COLUMNS: Final = "e.id, e.key, d.id, d.title, d.cwd, e.seq, e.kind, e.entry_id, e.type, e.role, e.ts, e.target_id"
-
-
-def _search_postgres(tables: DerivedTables, ranked: str, params: list[Any], query: str, limit: int,
-                     sessions: bool) -> list[StoreHit]:
-    """``ranked``'s hits with their details in one statement; the snippets (``ts_headline``, the
-    costly part) of the first ``limit`` only, and of any other kept in their place (a repeated
-    title, a session already shown) in a second."""
-    e, d = tables.names.entries, tables.names.sessions
-    sql = (f"SELECT {_COLUMNS}, CASE WHEN r.rank <= ? THEN ts_headline('simple', e.text, {_TSQUERY}, {_HEADLINE}) END, "
-           f"r.score FROM (SELECT x.id, x.score, row_number() OVER (ORDER BY x.score, x.ts DESC NULLS LAST, x.id DESC) "
-           f"AS rank FROM ({ranked}) x) r JOIN {e} e ON e.id = r.id LEFT JOIN {d} d ON d.key = e.key ORDER BY r.rank")
-    fetch = limit + _SLACK
-    while True:
-        rows = [tuple(r) for r in tables.rows(sql, [limit, query, *params, fetch], "searching the derived tables")]
-        if not rows:
-            # no words at all (PostgreSQL's simple parser found none) matches nothing: say so
-            empty = tables.rows(f"SELECT numnode({_TSQUERY})", (query,))
-            if not empty or int(empty[0][0]) == 0:
-                raise QueryError(f"nothing to search for in {query!r}: no words (PostgreSQL's simple parser found none)")
-            return []
-        scores = {int(r[0]): float(r[-1]) for r in rows}
-        kept = _keep([r[:-1] for r in rows], scores, limit, sessions)
-        if len(kept) >= limit or len(rows) < fetch:
+        rows, scores, ranked_count = page(fetch)
+        kept = _keep(rows, scores, limit, sessions)
+        if len(kept) >= limit or ranked_count < fetch:
             break
         fetch *= 4  # repeated titles (or one hit per session) left too few
-    missing = [int(r[0]) for r in kept if r[12] is None]
+    # PostgreSQL: hits kept from past the first `limit` ranks have no snippet yet
+    missing = [int(r[0]) for r in kept if r[12] is None] if tables.dialect == "postgres" else []
     if missing:
         cut = dict(tables.rows(f"SELECT e.id, ts_headline('simple', e.text, {_TSQUERY}, {_HEADLINE}) FROM {e} e "
                                f"WHERE e.id IN ({', '.join('?' * len(missing))})", [query, *missing],
                                "cutting the snippets"))
         kept = [r if r[12] is not None else (*r[:12], cut.get(r[0])) for r in kept]
     return [_hit(row, scores) for row in kept]
+
+
+_COLUMNS: Final = "e.id, e.key, d.id, d.title, d.cwd, e.seq, e.kind, e.entry_id, e.type, e.role, e.ts, e.target_id"
+# fetch -> (the ranked rows' details and snippets, their scores, how many were ranked)
+_Page = Callable[[int], tuple[list[tuple[Any, ...]], dict[int, float], int]]
+
+
+def _postgres_page(tables: DerivedTables, ranked: str, params: list[Any], query: str, limit: int) -> _Page:
+    """The best ``fetch`` hits with their details in one statement, and the snippets
+    (``ts_headline``, the costly part) of the first ``limit`` only: the others are cut only for
+    hits kept in their place (a repeated title, a session already shown)."""
+    e, d = tables.names.entries, tables.names.sessions
+    sql = (f"SELECT {_COLUMNS}, CASE WHEN r.rank <= ? THEN ts_headline('simple', e.text, {_TSQUERY}, {_HEADLINE}) END, "
+           f"r.score FROM (SELECT x.id, x.score, row_number() OVER (ORDER BY x.score, x.ts DESC NULLS LAST, x.id DESC) "
+           f"AS rank FROM ({ranked}) x) r JOIN {e} e ON e.id = r.id LEFT JOIN {d} d ON d.key = e.key ORDER BY r.rank")
+
+    def page(fetch: int) -> tuple[list[tuple[Any, ...]], dict[int, float], int]:
+        rows = [tuple(r) for r in tables.rows(sql, [limit, query, *params, fetch], "searching the derived tables")]
+        if not rows:
+            # no words at all (PostgreSQL's simple parser found none) matches nothing: say so
+            empty = tables.rows(f"SELECT numnode({_TSQUERY})", (query,))
+            if not empty or int(empty[0][0]) == 0:
+                raise QueryError(f"nothing to search for in {query!r}: no words (PostgreSQL's simple parser found none)")
+        return [r[:-1] for r in rows], {int(r[0]): float(r[-1]) for r in rows}, len(rows)
+
+    return page
+
+
+def _sqlite_page(tables: DerivedTables, ranked: str, params: list[Any], fts5: str) -> _Page:
+    """The best ``fetch`` hits, then their details and snippets."""
+
+    def page(fetch: int) -> tuple[list[tuple[Any, ...]], dict[int, float], int]:
+        rows = tables.rows(ranked, [*params, fetch], "searching the derived tables")
+        ids = [int(r[0]) for r in rows]
+        found = _details(tables, ids, fts5)
+        return [found[i] for i in ids if i in found], {int(r[0]): float(r[1]) for r in rows}, len(rows)
+
+    return page
 
 
 def _details(tables: DerivedTables, ids: list[int], fts5: str | None) -> dict[int, tuple[Any, ...]]:
