@@ -435,24 +435,16 @@ def test_a_role_that_may_not_read_the_search_tables_lists_from_the_sessions(tmp_
     # role granted omp's table alone lists what the owner lists, not "permission denied"
     import psycopg
 
-    from stores.teamutil import POSTGRES_URL
+    from stores.teamutil import POSTGRES_URL, as_role, pg_roles
 
     role = f"omp_nogrant_{uuid.uuid4().hex[:10]}"
-    with team_url("postgres", tmp_path) as url:
+    with team_url("postgres", tmp_path) as url, pg_roles(role):
         sync_urls(f"file:{corpus(tmp_path)}", url, use_state=False)
         assert run(cli, "index", "--store", url)[0] == 0
         table = url.split("table=")[1].split("&")[0]
         with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
-            conn.execute(f"CREATE ROLE {role} LOGIN")
-        try:
-            with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
-                conn.execute(f"GRANT SELECT ON {table} TO {role}")
-            monkeypatch.setenv("COLUMNS", "150")
-            owner = run(cli, "list", "--store", url, "--all", "--json")
-            assert owner[0] == 0 and json.loads(owner[1])
-            assert run(cli, "list", "--store", url.replace("postgresql://postgres@", f"postgresql://{role}@", 1),
-                       "--all", "--json")[:2] == owner[:2]
-        finally:
-            with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
-                conn.execute(f"DROP OWNED BY {role}")
-                conn.execute(f"DROP ROLE {role}")
+            conn.execute(f"GRANT SELECT ON {table} TO {role}")
+        monkeypatch.setenv("COLUMNS", "150")
+        owner = run(cli, "list", "--store", url, "--all", "--json")
+        assert owner[0] == 0 and json.loads(owner[1])
+        assert run(cli, "list", "--store", as_role(role, url), "--all", "--json")[:2] == owner[:2]

@@ -27,7 +27,7 @@ from omp_session.store.derived.namespace import split_namespace
 from omp_session.store.derived.query import search_derived
 from omp_session.store.derived.rls import apply_rls
 from stores.sqlutil import POSTGRES_URL
-from stores.teamutil import drop_derived, team_url
+from stores.teamutil import as_role, drop_derived, pg_roles, team_url
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
@@ -131,26 +131,11 @@ def roles() -> Iterator[tuple[str, str, str]]:
     """A group role and two members that may log in (the server trusts 127.0.0.1), dropped after."""
     tag = uuid.uuid4().hex[:10]
     team, alice, bob = f"omp_rls_{tag}_team", f"omp_rls_{tag}_alice", f"omp_rls_{tag}_bob"
-    made: list[str] = []
-    try:
-        with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
-            conn.execute(f"CREATE ROLE {team} NOLOGIN")
-            made.append(team)
-            for name in (alice, bob):
-                conn.execute(f"CREATE ROLE {name} LOGIN IN ROLE {team}")
-                made.append(name)
+    with pg_roles(alice, bob, group=team):
         yield team, alice, bob
-    finally:
-        with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
-            for name in reversed(made):
-                conn.execute(f"DROP OWNED BY {name}")  # grants left on tables not yet dropped
-                conn.execute(f"DROP ROLE {name}")
 
 
-def _as(role: str, url: str) -> str:
-    """``url`` connecting as ``role`` instead of the test's user."""
-    assert url.startswith("postgresql://postgres@")
-    return url.replace("postgresql://postgres@", f"postgresql://{role}@", 1)
+_as = as_role
 
 
 def test_row_level_security_keeps_two_people_apart(roles: tuple[str, str, str], tmp_path: Path) -> None:

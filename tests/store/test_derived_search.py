@@ -21,7 +21,7 @@ from omp_session.store.derived import open_derived
 from omp_session.store.derived.query import search_derived
 from omp_session.store.url import parse_store_url
 from stores.sqlutil import POSTGRES_URL
-from stores.teamutil import drop_derived
+from stores.teamutil import drop_derived, team_url
 
 ROOT = "/team/sessions/"
 WORDS = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet"]
@@ -176,9 +176,7 @@ def test_hits_kept_past_the_first_ranks_get_their_snippets_too(url: str, tmp_pat
 
 def test_a_query_of_no_words_is_refused_not_searched(tmp_path: Path) -> None:
     # PostgreSQL learns that the query had no words only when it matched nothing: then it is said
-    table = f"t_{uuid.uuid4().hex[:16]}"
-    url = f"{POSTGRES_URL}?table={table}&root={ROOT}"
-    try:
+    with team_url("postgres", tmp_path, ROOT) as url:
         files = tmp_path / "sessions"
         _sessions(files, 3, seed=1)
         assert refresh_url(url) is not None
@@ -187,5 +185,3 @@ def test_a_query_of_no_words_is_refused_not_searched(tmp_path: Path) -> None:
             with pytest.raises(QueryError, match="nothing to search for"):
                 search_derived(tables, "!!! ...", root=ROOT)
             assert search_derived(tables, "zzqqxx", root=ROOT) == []
-    finally:
-        drop_derived(table)

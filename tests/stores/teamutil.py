@@ -35,3 +35,31 @@ def team_url(kind: str, tmp_path: Path, root: str = ROOT) -> Iterator[str]:
     finally:
         if kind == "postgres":
             drop_derived(table)
+
+
+@contextmanager
+def pg_roles(*names: str, group: str | None = None) -> Iterator[None]:
+    """Roles on the machine's PostgreSQL that may log in (it trusts 127.0.0.1), members of the
+    NOLOGIN role ``group`` when given (made first); dropped afterwards with what they own or were
+    granted."""
+    made: list[str] = []
+    try:
+        with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
+            if group is not None:
+                conn.execute(f"CREATE ROLE {group} NOLOGIN")
+                made.append(group)
+            for name in names:
+                conn.execute(f"CREATE ROLE {name} LOGIN" + (f" IN ROLE {group}" if group is not None else ""))
+                made.append(name)
+        yield
+    finally:
+        with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
+            for name in reversed(made):
+                conn.execute(f"DROP OWNED BY {name}")  # grants left on tables not yet dropped
+                conn.execute(f"DROP ROLE {name}")
+
+
+def as_role(role: str, url: str) -> str:
+    """``url`` (the machine's PostgreSQL as postgres) connecting as ``role`` instead."""
+    assert url.startswith("postgresql://postgres@")
+    return url.replace("postgresql://postgres@", f"postgresql://{role}@", 1)
