@@ -120,6 +120,17 @@ def test_store_new_blob_mode_follows_umask(tmp_path: Path) -> None:
     assert (os.stat(tmp_path / sha).st_mode & 0o777) == 0o644
 
 
+def test_store_whose_dir_was_removed_since_makes_it_again(tmp_path: Path) -> None:
+    # the store makes its dir once: a dir removed after that (a clean-up, `blobs gc`) is made again
+    root = tmp_path / "blobs"
+    store = BlobStore(root)
+    store.put(b"first", "image/png")
+    shutil.rmtree(root)
+    sha = store.put(b"second", "image/png")
+    assert (root / sha).read_bytes() == b"second" and (root / f"{sha}.png").read_bytes() == b"second"
+    assert [p.name for p in root.iterdir() if p.name.endswith(".tmp")] == []
+
+
 def test_store_repairs_damaged_blob_in_place(tmp_path: Path) -> None:
     store = BlobStore(tmp_path)
     data = b"original bytes"
