@@ -17,7 +17,8 @@ would install omp anew. One untimed omp import of an empty home first installs o
 warms bun's transpiler cache.
 
 Timed, each run into a fresh agent dir (and, for us, a fresh ledger), as whole processes, after an
-untimed ``sync``; every run's output is kept until the end, so no run creates its files just after
+untimed ``sync`` and an untimed read of the whole corpus (the order of the two contenders turns
+each round); every run's output is kept until the end, so no run creates its files just after
 another run's were deleted (ext4 then looks past each recently freed inode: up to twice the
 system time, whoever runs next):
 
@@ -72,6 +73,15 @@ def _tree_rss_kb(root: int) -> int:
         total += rss.get(pid, 0)
         todo.extend(child for child, parent in parents.items() if parent == pid)
     return total
+
+
+def _warm(home: Path) -> None:
+    """Read every file under ``home`` (untimed), so that no contender reads the corpus from disk."""
+    for p in sorted(home.rglob("*")):
+        if p.is_file():
+            with p.open("rb") as f:
+                while f.read(1 << 24):
+                    pass
 
 
 class _TreeSampler(threading.Thread):
@@ -165,7 +175,11 @@ def main() -> None:
             raise SystemExit(f"omp's warm-up import exited with {code}")
         results: dict[str, list[tuple[float, float, int, int]]] = {"omp": [], "ours": []}
         for run in range(args.runs):
-            for who in ("omp", "ours"):
+            # the order turns each round, and every run starts with the corpus in the page cache
+            # (this machine's DAMON reclaim evicts pages left cold for a while: a first run could
+            # read the corpus from disk and the next one from memory)
+            for who in ("omp", "ours") if run % 2 == 0 else ("ours", "omp"):
+                _warm(home)
                 agent = base / f"agent-{who}-{run}"
                 run_env = {**env, "PI_CODING_AGENT_DIR": str(agent), "XDG_CACHE_HOME": str(base / f"cache-{run}")}
                 if who == "omp":
