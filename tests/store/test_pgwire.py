@@ -18,6 +18,7 @@ import os
 import socket
 import struct
 import threading
+import time
 from collections.abc import Callable, Iterator
 from decimal import Decimal
 from pathlib import Path
@@ -291,6 +292,12 @@ def test_transactions_and_row_counts(both: tuple[Any, pgwire.Connection]) -> Non
 def test_a_connection_the_server_ends_says_why_then_is_closed(both: tuple[Any, pgwire.Connection]) -> None:
     theirs, ours = both
     theirs.execute("SELECT pg_terminate_backend(%s)", (ours.info.backend_pid,))
+    # pg_terminate_backend only signals: until the backend has said why and gone, a query sent
+    # meanwhile may meet the reset of a socket closed under it instead of the message
+    for _ in range(500):
+        if not theirs.execute("SELECT 1 FROM pg_stat_activity WHERE pid = %s", (ours.info.backend_pid,)).fetchall():
+            break
+        time.sleep(0.01)
     with pytest.raises(pgwire.Error) as got:
         ours.execute("SELECT 1")
     assert str(got.value) == "terminating connection due to administrator command"
@@ -910,3 +917,45 @@ def test_an_empty_query_is_refused_at_fetch_as_psycopg_refuses_it(
         ours.execute(sql, params).fetchall()
     assert str(got.value) == str(want.value)
     assert ours.execute("SELECT 1").fetchall() == [(1,)]
+
+
+def _reset_on_query(conn: socket.socket) -> None:
+    """Let the client in (trust), then reset the connection (RST) on its first query."""
+    conn, _ = _startup(conn)
+    _send(conn, b"R", struct.pack("!i", 0))
+    for name, value in (("server_version", "15.20"), ("server_encoding", "UTF8"), ("client_encoding", "UTF8"),
+                        ("standard_conforming_strings", "on"), ("integer_datetimes", "on")):
+        _send(conn, b"S", name.encode() + b"\x00" + value.encode() + b"\x00")
+    _send(conn, b"K", struct.pack("!ii", 4242, 7))
+    _send(conn, b"Z", b"I")
+    _receive(conn)
+    conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))  # closing sends a reset
+
+
+def test_a_reset_connection_is_worded_as_psycopg_words_it() -> None:
+    peer = Peer(_reset_on_query)
+    try:
+        with (psycopg.connect(peer.url(query="?sslmode=disable"), autocommit=True) as theirs,
+              pytest.raises(psycopg.OperationalError) as want):
+            theirs.execute("SELECT 1")
+        ours = pgwire.connect(peer.url(query="?sslmode=disable"), **OPTIONS)
+        with pytest.raises(pgwire.OperationalError) as got:
+            ours.execute("SELECT 1")
+        assert str(got.value) == str(want.value) and "server closed the connection unexpectedly" in str(got.value)
+        assert ours.closed
+    finally:
+        peer.close()
+
+
+def _reset_on_startup(conn: socket.socket) -> None:
+    _startup(conn)
+    conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+
+
+def test_a_connection_reset_at_start_up_is_worded_as_psycopg_words_it() -> None:
+    peer = Peer(_reset_on_startup)
+    try:
+        got, want = _both_fail(peer.url(query="?sslmode=disable"))
+        assert got == want
+    finally:
+        peer.close()

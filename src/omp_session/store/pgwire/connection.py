@@ -197,7 +197,7 @@ class Connection:
         except TimeoutError:
             self._drop()
             raise ConnectionTimeout("connection timeout expired") from None
-        except Closed:
+        except (Closed, ConnectionResetError):  # libpq words a reset as it words a close
             self._drop()
             raise OperationalError(prefix + SERVER_GONE) from None
         except OSError as e:
@@ -425,7 +425,8 @@ class Connection:
                 return self._results(query)
             except OSError as e:
                 self._drop()
-                why = SERVER_GONE if isinstance(e, Closed | BrokenPipeError) else os_error(e)
+                # libpq words a reset (ECONNRESET) as it words a close
+                why = SERVER_GONE if isinstance(e, Closed | BrokenPipeError | ConnectionResetError) else os_error(e)
                 raise OperationalError(f"consuming input failed: {why}") from None
             except Error:
                 raise  # the server's answer, read to its end (or the connection already dropped)
