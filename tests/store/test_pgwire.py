@@ -509,6 +509,22 @@ def _fatal(conn: socket.socket, message: str) -> None:
     _send(conn, b"E", b"SFATAL\x00VFATAL\x00C28P01\x00M" + message.encode() + b"\x00\x00")
 
 
+def _let_in(conn: socket.socket) -> None:
+    """AuthenticationOk, the parameters a server reports, a backend key, ready for a query."""
+    _send(conn, b"R", struct.pack("!i", 0))
+    for name, value in (
+        ("server_version", "15.20"),
+        ("server_encoding", "UTF8"),
+        ("client_encoding", "UTF8"),
+        ("standard_conforming_strings", "on"),
+        ("integer_datetimes", "on"),
+        ("DateStyle", "ISO, MDY"),
+    ):
+        _send(conn, b"S", name.encode() + b"\x00" + value.encode() + b"\x00")
+    _send(conn, b"K", struct.pack("!ii", 4242, 7))
+    _send(conn, b"Z", b"I")
+
+
 def fake_server(
     method: str, password: str, tls: Any = None, plus: bool = False
 ) -> Callable[[socket.socket], None]:
@@ -557,18 +573,7 @@ def fake_server(
         if not ok:
             _fatal(conn, f'password authentication failed for user "{user}"')
             return
-        _send(conn, b"R", struct.pack("!i", 0))
-        for name, value in (
-            ("server_version", "15.20"),
-            ("server_encoding", "UTF8"),
-            ("client_encoding", "UTF8"),
-            ("standard_conforming_strings", "on"),
-            ("integer_datetimes", "on"),
-            ("DateStyle", "ISO, MDY"),
-        ):
-            _send(conn, b"S", name.encode() + b"\x00" + value.encode() + b"\x00")
-        _send(conn, b"K", struct.pack("!ii", 4242, 7))
-        _send(conn, b"Z", b"I")
+        _let_in(conn)
         while True:
             kind, body = _receive(conn)
             if kind == b"X":
@@ -922,12 +927,7 @@ def test_an_empty_query_is_refused_at_fetch_as_psycopg_refuses_it(
 def _reset_on_query(conn: socket.socket) -> None:
     """Let the client in (trust), then reset the connection (RST) on its first query."""
     conn, _ = _startup(conn)
-    _send(conn, b"R", struct.pack("!i", 0))
-    for name, value in (("server_version", "15.20"), ("server_encoding", "UTF8"), ("client_encoding", "UTF8"),
-                        ("standard_conforming_strings", "on"), ("integer_datetimes", "on")):
-        _send(conn, b"S", name.encode() + b"\x00" + value.encode() + b"\x00")
-    _send(conn, b"K", struct.pack("!ii", 4242, 7))
-    _send(conn, b"Z", b"I")
+    _let_in(conn)
     _receive(conn)
     conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))  # closing sends a reset
 
