@@ -29,6 +29,7 @@ from omp_session.js.codec import UNDEFINED
 
 from .split import scan_in_two
 from .title import TitleSlot, parse_title_slot
+from .utf8 import is_utf8
 
 __all__ = ["STREAMING_THRESHOLD", "Journal", "MalformedSpan", "MessageHead", "gc_paused", "scan_bytes", "scan_file"]
 
@@ -384,10 +385,9 @@ def _measure_source(j: Journal) -> None:
         j.source_size = j.size
         return
     data = j.source.read(0, j.size)
-    try:
-        data.decode("utf-8")
+    if is_utf8(data):
         j.source_size = j.size - (3 if j.bom else 0)
-    except UnicodeDecodeError:
+    else:
         j.invalid_utf8 = True
         text = data.decode("utf-8", "replace")
         j.source_size = len(text.encode("utf-8", "surrogatepass")) - (3 if j.bom else 0)

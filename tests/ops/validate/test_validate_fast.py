@@ -83,3 +83,35 @@ def test_mutated_entries_agree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     p.write_text("".join(json.dumps(x, separators=(",", ":")) + "\n" for x in (header, entry)))
     fast, slow = both(p, monkeypatch)
     assert fast == slow
+
+
+def test_each_entry_type_declares_exactly_the_keys_omp_writes() -> None:
+    """A block the strict types decode is proof that no record in it has a newer omp's key (the
+    newer-features pass skips it), so each entry struct must know every key omp writes, and no more."""
+    import typing
+
+    from omp_session.ops.validate import fast
+    from omp_session.ops.validate.newer import KNOWN_FIELDS
+
+    declared = {t.__struct_config__.tag: {*t.__struct_fields__, "type"} for t in typing.get_args(fast._DECODER.type)}
+    assert declared == {k: set(v) for k, v in KNOWN_FIELDS.items()}
+    assert all(t.__struct_config__.forbid_unknown_fields for t in typing.get_args(fast._DECODER.type))
+
+
+def test_a_newer_key_deep_in_a_clean_file_is_found_where_it_is(tmp_path: Path) -> None:
+    lines = [json.dumps({"type": "session", "version": 3, "id": "s", "timestamp": "2026-01-01T00:00:00.000Z",
+                         "cwd": "/w"})]
+    parent = None
+    for k in range(3000):  # about 3 MB: several of the validator's 1 MiB blocks
+        e: dict[str, Any] = {"type": "message", "id": f"m{k}", "parentId": parent,
+                             "timestamp": "2026-01-01T00:00:00.000Z",
+                             "message": {"role": "user", "content": "x" * 1000, "timestamp": 1}}
+        if k == 2100:
+            e["mood"] = "curious"
+        lines.append(json.dumps(e))
+        parent = e["id"]
+    path = tmp_path / "s.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    found = [d for d in validate(path) if d.code == "newer-omp-features"]
+    assert len(found) == 1 and "field message.mood" in found[0].message
+    assert found[0].line == 2102

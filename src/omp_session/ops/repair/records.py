@@ -15,8 +15,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from omp_session.format.reader import Journal
+from omp_session.format.utf8 import is_utf8
 from omp_session.js import codec
 
+from .blocks import blocks, prove_loads
 from .model import Fix, Quarantined
 
 __all__ = ["Rec", "Records", "id_of", "read_records"]
@@ -25,6 +27,8 @@ _CHUNK = 1024 * 1024
 _WS = b" \t\r\n"
 _PAD = _WS + b"\x00"
 _EMBEDDED = re.compile(rb'\{\s*"')
+_BLANK_LINE = re.compile(rb"\n[ \t\r]+(?=\n)")  # a whole line of spaces, tabs or CRs (at least one)
+_SPACE_AFTER_LF = re.compile(rb"\n[ \t\r]")
 _ID = re.compile(rb'"id"\s*:\s*"([^"\\]{1,64})"')
 _PARENT = re.compile(rb'"parentId"\s*:\s*(null|"([^"\\]{1,64})")')
 
@@ -156,6 +160,10 @@ class Rec:
             return head is not None and head.role == "user"
         return kind not in ("model_usage", "ttsr_injection")
 
+    def proven(self, safe: bytearray) -> bool:
+        """Whether ``safe`` (:attr:`Records.safe`) says omp loads this record, still as read."""
+        return self._value is _LAZY and 0 <= self._i < len(safe) and safe[self._i] == 1
+
     def parent(self) -> Any:
         """``value.get("parentId")`` of an object (None when absent), without decoding it."""
         if self._value is _LAZY:
@@ -172,6 +180,8 @@ class Rec:
 class Records:
     recs: list[Rec] = field(default_factory=list)
     fixes: list[Fix] = field(default_factory=list)
+    # safe[i]: record i of the journal, as read, is one omp surely loads (blocks.prove_loads)
+    safe: bytearray = field(default_factory=bytearray)
     quarantined: list[Quarantined] = field(default_factory=list)
     # id -> parentId of records that were removed, as evidence for re-attaching their children
     evidence: dict[str, str | None] = field(default_factory=dict)
@@ -186,12 +196,6 @@ class Records:
                 self.evidence[key] = None if p.group(2) is None else p.group(2).decode("utf-8", "replace")
 
 
-def _valid_utf8(data: bytes) -> bool:
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError:
-        return False
-    return True
 
 
 def _parse(data: bytes) -> Any:
@@ -201,8 +205,14 @@ def _parse(data: bytes) -> Any:
 
 def read_records(j: Journal) -> Records:
     """Records of a scanned file in file order, with the fixes made while reading them."""
-    out = Records()
-    recs = [_take(j, i, j.start(i), j.end(i), out) for i in range(len(j))]  # in file order
+    out = Records(safe=bytearray(len(j)))
+    recs: list[Rec] = []  # in file order
+    for block in blocks(j):
+        if block.clean:  # nothing to fix in any of them, as _take would find one by one
+            recs.extend(Rec.lazy(j, k, j.starts[k], j.ends[k]) for k in range(block.first, block.last + 1))
+            prove_loads(block, out.safe)
+        else:
+            recs.extend(_take(j, k, j.start(k), j.end(k), out) for k in range(block.first, block.last + 1))
     items: list[tuple[int, int, Rec]] = []  # (offset, order, rec): the records found besides
     nul = 0
     for span in j.malformed:
@@ -243,25 +253,37 @@ def _chunks(j: Journal, start: int) -> Iterator[bytes]:
 
 
 def _line_stats(j: Journal) -> tuple[int, int]:
-    """(blank lines, CR LF lines) of the body, as ``split(b"\\n")`` counts them, a chunk at a time."""
+    """(blank lines, CR LF lines) of the body, as ``split(b"\\n")`` counts them, a chunk at a time.
+
+    Only the line a chunk starts in the middle of and the one it ends in are followed byte by byte;
+    the whole lines between are counted by searches (a split copied every line of the file)."""
     blank = crlf = 0
     # the line read so far: its length, whether it is all whitespace, its last byte
     length, spaces, last = 0, True, 0
     for block in _chunks(j, j.body_start):
-        pieces = block.split(b"\n")
-        for k, piece in enumerate(pieces):
-            if piece:
-                length += len(piece)
-                spaces = spaces and not piece.strip(_WS)
-                last = piece[-1]
-            if k == len(pieces) - 1:
-                break  # the line goes on in the next block
-            crlf += last == 0x0D and length > 0
-            blank += length > 0 and spaces
-            length, spaces, last = 0, True, 0
+        lf = block.find(b"\n")
+        if lf < 0:
+            length, spaces, last = _more(length, spaces, last, block)
+            continue
+        length, spaces, last = _more(length, spaces, last, block[:lf])
+        crlf += last == 0x0D and length > 0
+        blank += length > 0 and spaces
+        end = block.rfind(b"\n") + 1  # block[lf:end]: whole lines, each after its LF
+        # (searching for one byte is a memchr; a two-byte search here cost as much as the split)
+        if b"\r" in block:
+            crlf += block.count(b"\r\n", lf, end)
+        if _SPACE_AFTER_LF.search(block, lf, end) is not None:
+            blank += len(_BLANK_LINE.findall(block, lf, end))
+        length, spaces, last = _more(0, True, 0, block[end:])
     crlf += last == 0x0D and length > 0
     blank += length > 0 and spaces
     return blank, crlf
+
+
+def _more(length: int, spaces: bool, last: int, piece: bytes) -> tuple[int, bool, int]:
+    if not piece:
+        return length, spaces, last
+    return length + len(piece), spaces and not piece.strip(_WS), piece[-1]
 
 
 def _first_nul(j: Journal) -> int:
@@ -275,10 +297,10 @@ def _take(j: Journal, i: int, start: int, end: int, out: Records) -> Rec:
     clean = raw.strip(_WS)
     at = start + (len(raw) - len(raw.lstrip(_WS)))
     rec = Rec.lazy(j, i, at, at + len(clean))
-    if raw == clean and _valid_utf8(raw) and not j.invalid_utf8 and b"\r" not in raw and b"\n" not in raw:
+    if raw == clean and is_utf8(raw) and not j.invalid_utf8 and b"\r" not in raw and b"\n" not in raw:
         return rec  # nothing to fix: the line number is worked out only if something asks for it
     line = j.line_of(start)
-    if not _valid_utf8(raw):
+    if not is_utf8(raw):
         rec.dirty = True
         value = rec.own()
         out.quarantine(line, start, raw, "invalid UTF-8: the record is kept with U+FFFD in place of the bad "
@@ -329,7 +351,7 @@ def _rescue(j: Journal, start: int, end: int, out: Records) -> list[tuple[Rec | 
         line = j.line_of(at)
         rec = _whole(core, at, line)
         if rec is not None:
-            if not _valid_utf8(core):
+            if not is_utf8(core):
                 out.quarantine(line, at, core, "invalid UTF-8: the record is kept with U+FFFD in place of the "
                                "bad bytes; the original bytes are kept here")
             out.fixes.append(Fix("rescued-record", "a complete record that omp's reader skips (it sits in a "
@@ -433,7 +455,7 @@ def _whole(core: bytes, at: int, line: int) -> Rec | None:
     if not isinstance(value, dict):
         return None
     rec = Rec(value, core, at, line)
-    rec.dirty = not _valid_utf8(core) or b"\n" in core or b"\r" in core
+    rec.dirty = not is_utf8(core) or b"\n" in core or b"\r" in core
     return rec
 
 

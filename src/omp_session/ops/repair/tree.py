@@ -80,8 +80,9 @@ def _usage_throws(usage: Any) -> bool:
 def quarantine_crashers(rs: Records, first: int) -> None:
     """Move records omp cannot load (from index ``first`` on) to the quarantine."""
     kept: list[Rec] = rs.recs[:first]
+    safe = rs.safe
     for rec in rs.recs[first:]:
-        reason = None if rec.cannot_crash() else omp_crash_reason(rec.value)
+        reason = None if rec.cannot_crash() or rec.proven(safe) else omp_crash_reason(rec.value)
         if reason is None:
             kept.append(rec)
             continue

@@ -28,6 +28,7 @@ from omp_session.format.blobs import BLOB_PREFIX, BlobStore, parse_blob_ref
 from omp_session.format.migrate import needs_migration
 from omp_session.format.reader import STREAMING_THRESHOLD, Journal, decode_record, scan_file
 from omp_session.format.title import TITLE_SLOT_BYTES
+from omp_session.format.utf8 import first_invalid_utf8
 from omp_session.model.session import Session, scan_archived
 
 from .entries import scan_entries
@@ -117,7 +118,7 @@ def _validate(s: Session, path: str | None, blobs_dir: str | os.PathLike[str] | 
     if s.header is not None:
         check_tree(s, report, got)
     _blobs(s, report, blobs_dir)
-    newer_features(j, s.raw_header, report)
+    newer_features(j, s.raw_header, report, got.unclean)
     return report.result()
 
 
@@ -268,11 +269,7 @@ def _header(s: Session, path: str | None, report: Report) -> None:
 
 def _first_invalid_utf8(j: Journal) -> int:
     """Offset of the first byte that is not UTF-8 (the file is below the streaming size)."""
-    try:
-        j.read(0, j.size).decode("utf-8")
-    except UnicodeDecodeError as e:
-        return e.start
-    return 0
+    return first_invalid_utf8(j.read(0, j.size)) or 0
 
 
 def _encoding(s: Session, report: Report) -> None:
@@ -290,10 +287,9 @@ def _utf8(s: Session, report: Report, found: int | None) -> None:
     j = s.journal
     if found is None:
         for span in j.malformed:
-            try:
-                j.read(span.start, span.end).decode("utf-8")
-            except UnicodeDecodeError as e:
-                found = span.start + e.start
+            bad = first_invalid_utf8(j.read(span.start, span.end))
+            if bad is not None:
+                found = span.start + bad
                 break
     if found is not None or j.invalid_utf8:
         report.add("invalid-utf8", "invalid UTF-8: omp reads U+FFFD in its place"

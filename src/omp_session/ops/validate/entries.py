@@ -18,6 +18,7 @@ import msgspec
 
 from omp_session.diagnostics import Severity
 from omp_session.format.reader import Journal, decode_record
+from omp_session.format.utf8 import first_invalid_utf8
 from omp_session.js.codec import UNDEFINED
 from omp_session.js.date import date_parse
 
@@ -95,6 +96,9 @@ class Collected:
     bad_utf8: int | None = None  # offset of the first invalid UTF-8 byte in a record
     crlf: list[int] = field(default_factory=list)  # offsets of CRs ending a record's line
     headers_after_first: list[int] = field(default_factory=list)
+    # (first, last) records of the blocks the strict types did not prove clean: the only ones that
+    # may hold a newer omp's keys (newer.py)
+    unclean: list[tuple[int, int]] = field(default_factory=list)
 
 
 def _get(obj: Any, name: str) -> Any:
@@ -126,11 +130,10 @@ def scan_entries(j: Journal, report: Report, ids: Any) -> Collected:
         while b + 1 < n and j.starts[b + 1] == j.ends[b] + 1 and j.ends[b + 1] - first < _BLOCK:
             b += 1
         data = j.read(first, j.ends[b])
-        if out.bad_utf8 is None and not data.isascii():
-            try:
-                data.decode("utf-8")
-            except UnicodeDecodeError as err:
-                out.bad_utf8 = first + err.start
+        if out.bad_utf8 is None:
+            bad = first_invalid_utf8(data)
+            if bad is not None:
+                out.bad_utf8 = first + bad
         if TRUNCATION_NOTICE in data:
             checker.truncated(data, first)
         entries: list[Any] | None = None
@@ -146,6 +149,7 @@ def scan_entries(j: Journal, report: Report, ids: Any) -> Collected:
             if entries is not None and len(entries) != b - i + 1:
                 entries = None
         if clean is None:
+            out.unclean.append((i, b))
             if entries is None:
                 entries = [checker.slow(k) for k in range(i, b + 1)]
             for offset, entry in enumerate(entries):

@@ -29,9 +29,12 @@ _Id = Annotated[str, Meta(min_length=1)]
 ISO_TIMESTAMP = (r"^[0-9]{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12][0-9]|3[01])"
                  r"T(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]\.[0-9]{3}Z\Z")
 _Timestamp = Annotated[str, Meta(pattern=ISO_TIMESTAMP)]
+# the keys omp writes that no check reads: declared (kept as raw bytes, never built) so that each entry
+# type refuses any other key, and a clean block is also proof of no newer omp's fields (newer.py)
+_NONE: Any = msgspec.Raw()
 
 
-class _Entry(Struct, tag_field="type"):
+class _Entry(Struct, tag_field="type", forbid_unknown_fields=True):
     id: _Id
     parentId: _Id | None
     timestamp: _Timestamp
@@ -149,14 +152,30 @@ class MessageEntry(_Entry, tag="message"):
 class CompactionEntry(_Entry, tag="compaction"):
     firstKeptEntryId: Any = UNDEFINED
     providerReplayThroughEntryId: Any = UNDEFINED
+    summary: msgspec.Raw = _NONE
+    shortSummary: msgspec.Raw = _NONE
+    tokensBefore: msgspec.Raw = _NONE
+    tokensAfter: msgspec.Raw = _NONE
+    method: msgspec.Raw = _NONE
+    details: msgspec.Raw = _NONE
+    fromExtension: msgspec.Raw = _NONE
+    fromHook: msgspec.Raw = _NONE
+    preserveData: msgspec.Raw = _NONE
+    warning: msgspec.Raw = _NONE
+    firstKeptEntryIndex: msgspec.Raw = _NONE
 
 
 class LabelEntry(_Entry, tag="label"):
     targetId: Any = UNDEFINED
+    label: msgspec.Raw = _NONE
 
 
 class BranchSummaryEntry(_Entry, tag="branch_summary"):
     fromId: Any = UNDEFINED
+    summary: msgspec.Raw = _NONE
+    details: msgspec.Raw = _NONE
+    fromExtension: msgspec.Raw = _NONE
+    fromHook: msgspec.Raw = _NONE
 
 
 class _TtsrEntry(_Entry, tag="ttsr_injection"):
@@ -175,42 +194,76 @@ class _CustomMessageEntry(_Entry, tag="custom_message"):
     content: str | list[_CmText | _CmImage]
     display: bool
     attribution: Literal["user", "agent"] = "user"
+    customType: msgspec.Raw = _NONE
+    details: msgspec.Raw = _NONE
 
 
 class _ModelChange(_Entry, tag="model_change"):
     model: str
+    role: msgspec.Raw = _NONE
+    resolvedModelIsFallback: msgspec.Raw = _NONE
+    provider: msgspec.Raw = _NONE
+    modelId: msgspec.Raw = _NONE
 
 
 class _ThinkingLevel(_Entry, tag="thinking_level_change"):
-    pass
+    thinkingLevel: msgspec.Raw = _NONE
+    configured: msgspec.Raw = _NONE
 
 
 class _ServiceTier(_Entry, tag="service_tier_change"):
-    pass
+    serviceTier: msgspec.Raw = _NONE
 
 
 class _CustomEntry(_Entry, tag="custom"):
-    pass
+    customType: msgspec.Raw = _NONE
+    data: msgspec.Raw = _NONE
 
 
 class _SessionInit(_Entry, tag="session_init"):
-    pass
+    systemPrompt: msgspec.Raw = _NONE
+    task: msgspec.Raw = _NONE
+    tools: msgspec.Raw = _NONE
+    agent: msgspec.Raw = _NONE
+    modelRole: msgspec.Raw = _NONE
+    resolvedModel: msgspec.Raw = _NONE
+    readOnly: msgspec.Raw = _NONE
+    outputSchema: msgspec.Raw = _NONE
+    outputSchemaMode: msgspec.Raw = _NONE
+    restrictToolNames: msgspec.Raw = _NONE
+    spawns: msgspec.Raw = _NONE
+    readSummarize: msgspec.Raw = _NONE
+    advisor: msgspec.Raw = _NONE
+    isolated: msgspec.Raw = _NONE
+    compactionThreshold: msgspec.Raw = _NONE
 
 
 class _ModeChange(_Entry, tag="mode_change"):
-    pass
+    mode: msgspec.Raw = _NONE
+    data: msgspec.Raw = _NONE
 
 
 class _TitleChange(_Entry, tag="title_change"):
-    pass
+    title: msgspec.Raw = _NONE
+    source: msgspec.Raw = _NONE
+    previousTitle: msgspec.Raw = _NONE
+    trigger: msgspec.Raw = _NONE
 
 
 class _CredentialPin(_Entry, tag="credential_pin"):
-    pass
+    provider: msgspec.Raw = _NONE
+    hash: msgspec.Raw = _NONE
 
 
 class _ModelUsage(_Entry, tag="model_usage"):
-    pass
+    purpose: msgspec.Raw = _NONE
+    role: msgspec.Raw = _NONE
+    api: msgspec.Raw = _NONE
+    provider: msgspec.Raw = _NONE
+    model: msgspec.Raw = _NONE
+    usage: msgspec.Raw = _NONE
+    stopReason: msgspec.Raw = _NONE
+    errorMessage: msgspec.Raw = _NONE
 
 
 class _ResetBoundary(_Entry, tag="reset_boundary"):

@@ -11,6 +11,7 @@ judged once.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from typing import Any, Final
 
 import msgspec
@@ -71,8 +72,12 @@ def _keys_of(j: Journal, i: int) -> Any:
         return None  # not an object, or not strict JSON: other checks report it
 
 
-def newer_features(j: Journal, header: Any, report: Report) -> None:
-    """Add one ``newer-omp-features`` finding when the file uses what no omp we know writes."""
+def newer_features(j: Journal, header: Any, report: Report,
+                   ranges: Iterable[tuple[int, int]] | None = None) -> None:
+    """Add one ``newer-omp-features`` finding when the file uses what no omp we know writes.
+
+    ``ranges``: the (first, last) records to look at, when the others are known to hold only known
+    keys (blocks the validator's strict types decoded); default every entry."""
     found: list[str] = []  # in file order, each name once
     first_at: int | None = None
     version = header.get("version") if isinstance(header, dict) else None
@@ -82,12 +87,23 @@ def newer_features(j: Journal, header: Any, report: Report) -> None:
         found.append(f"header version {version:g}")
         first_at = j.start(0) if len(j) else None
     judged: dict[tuple[Any, ...], list[str]] = {}
-    n = len(j)
-    i = 1
-    while i < n:
+    for lo, hi in [(1, len(j) - 1)] if ranges is None else ranges:
+        first_at = _scan(j, lo, hi + 1, judged, found, first_at)
+    if not found:
+        return
+    shown = ", ".join(found[:SHOWN]) + (f" and {len(found) - SHOWN} more" if len(found) > SHOWN else "")
+    report.add("newer-omp-features", f"written by an omp newer than {DEFAULT} (the newest we know)? "
+               f"unknown to us: {shown}; loaded and kept as they are, but not understood",
+               offset=first_at)
+
+
+def _scan(j: Journal, i: int, end: int, judged: dict[tuple[Any, ...], list[str]], found: list[str],
+          first_at: int | None) -> int | None:
+    """Records ``i``..``end - 1`` into ``found``; returns the offset of the first record that added a name."""
+    while i < end:
         b = i
         first = j.starts[i]
-        while b + 1 < n and j.starts[b + 1] == j.ends[b] + 1 and j.ends[b + 1] - first < _BLOCK:
+        while b + 1 < end and j.starts[b + 1] == j.ends[b] + 1 and j.ends[b + 1] - first < _BLOCK:
             b += 1
         try:
             records: list[Any] = _KEYS.decode_lines(j.read(first, j.ends[b]))
@@ -116,9 +132,4 @@ def newer_features(j: Journal, header: Any, report: Report) -> None:
                     if first_at is None:
                         first_at = j.start(k)
         i = b + 1
-    if not found:
-        return
-    shown = ", ".join(found[:SHOWN]) + (f" and {len(found) - SHOWN} more" if len(found) > SHOWN else "")
-    report.add("newer-omp-features", f"written by an omp newer than {DEFAULT} (the newest we know)? "
-               f"unknown to us: {shown}; loaded and kept as they are, but not understood",
-               offset=first_at)
+    return first_at
