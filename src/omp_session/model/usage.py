@@ -135,6 +135,29 @@ class UsageSum:
         except JSTypeError as exc:
             raise ContextError(f"{describe(entry)}: {exc}") from None
 
+    def add_numbers(self, numbers: Sequence[int | float]) -> bool:
+        """:meth:`add` of a usage object of exactly the five counts and ``cost.total``, given in
+        that order, each a float or an int of at most 64 bits, as JSON decoders give them (nothing
+        else, no ``orchestration`` or ``premiumRequests``); False, having added nothing, once a total
+        is no longer a number (then :meth:`add` the entry)."""
+        if not self.numeric:
+            return False
+        t = self.totals
+        i, o, cr, cw, tt, cost = numbers
+        t["input"] += i
+        t["output"] += o
+        t["cacheRead"] += cr
+        t["cacheWrite"] += cw
+        t["totalTokens"] += tt
+        t["cost"] += cost
+        # `x ?? 0` of the absent parts is still added to a total that became a string
+        if not (t["orchestrationInput"].__class__ is t["orchestrationOutput"].__class__
+                is t["orchestrationCacheRead"].__class__ is t["premiumRequests"].__class__ is float):
+            for name in ("orchestrationInput", "orchestrationOutput", "orchestrationCacheRead", "premiumRequests"):
+                if t[name].__class__ is not float:
+                    t[name] = _js_add(t[name], 0)
+        return True
+
     def result(self) -> dict[str, Any]:
         return {name: num_out(value) for name, value in self.totals.items()}
 

@@ -10,7 +10,7 @@ from typing import Any, Final
 
 from omp_session.js.date import date_parse
 
-__all__ = ["UsageItem", "usage_items"]
+__all__ = ["UsageItem", "usage_items", "usage_ms"]
 
 _LEVELS: Final = frozenset({"off", "minimal", "low", "medium", "high", "xhigh", "max"})  # thinking suffixes
 # where a task result or one of its agents names the model that spent: the settled run's
@@ -35,7 +35,8 @@ def _str(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-def _ms(message_ts: Any, entry_ts: Any) -> float | None:
+def usage_ms(message_ts: Any, entry_ts: Any) -> float | None:
+    """A usage record's time: the message's ``timestamp`` (ms) when it is one, else the entry's."""
     if message_ts.__class__ in (int, float) and math.isfinite(message_ts) and message_ts > 0:
         return float(message_ts)
     ms = date_parse(entry_ts) if isinstance(entry_ts, str) else math.nan
@@ -105,7 +106,7 @@ def usage_items(entry: Any, keyed: bool = True) -> list[UsageItem]:
         usage = entry.get("usage")
         if not isinstance(usage, dict):
             return []
-        return [UsageItem("model_usage", 0, usage, _ms(None, ets), entry.get("provider"), entry.get("model"), key,
+        return [UsageItem("model_usage", 0, usage, usage_ms(None, ets), entry.get("provider"), entry.get("model"), key,
                           None)]
     if kind != "message":
         return []
@@ -117,8 +118,8 @@ def usage_items(entry: Any, keyed: bool = True) -> list[UsageItem]:
         usage = message.get("usage")
         if not isinstance(usage, dict):
             return []
-        return [UsageItem("assistant", 0, usage, _ms(message.get("timestamp"), ets), message.get("provider"),
+        return [UsageItem("assistant", 0, usage, usage_ms(message.get("timestamp"), ets), message.get("provider"),
                           message.get("model"), key, None)]
     if role == "toolResult" and message.get("toolName") == "task":
-        return _task_items(message, _ms(message.get("timestamp"), ets), key)
+        return _task_items(message, usage_ms(message.get("timestamp"), ets), key)
     return []

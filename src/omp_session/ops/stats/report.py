@@ -50,13 +50,15 @@ import orjson
 
 from omp_session.errors import ContextError, StatsOptionError
 from omp_session.js.date import now_ms, to_iso
-from omp_session.model.usage_items import usage_items
+from omp_session.model.usage_items import usage_items, usage_ms
 from omp_session.paths import project_dir_name, sessions_dir
 
 from .blocks import Block, billing_blocks, shown_time
 
 if TYPE_CHECKING:  # what reads sessions is imported where a report reads them: stats --store reads rows
     from omp_session.store.base import SessionStorage
+
+    from .plain_usage import PlainAssistant
 from .group import (
     GROUPINGS,
     TIME_GROUPINGS,
@@ -172,6 +174,29 @@ def _records_of(entry: Any, on_branch: bool, keyed: bool) -> list[UsageRecord]:
             for i in usage_items(entry, keyed)]
 
 
+def _plain_record(p: PlainAssistant, on_branch: bool, keyed: bool) -> UsageRecord:
+    """:func:`_record` of an assistant message whose usage is plain numbers."""
+    eid, ets = p.entry_id, p.entry_timestamp
+    key = f"{eid} {ets}" if keyed and isinstance(eid, str) and eid and isinstance(ets, str) else None
+    i, o, cr, cw, tt, cost = p.numbers
+    whole = i + o + cr + cw + tt + cost
+    if whole - whole != 0:  # one is infinite (or the sum overflowed): each as _count takes it
+        i, o, cr, cw, tt, cost = map(_count, p.numbers)
+    return UsageRecord("assistant", usage_ms(p.message_timestamp, ets), _str(p.provider), _str(p.model),
+                       i, o, cr, cw, tt, cost, on_branch, key, None)
+
+
+def _plain_records(s: Any) -> Callable[[int], bool]:
+    """Whether entry ``k`` of ``s`` may be read by :func:`plain_assistant` from its bytes: the
+    session reads it as they are (not migrated, not changed on open, no blob reference)."""
+    if s.migrated:
+        return lambda k: False
+    j = s.journal
+    changed = set(j.values)
+    changed.update(i for i in map(j.record_at, j.blob_offsets) if i is not None)
+    return lambda k: k + 1 not in changed
+
+
 def read_file_usage(path: str | os.PathLike[str], storage: SessionStorage | None = None) -> FileUsage:
     """The usage records of one session file (or of the session stored under ``path`` in
     ``storage``), read now (no cache). Raises OSError when unreadable."""
@@ -179,7 +204,9 @@ def read_file_usage(path: str | os.PathLike[str], storage: SessionStorage | None
     from omp_session.catalog.summaries import usage_candidates
     from omp_session.format.blobs import MemoryBlobStore
     from omp_session.model.session import read_session
-    from omp_session.model.usage import usage_statistics
+    from omp_session.model.usage import UsageSum
+
+    from .plain_usage import plain_assistant
 
     path = os.fspath(path)
     # no blob store: images do not change any number
@@ -197,24 +224,26 @@ def read_file_usage(path: str | os.PathLike[str], storage: SessionStorage | None
         # v1 ids are made up on every load: they identify nothing across files
         keyed = not s.migrated
         records: list[Any] = []
-        done = 0
-
-        def take(k: int) -> Any:
-            nonlocal done
+        total: UsageSum | None = UsageSum()  # omp's getUsageStatistics(); None once omp would throw
+        plain = _plain_records(s)
+        for k in picked:
+            fast = plain_assistant(s.journal.raw(k + 1)) if plain(k) else None
+            if fast is not None:
+                records.append(_plain_record(fast, k in on_branch, keyed))
+                if total is None or total.add_numbers(fast.numbers):
+                    continue
             e = s.peek_entry(k)  # decoded, not kept: memory stays flat on a 1 GB session
-            # a side call (model_usage) hangs off the branch without becoming part of it (S3.15):
-            # it belongs to the conversation it was made for
-            side = isinstance(e, dict) and e.get("type") == "model_usage" and parents[k] in on_branch
-            records.extend(_records_of(e, k in on_branch or side, keyed))
-            done += 1
-            return e
-
-        try:
-            omp: dict[str, Any] | None = usage_statistics(take(k) for k in picked)
-        except ContextError:
-            omp = None
-            for k in picked[done:]:  # omp threw there: our records go on past it
-                take(k)
+            if fast is None:
+                # a side call (model_usage) hangs off the branch without becoming part of it (S3.15):
+                # it belongs to the conversation it was made for
+                side = isinstance(e, dict) and e.get("type") == "model_usage" and parents[k] in on_branch
+                records.extend(_records_of(e, k in on_branch or side, keyed))
+            if total is not None:
+                try:
+                    total.add(e)
+                except ContextError:
+                    total = None  # omp threw there: our records go on past it
+        omp = None if total is None else total.result()
         if omp is not None:  # omp's NaN/Infinity (a missing count) as JSON.stringify and the cache write it
             omp = {k: None if isinstance(v, float) and not math.isfinite(v) else v for k, v in omp.items()}
         cwd = header.get("cwd")

@@ -1,0 +1,87 @@
+"""The common usage record read without building the entry: an assistant message whose usage is
+five plain token counts and a ``cost.total``.
+
+Nearly every usage record of a real session has that shape. Decoded into the structs below, its
+text, thinking and tool calls are skipped by the parser instead of built as Python strings, and
+the record and omp's running sum take the numbers as they are. Anything else (another role, a
+missing or odd field, an ``orchestration`` or ``premiumRequests`` part, an integer beyond 64
+bits) gives None, and the caller reads the entry whole, as before.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+import msgspec
+
+from omp_session.js.codec import UNDEFINED
+
+__all__ = ["PlainAssistant", "plain_assistant"]
+
+_ABSENT: Any = msgspec.Raw()
+
+
+class _Cost(msgspec.Struct):
+    total: int | float
+
+
+class _Usage(msgspec.Struct):
+    input: int | float
+    output: int | float
+    cacheRead: int | float
+    cacheWrite: int | float
+    totalTokens: int | float
+    cost: _Cost
+    orchestration: msgspec.Raw = _ABSENT
+    premiumRequests: msgspec.Raw = _ABSENT
+
+
+class _Message(msgspec.Struct):
+    role: Any = UNDEFINED
+    usage: _Usage | None = None
+    provider: Any = UNDEFINED
+    model: Any = UNDEFINED
+    timestamp: Any = UNDEFINED
+
+
+class _Entry(msgspec.Struct):
+    type: Any = UNDEFINED
+    id: Any = UNDEFINED
+    timestamp: Any = UNDEFINED
+    # a message that is not an object, a usage of another shape: the record is refused whole
+    message: _Message | None = None
+
+
+_ENTRY: Final = msgspec.json.Decoder(_Entry)
+_UNDECODABLE: Final = (msgspec.MsgspecError, RecursionError)
+
+
+class PlainAssistant:
+    """What the report and omp's sum read of such an entry."""
+
+    __slots__ = ("entry_id", "entry_timestamp", "message_timestamp", "model", "numbers", "provider")
+
+    def __init__(self, entry: _Entry, message: _Message, usage: _Usage) -> None:
+        self.entry_id = entry.id
+        self.entry_timestamp = entry.timestamp
+        self.message_timestamp = message.timestamp
+        self.provider = message.provider
+        self.model = message.model
+        # input, output, cacheRead, cacheWrite, totalTokens, cost.total
+        self.numbers = (usage.input, usage.output, usage.cacheRead, usage.cacheWrite, usage.totalTokens,
+                        usage.cost.total)
+
+
+def plain_assistant(raw: bytes | memoryview) -> PlainAssistant | None:
+    """The record ``raw`` as a :class:`PlainAssistant`, or None when it is anything else."""
+    try:
+        entry = _ENTRY.decode(raw)
+    except _UNDECODABLE:
+        return None
+    message = entry.message
+    if entry.type != "message" or message is None or message.role != "assistant":
+        return None
+    usage = message.usage
+    if usage is None or usage.orchestration is not _ABSENT or usage.premiumRequests is not _ABSENT:
+        return None
+    return PlainAssistant(entry, message, usage)

@@ -1,0 +1,111 @@
+"""The stats fast path (ops/stats/plain_usage.py) gives the usage records and omp's totals the
+full decode gives: on the generated corpus, and on assistant usages of every odd shape (strings,
+booleans, null, huge or infinite numbers, missing fields, orchestration and premium parts)
+mixed with plain ones, so that a total turning into a string midway is followed exactly."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from omp_session.ops.stats import report
+from omp_session.ops.stats.plain_usage import plain_assistant
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+        return True
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    return type(a) is type(b) and a == b
+
+
+def _both(path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Any, Any]:
+    fast = report.read_file_usage(path).to_json()
+    with monkeypatch.context() as m:
+        m.setattr(report, "_plain_records", lambda s: lambda k: False)
+        slow = report.read_file_usage(path).to_json()
+    return fast, slow
+
+
+def test_generated_sessions_agree(make_corpus: Callable[[int, int], Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    files = sorted(make_corpus(3, 60).glob("*.jsonl"))
+    assert files
+    for path in files:
+        fast, slow = _both(path, monkeypatch)
+        assert _same(fast, slow), path.name
+
+
+# JSON texts spliced into a usage: what json.dumps cannot write (1e400) is written as text
+_NUMBER = st.one_of(st.integers(min_value=-(2**70), max_value=2**70), st.floats(allow_nan=False, allow_infinity=False),
+                    st.sampled_from(["1e400", "-1e400", "12345678901234567890123"]))
+_ODD = st.sampled_from(['"12"', "true", "null", "[]", "{}", '"x"'])
+_FIELD = st.one_of(_NUMBER, _NUMBER, _NUMBER, _ODD, st.just(None))  # None: the field is absent
+_KEYS = ("input", "output", "cacheRead", "cacheWrite", "totalTokens")
+
+
+@st.composite
+def _usage(draw: st.DrawFn) -> str:
+    parts = []
+    for key in _KEYS:
+        value = draw(_FIELD)
+        if value is not None:
+            parts.append(f'"{key}":{value if isinstance(value, str) else json.dumps(value)}')
+    cost = draw(st.one_of(_FIELD, st.just("object")))
+    if cost == "object":
+        total = draw(_FIELD)
+        parts.append('"cost":{' + ("" if total is None else f'"total":{total if isinstance(total, str) else json.dumps(total)}') + "}")
+    elif cost is not None:
+        parts.append(f'"cost":{cost if isinstance(cost, str) else json.dumps(cost)}')
+    if draw(st.booleans()) and draw(st.booleans()):
+        parts.append('"orchestration":{"input":' + draw(st.sampled_from(["1", '"2"', "null"])) + "}")
+    if draw(st.booleans()) and draw(st.booleans()):
+        parts.append('"premiumRequests":' + draw(st.sampled_from(["1", '"p"', "null", "0.5"])))
+    return "{" + ",".join(parts) + "}"
+
+
+_PLAIN = '{"input":10,"output":5,"cacheRead":1,"cacheWrite":0,"totalTokens":16,"cost":{"total":0.25}}'
+# plain counts with the parts the fast path leaves to the full decode (one may turn a total into a string)
+_PLAIN_AND = st.sampled_from([_PLAIN[:-1] + extra + "}" for extra in (
+    ',"orchestration":{"input":"2"}', ',"orchestration":{"output":3}', ',"premiumRequests":"p"',
+    ',"premiumRequests":1', ',"orchestration":null')])
+
+
+@settings(max_examples=150, deadline=None)
+@given(usages=st.lists(st.one_of(_usage(), _PLAIN_AND, st.just(_PLAIN), st.just(_PLAIN)), min_size=1, max_size=12),
+       message_time=st.sampled_from(["1784982777969", '"x"', "null", "0"]))
+def test_odd_usages_agree(usages: list[str], message_time: str, tmp_path_factory: pytest.TempPathFactory) -> None:
+    lines = ['{"type":"session","version":3,"id":"s1","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/w"}']
+    parent = "null"
+    for n, u in enumerate(usages):
+        lines.append(f'{{"type":"message","id":"u{n}","parentId":{parent},"timestamp":"2026-01-01T00:00:0{n % 10}.000Z",'
+                     f'"message":{{"role":"user","content":"q","timestamp":1}}}}')
+        lines.append(f'{{"type":"message","id":"a{n}","parentId":"u{n}","timestamp":"2026-01-01T00:00:0{n % 10}.500Z",'
+                     f'"message":{{"role":"assistant","content":[{{"type":"text","text":"a"}}],"provider":"p",'
+                     f'"model":"m","usage":{u},"stopReason":"stop","timestamp":{message_time}}}}}')
+        parent = f'"a{n}"'
+    path = tmp_path_factory.mktemp("odd") / "s.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.MonkeyPatch.context() as mp:
+        fast, slow = _both(path, mp)
+    assert _same(fast, slow)
+
+
+def test_only_the_plain_shape_is_taken() -> None:
+    entry = '{"type":"message","id":"a","timestamp":"t","message":{"role":"assistant","usage":%s,"content":[]}}'
+    assert plain_assistant((entry % _PLAIN).encode()) is not None
+    for odd in ('{"input":1}', "null", '{"input":1,"output":1,"cacheRead":1,"cacheWrite":1,"totalTokens":1,'
+                '"cost":{"total":"1"}}', _PLAIN[:-1] + ',"premiumRequests":1}', _PLAIN[:-1] + ',"orchestration":{}}',
+                _PLAIN.replace("10", "true")):
+        assert plain_assistant((entry % odd).encode()) is None, odd
+    assert plain_assistant(b'{"type":"message","message":"text"}') is None
+    assert plain_assistant(b"[1]") is None
