@@ -45,3 +45,31 @@ def test_context_keeps_one_row_per_message_at_the_terminals_width(tmp_path: Path
     monkeypatch.delenv("COLUMNS")
     _, out, _ = run("context", str(path))  # not a terminal: the 100-character cut as before
     assert all(len(r.split(": ", 1)[1]) == 100 for r in out.splitlines()[1:])
+
+
+_scalars = st.one_of(st.none(), st.booleans(), st.integers(-(2**70), 2**70), st.floats(),
+                     st.lists(st.sampled_from(["a", " ", "  ", "\n", "é", "😀", "\ud800", '"', "\\", "\x00", "x" * 50]),
+                              max_size=30).map("".join))
+_values = st.recursive(_scalars, lambda inner: st.one_of(
+    st.lists(inner, max_size=5), st.dictionaries(st.text(max_size=5), inner, max_size=5),
+    st.dictionaries(st.one_of(st.integers(), st.booleans(), st.none(), st.floats()), inner, max_size=3)),
+    max_leaves=30)
+
+
+@settings(max_examples=500, deadline=None)
+@given(_values, st.sampled_from([1, 5, 40, 70]))
+def test_a_tool_calls_arguments_are_clipped_as_their_whole_json_is(value: object, width: int) -> None:
+    from omp_session.cli._render import _clip_json, _dumps
+
+    assert _clip_json(value, width) == _clip(_dumps(value), width)
+
+
+def test_only_the_start_of_long_arguments_is_written(monkeypatch: MonkeyPatch) -> None:
+    from omp_session.cli import _render
+
+    written: list[int] = []
+    real = _render._encode_str
+    monkeypatch.setattr(_render, "_encode_str", lambda s: written.append(len(s)) or real(s))
+    args = {"path": "src/a.ts", "content": "line\n" * 200_000}
+    assert _render._clip_json(args, 40) == _clip(_render._dumps(args), 40)
+    assert max(written) <= 161

@@ -10,10 +10,14 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import re
 import sys
 from collections import Counter
+from json.encoder import encode_basestring_ascii as _encode_str
 from typing import Any
+
+import orjson
 
 from omp_session.diagnostics import Diagnostic, summarize
 from omp_session.js import codec
@@ -49,6 +53,77 @@ def _dumps(value: Any) -> str:
         return codec.stringify(value) or "null"
 
 
+class _Stop(Exception):
+    pass
+
+
+def _json_head(value: Any, n: int) -> str | None:
+    """The first ``n`` characters of ``json.dumps(value)`` (all of it when shorter), written only
+    that far: a tool call's arguments may hold a whole file. None for what json.dumps would not
+    take as it is (another type, a nesting too deep for this walk)."""
+    parts: list[str] = []
+    size = 0
+
+    def put(text: str) -> None:
+        nonlocal size
+        parts.append(text)
+        size += len(text)
+        if size >= n:
+            raise _Stop
+
+    def walk(v: Any) -> None:
+        if isinstance(v, str):  # every character escapes to at least one: n of them write past n
+            put(_encode_str(v if len(v) <= n else v[:n]))
+        elif v is None or v is True or v is False:
+            put("null" if v is None else "true" if v else "false")
+        elif isinstance(v, int):
+            put(int.__repr__(v))
+        elif isinstance(v, float):
+            put(_float_json(v))
+        elif isinstance(v, dict):
+            put("{")
+            for k, (key, item) in enumerate(v.items()):
+                if not isinstance(key, str):
+                    raise TypeError("only string keys are written here")
+                put((", " if k else "") + _encode_str(key) + ": ")
+                walk(item)
+            put("}")
+        elif isinstance(v, list | tuple):
+            put("[")
+            for k, item in enumerate(v):
+                if k:
+                    put(", ")
+                walk(item)
+            put("]")
+        else:
+            raise TypeError("not a JSON value")
+
+    try:
+        walk(value)
+    except _Stop:
+        return "".join(parts)[:n]
+    except (TypeError, RecursionError):
+        return None
+    return "".join(parts)
+
+
+def _float_json(v: float) -> str:
+    if v != v:
+        return "NaN"
+    if v in (math.inf, -math.inf):
+        return "Infinity" if v > 0 else "-Infinity"
+    return float.__repr__(v)
+
+
+def _clip_json(value: Any, width: int) -> str:
+    """``_clip(_dumps(value), width)``, from the start of the text when that decides it."""
+    head = _json_head(value, 4 * width + 1)
+    if head is None or len(head) <= 4 * width:
+        return _clip(_dumps(value) if head is None else head, width)
+    short = " ".join(head[: 4 * width].split())  # as _clip takes a long text's start
+    return short[: width - 1] + "…" if len(short) > width else _clip(_dumps(value), width)
+
+
 def _repr(value: Any) -> str:
     # repr() of a list nested thousands of levels deep raises RecursionError (issue 16)
     return _dumps(value) if isinstance(value, dict | list) else repr(value)
@@ -66,7 +141,7 @@ def _text_of(content: Any) -> str:
             if kind == "text":
                 parts.append(_shown(block.get("text", "")))
             elif kind == "toolCall":
-                parts.append(f"→ {_shown(block.get('name'))}({_clip(_dumps(block.get('arguments')), 40)})")
+                parts.append(f"→ {_shown(block.get('name'))}({_clip_json(block.get('arguments'), 40)})")
             elif kind == "image":
                 parts.append("[image]")
         return " ".join(parts)
@@ -273,6 +348,17 @@ class _Rows:
             self.level[i] = (self.level[p] if p >= 0 else 0) + (siblings[-1] != i)
 
 
+def _row_json(row: dict[str, Any], *values: Any) -> str:
+    """``JSON.stringify(row)``: a row of strings, small ints and booleans is what orjson writes
+    (a lone surrogate makes it refuse); any other value of the file's goes to the exact encoder."""
+    if all(v is None or v.__class__ is str for v in values):
+        try:
+            return orjson.dumps(row).decode()
+        except TypeError:  # orjson.JSONEncodeError
+            pass
+    return codec.stringify(row) or "null"
+
+
 def tree(s: Session, as_json: bool, *, depth: int | None = None, only_messages: bool = False) -> None:
     """The entry tree; ``depth`` is how many levels of side branches are shown (0: only the run
     from the top, forks marked), ``only_messages`` hides other entries (their children hang from
@@ -283,18 +369,21 @@ def tree(s: Session, as_json: bool, *, depth: int | None = None, only_messages: 
     started = False  # with --json: a batch of rows has been written
     if as_json:  # the array written a row at a time, as stringify writes it: no entry is kept
         batch: list[str] = []
+        ids = s.ids
+        labelled = bool(s.labels())
         for i, node in enumerate(r.nodes):
             if not keep[i]:
                 continue
             entry = s.peek_entry(node)
-            label = s.get_label(s.ids[node])
-            row: dict[str, Any] = {"id": s.ids[node], "depth": r.depth[i], "fork_depth": r.level[i],
-                                   "line": s.line_of_entry(node),
-                                   "type": entry.get("type") if isinstance(entry, dict) else None,
+            entry_id = ids[node]
+            label = s.get_label(entry_id) if labelled else None
+            kind = entry.get("type") if isinstance(entry, dict) else None
+            row: dict[str, Any] = {"id": entry_id, "depth": r.depth[i], "fork_depth": r.level[i],
+                                   "line": s.line_of_entry(node), "type": kind,
                                    "on_branch": node in on_branch, "summary": summary(entry)}
             if label is not None:
                 row["label"] = label
-            batch.append(("," if batch or started else "[") + (codec.stringify(row) or "null"))
+            batch.append(("," if batch or started else "[") + _row_json(row, entry_id, kind, label))
             if len(batch) >= 256:
                 sys.stdout.write("".join(batch))
                 batch.clear()

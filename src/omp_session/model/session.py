@@ -277,10 +277,20 @@ class Session:
         j = self.journal
         if self.blob_store is None or not j.blob_offsets:
             return
-        j.decode_hook = self._on_decode
+        # the records holding a reference: a record decoded later is one the reader took whole from
+        # a chunk it searched for references (the others it decoded then, and they are in values),
+        # so this saves searching every record's bytes again as it is decoded
+        marked = {i for i in map(j.record_at, j.blob_offsets) if i is not None}
+        marked.discard(0)  # the header is never resolved
+        store = self.blob_store
+
+        def on_decode(i: int, raw: bytes, value: Any) -> Any:
+            return resolve_blob_refs(value, store) if i in marked else value
+
+        j.decode_hook = on_decode
         for i in list(j.values):  # records the exact path already decoded
-            if i > 0:
-                j.values[i] = self._on_decode(i, j.raw(i), j.values[i])
+            if i > 0 and b"blob:sha256:" in j.raw(i):
+                j.values[i] = resolve_blob_refs(j.values[i], self.blob_store)
         checked: dict[str, bool] = {}
         for offset in j.blob_offsets:
             ref = j.read(offset + len(BLOB_PREFIX), offset + len(BLOB_PREFIX) + 64).decode("ascii", "replace")
@@ -293,11 +303,6 @@ class Session:
             if not checked[ref]:
                 self._diag("blob-missing", Severity.WARNING, f"{BLOB_PREFIX}{ref} is not in the blob store",
                            offset=offset)
-
-    def _on_decode(self, i: int, raw: bytes, value: Any) -> Any:
-        if i == 0 or b"blob:sha256:" not in raw:
-            return value
-        return resolve_blob_refs(value, self.blob_store)
 
     def _migrate(self) -> None:
         header = self.header
