@@ -211,5 +211,25 @@ def test_header_figures_are_those_of_two_passes(tmp_path: Path, bad_usage: str |
     assert expected[0] == ["anthropic/m0", "anthropic/m1", "anthropic/m2"]
     assert ("unavailable" in expected[1]) == (bad_usage == "main")
     assert ("unavailable" in expected[2]) == (bad_usage is not None)
-    if bad_usage is None:  # one pass when no entry off the branch holds usage, two otherwise
-        assert len(decoded) == (150 if not (side and side_usage) else 150 + 151)
+    if bad_usage is None:  # one pass, each counted entry decoded once, side branch or not
+        assert len(decoded) == (150 if not (side and side_usage) else 151)
+        assert len(set(decoded)) == len(decoded)
+
+
+def test_header_figures_of_a_branch_out_of_file_order_are_those_of_two_passes(tmp_path: Path) -> None:
+    from omp_session.model.session import usage_or_model_candidates
+
+    # the leaf's parent comes after it in the file: its branch is not in file order
+    es = [entry("u1", None, message=user("q")),
+          entry("a2", "a1", message=assistant("second", model="m2", usage=usage(2, 2, 0.2))),
+          entry("a1", "u1", message=assistant("first", model="m1", usage=usage(1, 1, 0.1))),
+          entry("s1", "u1", message=assistant("side", model="m3", usage=usage(5, 5, 0.5))),
+          entry("a3", "a2", message=assistant("third", model="m1", usage=usage(3, 3, 0.3)))]
+    path = write_session(tmp_path / "s.jsonl", es)
+    with open_session(path) as s:
+        branch, counted = s.branch_indices(UNDEFINED), usage_or_model_candidates(s)
+        assert list(branch) == [0, 2, 1, 4]
+        got = markdown_usage.all_figures(s, branch, counted)
+        assert got == _figures_two_passes(s, branch, counted)
+    assert got[0] == ["anthropic/m1", "anthropic/m2"]
+    assert got[1] != got[2]

@@ -5,12 +5,13 @@ give the same figures: the branch's models and usage, and the usage of every bra
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
+from itertools import pairwise
 from typing import Any
 
 from omp_session.errors import ContextError
 from omp_session.model.session import Session
 from omp_session.model.text import model_of, nonempty_str, usage_line
-from omp_session.model.usage import usage_statistics
+from omp_session.model.usage import UsageSum, usage_statistics
 
 __all__ = ["all_figures", "branch_figures", "note_model", "usage_text"]
 
@@ -46,13 +47,31 @@ def all_figures(s: Session, branch: Sequence[int], counted: Sequence[int]) -> tu
     :func:`branch_figures` and :func:`usage_text` over every counted entry give them. When no
     entry off the branch is counted (a session without side branches, or whose side branches
     hold no usage), both sums are over the same entries in the same order: one pass gives both.
-    (Summing both in one pass otherwise, the branch's in a thread, saved no time here: what the
-    second decode costs went to handing the entries between threads.)"""
+    Otherwise, when the branch is in file order, one pass over every counted entry adds each to
+    the whole sum and the branch's to the branch sum, in the order the two passes would. Only
+    where omp would throw, or on a branch out of file order, are the entries read twice."""
     every = [k for k in range(len(s)) if counted[k]]
-    models, usage = branch_figures(s, branch, counted)
-    if [k for k in branch if counted[k]] == every:
-        return models, usage, usage
-    return models, usage, usage_text(s.peek_entry(k) for k in every)
+    mine = [k for k in branch if counted[k]]
+    if mine != every and all(a < b for a, b in pairwise(mine)):
+        # the branch in file order (each entry after its parent, as omp appends): both sums and
+        # the models in one pass over every counted entry, each decoded once
+        models: dict[str, None] = {}
+        on_branch = set(mine)
+        branch_sum, whole = UsageSum(), UsageSum()
+        try:
+            for k in every:
+                entry = s.peek_entry(k)
+                whole.add(entry)
+                if k in on_branch:
+                    note_model(models, entry)
+                    branch_sum.add(entry)
+            return list(models), usage_line(branch_sum.result()), usage_line(whole.result())
+        except ContextError:
+            pass  # each sum on its own below, so that each says where omp gives up on it
+    models_seen, usage = branch_figures(s, branch, counted)
+    if mine == every:
+        return models_seen, usage, usage
+    return models_seen, usage, usage_text(s.peek_entry(k) for k in every)
 
 
 def note_model(seen: dict[str, None], entry: Any) -> None:
