@@ -24,6 +24,7 @@ from omp_session.js import codec
 from omp_session.model.session import Session, usage_or_model_candidates
 from omp_session.model.text import shown as _shown
 from omp_session.model.usage import branch_and_all_usage
+from omp_session.model.usage_plain import plain_reader
 
 from ._style import Styler, clip, clip_start, inert, page, terminal_width, width
 
@@ -222,11 +223,23 @@ def show_info(s: Session, findings: list[Diagnostic] | None = None) -> dict[str,
         "labels": {str(k): v for k, v in s.labels().items()},
         "models": _models_used(s),
         "usage": dict(zip(("branch", "all"), branch_and_all_usage(
-            s.peek_entry, [k for k in branch if counted[k]], [k for k in range(len(s)) if counted[k]]), strict=True)),
+            s.peek_entry, [k for k in branch if counted[k]], [k for k in range(len(s)) if counted[k]],
+            _plain_numbers(s)), strict=True)),
         "diagnostics_summary": {k.value: v for k, v in counts.items()},
         "diagnostics_worst": worst,
         "diagnostics": [d.to_json() for d in found],
     }
+
+
+def _plain_numbers(s: Session) -> Any:
+    """Entry k's usage numbers when its bytes are a plain assistant usage (model/usage_plain.py)."""
+    read = plain_reader(s)
+
+    def numbers(k: int) -> Any:
+        plain = read(k)
+        return None if plain is None else plain.numbers
+
+    return numbers
 
 
 def _money(usage: dict[str, Any]) -> str:

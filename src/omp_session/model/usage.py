@@ -177,18 +177,27 @@ def usage_statistics(entries: Iterable[Any]) -> dict[str, Any]:
     return total.result()
 
 
-def branch_and_all_usage(peek: Callable[[int], Any], branch: Sequence[int],
-                         every: Sequence[int]) -> tuple[dict[str, Any], dict[str, Any]]:
+def branch_and_all_usage(peek: Callable[[int], Any], branch: Sequence[int], every: Sequence[int],
+                         numbers: Callable[[int], Sequence[int | float] | None] | None = None
+                         ) -> tuple[dict[str, Any], dict[str, Any]]:
     """``(usage_statistics(peek(k) for k in branch), usage_statistics(peek(k) for k in every))``
     (``every`` ascending, ``branch`` a part of it), each entry decoded once when ``branch`` is
     ascending too (a branch of a file omp appended to: each entry after its parent). Sums are
     made in the same order as the two passes make them, so they are the same floats; the first
-    error is the branch's, as with the branch summed first (two passes then say which)."""
+    error is the branch's, as with the branch summed first (two passes then say which).
+
+    ``numbers(k)``, when given, is entry ``k``'s usage as :meth:`UsageSum.add_numbers` takes it
+    when it is that plain shape (else None): such an entry is then not decoded at all."""
     on_branch = set(branch)
     if all(a < b for a, b in pairwise(branch)) and on_branch.issubset(every):
         mine, whole = UsageSum(), UsageSum()
         try:
             for k in every:
+                plain = numbers(k) if numbers is not None else None
+                if plain is not None and whole.add_numbers(plain):
+                    if k in on_branch and not mine.add_numbers(plain):
+                        mine.add(peek(k))
+                    continue
                 entry = peek(k)
                 whole.add(entry)
                 if k in on_branch:

@@ -15,8 +15,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from omp_session.model import usage_plain
+from omp_session.model.usage_plain import plain_assistant
 from omp_session.ops.stats import report
-from omp_session.ops.stats.plain_usage import plain_assistant
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -32,7 +33,7 @@ def _same(a: Any, b: Any) -> bool:
 def _both(path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Any, Any]:
     fast = report.read_file_usage(path).to_json()
     with monkeypatch.context() as m:
-        m.setattr(report, "_plain_records", lambda s: lambda k: False)
+        m.setattr(usage_plain, "plain_reader", lambda s: lambda k: None)
         slow = report.read_file_usage(path).to_json()
     return fast, slow
 
@@ -98,6 +99,23 @@ def test_odd_usages_agree(usages: list[str], message_time: str, tmp_path_factory
     with pytest.MonkeyPatch.context() as mp:
         fast, slow = _both(path, mp)
     assert _same(fast, slow)
+    # show's sums of the branch and of every entry (the side branch: every third assistant)
+    import omp_session
+    from omp_session.cli._render import _plain_numbers
+    from omp_session.model.usage import branch_and_all_usage
+
+    from omp_session.errors import ContextError
+
+    def sums(numbers: Any) -> Any:
+        try:
+            return list(branch_and_all_usage(s.peek_entry, branch, every, numbers))
+        except ContextError as e:
+            return str(e)
+
+    with omp_session.open(path) as s:
+        every = list(range(len(s)))
+        branch = [k for k in every if k % 3]
+        assert _same(sums(_plain_numbers(s)), sums(None))
 
 
 def test_only_the_plain_shape_is_taken() -> None:

@@ -56,9 +56,8 @@ from omp_session.paths import project_dir_name, sessions_dir
 from .blocks import Block, billing_blocks, shown_time
 
 if TYPE_CHECKING:  # what reads sessions is imported where a report reads them: stats --store reads rows
+    from omp_session.model.usage_plain import PlainAssistant
     from omp_session.store.base import SessionStorage
-
-    from .plain_usage import PlainAssistant
 from .group import (
     GROUPINGS,
     TIME_GROUPINGS,
@@ -186,17 +185,6 @@ def _plain_record(p: PlainAssistant, on_branch: bool, keyed: bool) -> UsageRecor
                        i, o, cr, cw, tt, cost, on_branch, key, None)
 
 
-def _plain_records(s: Any) -> Callable[[int], bool]:
-    """Whether entry ``k`` of ``s`` may be read by :func:`plain_assistant` from its bytes: the
-    session reads it as they are (not migrated, not changed on open, no blob reference)."""
-    if s.migrated:
-        return lambda k: False
-    j = s.journal
-    changed = set(j.values)
-    changed.update(i for i in map(j.record_at, j.blob_offsets) if i is not None)
-    return lambda k: k + 1 not in changed
-
-
 def read_file_usage(path: str | os.PathLike[str], storage: SessionStorage | None = None) -> FileUsage:
     """The usage records of one session file (or of the session stored under ``path`` in
     ``storage``), read now (no cache). Raises OSError when unreadable."""
@@ -205,8 +193,7 @@ def read_file_usage(path: str | os.PathLike[str], storage: SessionStorage | None
     from omp_session.format.blobs import MemoryBlobStore
     from omp_session.model.session import read_session
     from omp_session.model.usage import UsageSum
-
-    from .plain_usage import plain_assistant
+    from omp_session.model.usage_plain import plain_reader
 
     path = os.fspath(path)
     # no blob store: images do not change any number
@@ -225,9 +212,9 @@ def read_file_usage(path: str | os.PathLike[str], storage: SessionStorage | None
         keyed = not s.migrated
         records: list[Any] = []
         total: UsageSum | None = UsageSum()  # omp's getUsageStatistics(); None once omp would throw
-        plain = _plain_records(s)
+        plain = plain_reader(s)
         for k in picked:
-            fast = plain_assistant(s.journal.raw(k + 1)) if plain(k) else None
+            fast = plain(k)
             if fast is not None:
                 records.append(_plain_record(fast, k in on_branch, keyed))
                 if total is None or total.add_numbers(fast.numbers):

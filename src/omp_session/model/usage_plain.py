@@ -10,13 +10,14 @@ bits) gives None, and the caller reads the entry whole, as before.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Final
 
 import msgspec
 
 from omp_session.js.codec import UNDEFINED
 
-__all__ = ["PlainAssistant", "plain_assistant"]
+__all__ = ["PlainAssistant", "plain_assistant", "plain_reader"]
 
 _ABSENT: Any = msgspec.Raw()
 
@@ -85,3 +86,16 @@ def plain_assistant(raw: bytes | memoryview) -> PlainAssistant | None:
     if usage is None or usage.orchestration is not _ABSENT or usage.premiumRequests is not _ABSENT:
         return None
     return PlainAssistant(entry, message, usage)
+
+
+def plain_reader(s: Any) -> Callable[[int], PlainAssistant | None]:
+    """For the session ``s``: entry ``k`` as :func:`plain_assistant` reads it from its bytes, or
+    None where those bytes are not what the session reads (a migrated file, a record decoded or
+    changed in memory, one holding a blob reference, resolved on decode) or not that shape."""
+    if s.migrated:
+        return lambda k: None
+    j = s.journal
+    changed = set(j.values)
+    changed.update(i for i in map(j.record_at, j.blob_offsets) if i is not None)
+    raw = j.raw
+    return lambda k: None if k + 1 in changed else plain_assistant(raw(k + 1))
