@@ -207,11 +207,13 @@ def read_records(j: Journal) -> Records:
     """Records of a scanned file in file order, with the fixes made while reading them."""
     out = Records(safe=bytearray(len(j)))
     recs: list[Rec] = []  # in file order
+    all_clean = True
     for block in blocks(j):
         if block.clean:  # nothing to fix in any of them, as _take would find one by one
             recs.extend(Rec.lazy(j, k, j.starts[k], j.ends[k]) for k in range(block.first, block.last + 1))
             prove_loads(block, out.safe)
         else:
+            all_clean = False
             recs.extend(_take(j, k, j.start(k), j.end(k), out) for k in range(block.first, block.last + 1))
     items: list[tuple[int, int, Rec]] = []  # (offset, order, rec): the records found besides
     nul = 0
@@ -227,7 +229,7 @@ def read_records(j: Journal) -> Records:
         items.sort(key=lambda t: (t[0], t[1]))
         recs = [rec for _, _, rec in items]
     out.recs = recs
-    blank, crlf = _line_stats(j)
+    blank, crlf = (0, 0) if all_clean and _one_line_each(j) else _line_stats(j)
     if crlf:
         out.fixes.append(Fix("crlf", f"{crlf} line(s) ended in CR LF; written with LF only (omp writes LF)"))
     if blank:
@@ -250,6 +252,15 @@ def _chunks(j: Journal, start: int) -> Iterator[bytes]:
             return
         yield block
         pos += len(block)
+
+
+def _one_line_each(j: Journal) -> bool:
+    """Whether the body is nothing but the records, each one line ending in a lone LF: then it
+    has no blank line and no CR LF (each record being clean: no LF, CR or whitespace around it)."""
+    starts, ends, n = j.starts, j.ends, len(j)
+    if not n or j.malformed or starts[0] != j.body_start or ends[n - 1] + 1 != j.size or not j.final_newline:
+        return False
+    return all(starts[k + 1] == ends[k] + 1 for k in range(n - 1))
 
 
 def _line_stats(j: Journal) -> tuple[int, int]:
