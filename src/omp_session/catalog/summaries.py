@@ -37,7 +37,14 @@ import orjson
 from omp_session.errors import ContextError
 from omp_session.format.reader import Journal, scan_bytes, shared_heads
 from omp_session.js.codec import parse_jsonl
-from omp_session.model.session import KIND_MESSAGE, KIND_OTHER, KIND_TYPED, Session, entry_kinds
+from omp_session.model.session import (
+    KIND_MESSAGE,
+    KIND_OTHER,
+    KIND_TYPED,
+    Session,
+    entry_kinds,
+    may_name_task,
+)
 from omp_session.model.usage import usage_statistics
 from omp_session.paths import cache_dir
 
@@ -51,7 +58,6 @@ __all__ = ["CACHE_NAME", "ListCache", "SessionStats", "archived_session_info", "
 CACHE_NAME: Final = "list-stats.json"
 _VERSION: Final = 1
 _PROBE: Final = 4096  # bytes hashed at the head and before the old end to recognise "only appended"
-_TASK: Final = b'"task"'
 _SUFFIX: Final = ".jsonl.gz"
 # a usage total that is still a plain number can seed a later sum exactly (0 + x == x)
 _NUMERIC: Final = (int, float)
@@ -123,7 +129,7 @@ def usage_candidates(kinds: bytearray, types: Sequence[Any], heads: Sequence[Any
         picked += [k for k, t in enumerate(types) if t == "model_usage"]
     if KIND_MESSAGE in kinds:
         picked += [k for k, kind in enumerate(kinds) if kind == KIND_MESSAGE
-                   and heads[k + 1].role == "toolResult" and _TASK in raw(k)]
+                   and heads[k + 1].role == "toolResult" and may_name_task(raw(k))]
     # other roles with a message object add nothing and cannot throw
     return sorted(k for k in set(picked) if kinds[k] != KIND_OTHER or heads[k + 1] is None)
 

@@ -57,6 +57,7 @@ __all__ = [
     "EntryList",
     "Session",
     "entry_kinds",
+    "may_name_task",
     "open_session",
     "read_session",
     "usage_or_model_candidates",
@@ -119,12 +120,18 @@ def _kind_of(t: Any, head: Any) -> int:
     return KIND_MESSAGE if role in ("user", "toolResult") else KIND_ASSISTANT if role == "assistant" else KIND_OTHER
 
 
+def may_name_task(raw: bytes) -> bool:
+    """Whether a record's bytes can hold the string ``"task"``: written as it is, or with a letter
+    \\u-escaped (JSON allows it, JSON.stringify never writes it). Each search is a pass over the
+    bytes, so the rare escape is looked for once, then told apart."""
+    return b'"task"' in raw or (b"\\u00" in raw and (b"\\u007" in raw or b"\\u006" in raw))
+
+
 def usage_or_model_candidates(s: Session) -> bytearray:
     """Per entry, 1 when it may hold usage or name a model (an assistant message, a possible
     ``task`` result, model_change/model_usage, odd shapes), 0 when it cannot: the others can be
-    skipped without being decoded. A user or tool result message counts only as a ``task`` result,
-    and one whose bytes cannot spell ``task`` (neither literally nor with a \\u escape of its
-    letters) is none."""
+    skipped without being decoded. A user message counts as none; a tool result only as a ``task``
+    result, and one whose bytes cannot spell ``"task"`` (:func:`may_name_task`) is none."""
     if s.migrated:  # the envelope columns describe the file, not the migrated entries
         return bytearray(b"\x01" * len(s))
     kinds, types, j = s.kinds, s.types, s.journal
@@ -132,9 +139,8 @@ def usage_or_model_candidates(s: Session) -> bytearray:
     for k, kind in enumerate(kinds):
         if kind == KIND_TYPED:
             out[k] = types[k] in ("model_usage", "model_change")
-        elif kind == KIND_MESSAGE:
-            raw = j.raw(k + 1)
-            out[k] = b"task" in raw or b"\\u007" in raw or b"\\u006" in raw
+        elif kind == KIND_MESSAGE:  # a user message is never one; a tool result only a task's
+            out[k] = j.heads[k + 1].role == "toolResult" and may_name_task(j.raw(k + 1))
         else:
             out[k] = 1
     for i in j.values:  # appended or maybe changed in memory: its bytes and envelope say nothing

@@ -127,3 +127,31 @@ def test_only_the_plain_shape_is_taken() -> None:
         assert plain_assistant((entry % odd).encode()) is None, odd
     assert plain_assistant(b'{"type":"message","message":"text"}') is None
     assert plain_assistant(b"[1]") is None
+
+
+def test_a_task_result_whose_name_is_escaped_is_counted(tmp_path: Path) -> None:
+    """omp sums a tool result whose toolName JSON.parse reads as "task", however it is spelled."""
+    import omp_session
+    from omp_session.model.session import usage_or_model_candidates
+    from omp_session.model.usage import usage_statistics
+
+    task_usage = '{"input":7,"output":3,"cacheRead":0,"cacheWrite":0,"totalTokens":10,"cost":{"total":0.5}}'
+    lines = [
+        '{"type":"session","version":3,"id":"s1","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/w"}',
+        '{"type":"message","id":"u1","parentId":null,"timestamp":"2026-01-01T00:00:01.000Z",'
+        '"message":{"role":"user","content":"run the \\"task\\" tool","timestamp":1}}',
+        '{"type":"message","id":"a1","parentId":"u1","timestamp":"2026-01-01T00:00:02.000Z","message":'
+        '{"role":"assistant","content":[],"provider":"p","model":"m","usage":' + _PLAIN + ',"timestamp":2}}',
+        '{"type":"message","id":"t1","parentId":"a1","timestamp":"2026-01-01T00:00:03.000Z","message":'
+        '{"role":"toolResult","toolCallId":"c1","toolName":"t\\u0061sk","content":[],"details":{"usage":'
+        + task_usage + '},"timestamp":3}}',
+    ]
+    path = tmp_path / "s.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    with omp_session.open(path) as s:
+        assert list(usage_or_model_candidates(s)) == [0, 1, 1]  # the user's "task" is no candidate
+        want = usage_statistics([s.entry_at(k) for k in range(len(s))])
+    assert want["input"] == 17
+    got = report.read_file_usage(path)
+    assert got.omp_usage == want
+    assert [r.kind for r in got.records] == ["assistant", "task"]
