@@ -113,3 +113,27 @@ def test_cli_file_and_stdout_are_the_page(tmp_path: Path) -> None:
     assert out.read_bytes() == page
     r = CliRunner().invoke(export_command, [str(path), "--format", "html"])
     assert r.exit_code == 0 and r.stdout_bytes == page
+
+
+def test_task_results_are_found_however_their_name_is_spelled(tmp_path: Path) -> None:
+    """The page links a task result to its agents' transcripts; a toolName JSON spells with an
+    escaped letter is still "task" (omp's JSON.parse reads it so), and a user message that only
+    mentions "task" and "toolResult" names no agent."""
+    import omp_session
+    from omp_session.ops.export.html import _Document
+
+    lines = [
+        '{"type":"session","version":3,"id":"s1","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/w"}',
+        '{"type":"message","id":"u1","parentId":null,"timestamp":"2026-01-01T00:00:01.000Z",'
+        '"message":{"role":"user","content":"the \\"task\\" toolResult","timestamp":1}}',
+        '{"type":"message","id":"t1","parentId":"u1","timestamp":"2026-01-01T00:00:02.000Z","message":'
+        '{"role":"toolResult","toolCallId":"c1","toolName":"t\\u0061sk","content":[],'
+        '"details":{"results":[{"id":"AgentA"}]},"timestamp":2}}',
+        '{"type":"message","id":"t2","parentId":"t1","timestamp":"2026-01-01T00:00:03.000Z","message":'
+        '{"role":"toolResult","toolCallId":"c2","toolName":"task","content":[],'
+        '"details":{"results":[{"id":"AgentB"}]},"timestamp":3}}',
+    ]
+    path = tmp_path / "s.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    with omp_session.open(path) as s:
+        assert _Document(s, None, None).task_refs == {"AgentA": [1], "AgentB": [2]}

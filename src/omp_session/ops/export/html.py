@@ -20,7 +20,7 @@ from omp_session.format.blobs import BlobReader, resolve_blob_refs
 from omp_session.format.reader import copilot_records
 from omp_session.js import codec
 from omp_session.js.codec import UNDEFINED
-from omp_session.model.session import Session
+from omp_session.model.session import Session, may_name_task
 from omp_session.model.tree import branch_tips
 
 from .subagents import FILE_TRANSCRIPTS, Transcripts, artifacts_dir, find_subagents, task_agent_ids
@@ -92,9 +92,13 @@ def _entry_records(session: Session, blob_store: BlobReader | None) -> Callable[
     if session.migrated or session.header is None:
         return loaded
 
+    # the records holding a blob reference: found by the scan, or (a record the reader decoded
+    # then, perhaps over several lines) by looking
+    marked = {i for i in map(j.record_at, j.blob_offsets) if i is not None}
+
     def record(k: int) -> bytes:
         raw = bytes(j.raw(k + 1))
-        if k + 1 in changed or b"blob:sha256:" in raw:
+        if k + 1 in changed or k + 1 in marked or (k + 1 in j.values and b"blob:sha256:" in raw):
             return loaded(k)
         return raw.strip()
 
@@ -115,15 +119,15 @@ class _Document:
         self.count = len(session)
         labels: dict[str, Any] = {}
         self.task_refs: dict[str, list[int]] = {}
-        for k in range(self.count):
-            raw = self.record(k)
-            if b'"task"' in raw and b"toolResult" in raw:  # decode only what can be a task result
-                for agent in task_agent_ids(session.peek_entry(k)):
-                    self.task_refs.setdefault(agent, []).append(k)
-            if ids[k] is not UNDEFINED:
-                label = session.get_label(ids[k])
-                if label is not None:
-                    labels[str(k)] = label
+        for k in self._maybe_tasks(session):  # decode only what can be a task result
+            for agent in task_agent_ids(session.peek_entry(k)):
+                self.task_refs.setdefault(agent, []).append(k)
+        if session.labels():
+            for k in range(self.count):
+                if ids[k] is not UNDEFINED:
+                    label = session.get_label(ids[k])
+                    if label is not None:
+                        labels[str(k)] = label
         leaf_id = leaf if leaf is not None else session.get_leaf_id()
         leaf_index = session.index_of(leaf_id) if leaf_id is not None else None
         header = session.header if isinstance(session.header, dict) else {}
@@ -141,6 +145,21 @@ class _Document:
             "tips": branch_tips(session),
             "subagents": [],
         }
+
+    def _maybe_tasks(self, session: Session) -> Iterator[int]:
+        """The entries that can be task results: tool results whose file bytes can spell
+        ``"task"``; an entry loading changed, by what the page holds of it."""
+        j = session.journal
+        heads = j.heads
+        for k in range(self.count):
+            if session.migrated or k + 1 in j.values:
+                raw = self.record(k)  # JSON.stringify's: a name is never escaped
+                if b'"task"' in raw and b"toolResult" in raw:
+                    yield k
+            else:
+                head = heads[k + 1]
+                if head is not None and head.role == "toolResult" and may_name_task(j.raw(k + 1)):
+                    yield k
 
     def entry(self, k: int) -> bytes:
         return _embed_bytes(self.record(k))
