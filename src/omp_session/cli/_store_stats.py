@@ -11,18 +11,20 @@ from typing import TYPE_CHECKING
 import click
 
 from omp_session.ops.stats.report import StatsReport
-from omp_session.store.base import SessionStorage
-from omp_session.store.url import StoreURL
 
 if TYPE_CHECKING:
+    from omp_session.store.base import SessionStorage
     from omp_session.store.derived import DerivedTables
     from omp_session.store.derived.layout import TablesLayout
+    from omp_session.store.url import StoreURL
 
 __all__ = ["check_filters", "store_stats"]
 
 
 def check_filters(user: str | None, host: str | None, store: bool) -> None:
     """``--user``/``--machine``: a store's filters, each a valid part of a namespace."""
+    if user is None and host is None:
+        return
     from omp_session.store.derived.namespace import check_namespace
 
     if not store and (user is not None or host is not None):

@@ -9,17 +9,27 @@ of each backend and how it matches omp 18.2.3's.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
-from urllib.parse import unquote, urlsplit
+from typing import TYPE_CHECKING, Any
 
 from omp_session.errors import StoreError, StoreMissingError
-from omp_session.extras import require
-
-from .base import FileStorage, MemoryStorage, SessionStorage, StoredFile
-from .url import StoreURL, check_timeout, parse_store_url
 
 if TYPE_CHECKING:
-    from typing import Any
+    from .base import FileStorage, MemoryStorage, SessionStorage, StoredFile
+    from .url import StoreURL, parse_store_url
+
+# imported when first asked for: a command that only writes a file atomically (store.atomic) or
+# reads search tables does not pay for the storages and the URL parser
+_LAZY = {"FileStorage": "base", "MemoryStorage": "base", "SessionStorage": "base", "StoredFile": "base",
+         "StoreURL": "url", "parse_store_url": "url"}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
 
 __all__ = ["FileStorage", "MemoryStorage", "SessionStorage", "StoreError", "StoreMissingError", "StoreURL", "StoredFile", "open_store",
            "parse_store_url"]
@@ -34,6 +44,9 @@ def open_store(url: str | StoreURL, *, create: bool = True, timeout: float | Non
     :class:`StoreError` with one line naming the store for a bad URL, an unreachable server,
     refused credentials, an unsafe table name or a table that is not omp's layout.
     """
+    from .base import FileStorage
+    from .url import check_timeout, parse_store_url
+
     parsed = parse_store_url(url) if isinstance(url, str) else url
     opts = parsed.options
     seconds = check_timeout(timeout, parsed.name) if timeout is not None else parsed.timeout
@@ -51,6 +64,10 @@ def open_store(url: str | StoreURL, *, create: bool = True, timeout: float | Non
 
         return PostgresStorage(parsed.location, parsed.name, opts.get("table", "omp_session_files"),
                                create_table=create, connect_timeout=seconds)
+    from urllib.parse import unquote, urlsplit
+
+    from omp_session.extras import require
+
     if parsed.kind == "mysql":
         require("pymysql")
         from .mysql import MysqlStorage
