@@ -73,3 +73,21 @@ def test_only_the_start_of_long_arguments_is_written(monkeypatch: MonkeyPatch) -
     args = {"path": "src/a.ts", "content": "line\n" * 200_000}
     assert _render._clip_json(args, 40) == _clip(_render._dumps(args), 40)
     assert max(written) <= 161
+
+
+_file_values = st.recursive(_scalars, lambda inner: st.one_of(  # what a decoded file holds: string keys
+    st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=5), inner, max_size=4)), max_leaves=20)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_file_values, _file_values, st.one_of(st.none(), _file_values), _scalars)
+def test_a_tree_row_is_written_as_json_stringify_writes_it(entry_id: object, kind: object, label: object,
+                                                          summary: object) -> None:
+    from omp_session.cli._render import _row_json
+    from omp_session.js import codec
+
+    row = {"id": entry_id, "depth": 3, "fork_depth": 0, "line": 2**40, "type": kind, "on_branch": True,
+           "summary": summary if isinstance(summary, str) else "s"}
+    if label is not None:
+        row["label"] = label
+    assert _row_json(row, entry_id, kind, label) == (codec.stringify(row) or "null")
