@@ -102,9 +102,8 @@ def test_odd_usages_agree(usages: list[str], message_time: str, tmp_path_factory
     # show's sums of the branch and of every entry (the side branch: every third assistant)
     import omp_session
     from omp_session.cli._render import _plain_numbers
-    from omp_session.model.usage import branch_and_all_usage
-
     from omp_session.errors import ContextError
+    from omp_session.model.usage import branch_and_all_usage
 
     def sums(numbers: Any) -> Any:
         try:
