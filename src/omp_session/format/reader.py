@@ -283,6 +283,25 @@ class Journal:
                 value = self.decode_hook(i, raw, value)
         return value
 
+    def runs(self, first: int, end: int, limit: int = _CHUNK) -> Iterator[tuple[int, int]]:
+        """Records ``first``..``end - 1`` in order as runs ``(i, b)``: records ``i``..``b`` each one
+        byte (its line's LF) after the previous, spanning less than ``limit`` bytes (one is always
+        taken). Such a run is plain JSON lines, read and decoded at once."""
+        starts, ends = self.starts, self.ends
+        i = first
+        while i < end:
+            b = i
+            start = starts[i]
+            while b + 1 < end and starts[b + 1] == ends[b] + 1 and ends[b + 1] - start < limit:
+                b += 1
+            yield i, b
+            i = b + 1
+
+    def blob_records(self) -> set[int]:
+        """The records the scan found a blob reference in. A record holding one but not among them
+        was decoded by the scan (it is in :attr:`values`): the chunks it searched hold the others."""
+        return {i for i in map(self.record_at, self.blob_offsets) if i is not None}
+
     def record_at(self, offset: int) -> int | None:
         """Index of the record whose bytes hold ``offset``."""
         i = bisect_right(self.starts, offset) - 1

@@ -283,10 +283,8 @@ class Session:
         j = self.journal
         if self.blob_store is None or not j.blob_offsets:
             return
-        # the records holding a reference: a record decoded later is one the reader took whole from
-        # a chunk it searched for references (the others it decoded then, and they are in values),
-        # so this saves searching every record's bytes again as it is decoded
-        marked = {i for i in map(j.record_at, j.blob_offsets) if i is not None}
+        # a record decoded later is one the scan searched for references: no search of its bytes again
+        marked = j.blob_records()
         marked.discard(0)  # the header is never resolved
         store = self.blob_store
 

@@ -96,6 +96,6 @@ def plain_reader(s: Any) -> Callable[[int], PlainAssistant | None]:
         return lambda k: None
     j = s.journal
     changed = set(j.values)
-    changed.update(i for i in map(j.record_at, j.blob_offsets) if i is not None)
+    changed.update(j.blob_records())
     raw = j.raw
     return lambda k: None if k + 1 in changed else plain_assistant(raw(k + 1))

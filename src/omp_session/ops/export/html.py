@@ -92,9 +92,7 @@ def _entry_records(session: Session, blob_store: BlobReader | None) -> Callable[
     if session.migrated or session.header is None:
         return loaded
 
-    # the records holding a blob reference: found by the scan, or (a record the reader decoded
-    # then, perhaps over several lines) by looking
-    marked = {i for i in map(j.record_at, j.blob_offsets) if i is not None}
+    marked = j.blob_records()  # and a record the scan decoded (in values) is looked at
 
     def record(k: int) -> bytes:
         raw = bytes(j.raw(k + 1))

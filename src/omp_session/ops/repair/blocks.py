@@ -62,21 +62,14 @@ class Block:
 
 def blocks(j: Journal) -> Iterator[Block]:
     """Every record of ``j`` in order, in runs of records one LF apart (up to a megabyte)."""
-    n = len(j)
     starts, ends = j.starts, j.ends
     plain = not j.invalid_utf8 and j.decode_hook is None
-    i = 0
-    while i < n:
-        b = i
-        first = starts[i]
-        while b + 1 < n and starts[b + 1] == ends[b] + 1 and ends[b + 1] - first < _BLOCK:
-            b += 1
+    for i, b in j.runs(0, len(j), _BLOCK):
         if not plain or (j.values and any(k in j.values for k in range(i, b + 1))):
             yield Block(i, b, None, False)
         else:
-            data = j.read(first, ends[b])
-            yield Block(i, b, data, _clean(data, first, starts, ends, i, b))
-        i = b + 1
+            data = j.read(starts[i], ends[b])
+            yield Block(i, b, data, _clean(data, starts[i], starts, ends, i, b))
 
 
 def _clean(data: bytes, first: int, starts: Any, ends: Any, i: int, b: int) -> bool:

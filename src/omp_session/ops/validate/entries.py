@@ -122,13 +122,8 @@ def scan_entries(j: Journal, report: Report, ids: Any) -> Collected:
     out = Collected()
     n = len(j)
     checker = _Checker(j, report, out, ids)
-    i = 1
-    while i < n:
-        b = i
+    for i, b in j.runs(1, n, _BLOCK):  # each a block of plain JSON lines
         first = j.starts[i]
-        # a block is a run of records separated by exactly one LF, so it is plain JSON lines
-        while b + 1 < n and j.starts[b + 1] == j.ends[b] + 1 and j.ends[b + 1] - first < _BLOCK:
-            b += 1
         data = j.read(first, j.ends[b])
         if out.bad_utf8 is None:
             bad = first_invalid_utf8(data)
@@ -156,7 +151,6 @@ def scan_entries(j: Journal, report: Report, ids: Any) -> Collected:
                 checker.entry(i + offset, entry)
         if b + 1 < n and j.starts[b + 1] > j.ends[b] + 1 and j.read(j.ends[b], j.ends[b] + 1) == b"\r":
             out.crlf.append(j.ends[b])
-        i = b + 1
     return out
 
 

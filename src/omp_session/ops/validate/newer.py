@@ -97,16 +97,12 @@ def newer_features(j: Journal, header: Any, report: Report,
                offset=first_at)
 
 
-def _scan(j: Journal, i: int, end: int, judged: dict[tuple[Any, ...], list[str]], found: list[str],
+def _scan(j: Journal, lo: int, end: int, judged: dict[tuple[Any, ...], list[str]], found: list[str],
           first_at: int | None) -> int | None:
-    """Records ``i``..``end - 1`` into ``found``; returns the offset of the first record that added a name."""
-    while i < end:
-        b = i
-        first = j.starts[i]
-        while b + 1 < end and j.starts[b + 1] == j.ends[b] + 1 and j.ends[b + 1] - first < _BLOCK:
-            b += 1
+    """Records ``lo``..``end - 1`` into ``found``; returns the offset of the first record that added a name."""
+    for i, b in j.runs(lo, end, _BLOCK):
         try:
-            records: list[Any] = _KEYS.decode_lines(j.read(first, j.ends[b]))
+            records: list[Any] = _KEYS.decode_lines(j.read(j.starts[i], j.ends[b]))
             if len(records) != b - i + 1:
                 raise ValueError("records and lines differ")
         except (*_UNDECODABLE, ValueError):
@@ -131,5 +127,4 @@ def _scan(j: Journal, i: int, end: int, judged: dict[tuple[Any, ...], list[str]]
                     found.append(name)
                     if first_at is None:
                         first_at = j.start(k)
-        i = b + 1
     return first_at
