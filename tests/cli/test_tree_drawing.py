@@ -119,3 +119,36 @@ def test_a_long_session_with_many_forks_fits_80_columns(tmp_path: Path) -> None:
     shown = {m.group(1) for line in lines if (m := re.search(r" (e\d{7}) ", line))}
     assert len(shown) == 401
     assert max(_indent(line) for line in lines if re.search(r" e\d{7} ", line)) == 3
+
+
+def test_side_branches_of_side_branches_keep_a_bounded_indent(tmp_path: Path) -> None:
+    # at every c(k) the older child c(k+1) is a side branch and the newer leaf continues the run,
+    # so c(k) sits k side branches deep: 40 levels of "│  " would be 120 columns of lead alone
+    e: list[dict[str, Any]] = []
+    for k in range(40):
+        parent = f"c{k - 1:07d}" if k else None
+        e.append(entry(f"c{k:07d}", parent, timestamp=stamp(0, f"2026-01-{1 + k // 20:02d}T{k % 20:02d}:00"),
+                       message=user(f"step {k}")))
+        if k:
+            e.append(entry(f"l{k:07d}", parent, timestamp=stamp(30, f"2026-02-{1 + k // 20:02d}T{k % 20:02d}:00"),
+                           message=user(f"leaf {k}")))
+    code, lines = _tree(str(write_session(tmp_path / "comb.jsonl", e)))
+    rows = [line for line in lines if re.search(r" [cl]\d{7} ", line)]
+    assert code == 0 and len(rows) == 79
+    assert all(len(line) <= 80 for line in lines)
+    deepest = next(line for line in rows if " c0000039 " in line)
+    assert "…" in deepest and deepest.index(" c0000039 ") < 40, deepest
+    counts = [int(m.group(1)) for line in rows if (m := re.search(r"…(\d+)…", line))]
+    assert counts and max(counts) == 39 - 3  # c39 is 39 side branches deep: two shown, the middle counted, one drawn
+
+
+def test_ids_written_twice_along_a_chain_give_a_bounded_tree_and_a_warning(tmp_path: Path) -> None:
+    # each id twice under the one before: omp's tree lists every node twice, 2 ** 18 rows in full
+    e = [entry(f"d{k:07d}", f"d{k - 1:07d}" if k else None, timestamp=stamp(k % 60), message=user(f"{k}"))
+         for k in range(18) for _ in (0, 1)]
+    result = CliRunner(env={"COLUMNS": "80"}).invoke(cli, ["tree", str(write_session(tmp_path / "twice.jsonl", e))])
+    rows = [line for line in result.stdout.splitlines() if re.search(r" d\d{7} ", line)]
+    assert result.exit_code == 0
+    assert "duplicate ids list some entries under more than one parent" in result.stderr
+    assert 100_000 <= len(rows) <= 4 * 36 + 100_000 + 2 * 36
+    assert all(len(line) <= 80 for line in result.stdout.splitlines())

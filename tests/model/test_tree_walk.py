@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from itertools import islice
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -54,3 +55,32 @@ def test_a_long_chain_under_a_duplicated_id_is_walked_once_per_node() -> None:
     rows = list(t.walk())
     assert len(rows) == n + 2 and len({node for node, _ in rows}) == n + 2  # a, b, then the chain
     assert [d for _, d in rows[2:]] == list(range(1, n + 1))
+
+
+def _doubled_chain(levels: int, *, cycle: bool) -> Tree:
+    """Each id written twice under the same parent: omp's tree lists every node twice under the
+    one before it, so walking it out in full takes 2 ** levels rows."""
+    ids: list[str] = []
+    parents: list[str | None] = []
+    for k in range(levels):
+        above = f"n{k - 1}" if k else None
+        ids += [f"n{k}", f"n{k}"]
+        parents += [above, f"n{levels - 1}" if cycle and not k else above]  # n0 again below the last
+    return _tree(ids, parents)
+
+
+def test_doubled_edges_stop_repeating_past_the_row_budget() -> None:
+    for cycle in (False, True):
+        t = _doubled_chain(60, cycle=cycle)
+        limit = 4 * len(t.ids) + 100_000 + 2 * len(t.ids)
+        rows = list(islice(t.walk(), limit + 1))
+        assert len(rows) <= limit, cycle
+        assert bool(t.cycle_nodes) is cycle and t.shared and t.cut
+        assert {node for node, _ in rows} == set(range(1, 120, 2))  # every node still shown
+
+
+def test_a_shared_subtree_within_the_budget_is_repeated_as_omp_holds_it() -> None:
+    t = _doubled_chain(4, cycle=False)
+    rows = list(t.walk())
+    assert len(rows) == 2 + 4 + 8 + 16 and not t.cut
+    assert [d for _, d in rows[:4]] == [0, 1, 2, 3]

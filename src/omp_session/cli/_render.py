@@ -377,6 +377,9 @@ def tree(s: Session, as_json: bool, *, depth: int | None = None, only_messages: 
     from the top, forks marked), ``only_messages`` hides other entries (their children hang from
     the nearest shown ancestor)."""
     r = _Rows(s, only_messages)
+    if s.get_tree().cut:
+        sys.stderr.write(f"omp-session: warning: duplicate ids list some entries under more than one parent; past "
+                         f"{s.get_tree().row_budget:,} rows their branches are shown once (validate names the ids)\n")
     keep = [depth is None or level <= depth for level in r.level]
     on_branch = set(s.branch_indices())
     started = False  # with --json: a batch of rows has been written
@@ -434,27 +437,42 @@ def tree(s: Session, as_json: bool, *, depth: int | None = None, only_messages: 
             body = "  " + st(f"{ident} ", "dim") + st(styled, "dim")
         lines.append(st(lead, "dim") + body + st(label_part, "cyan") + st(fork_part, "yellow"))
 
-    # (row, lead of its first line, lead of the lines after it). A run stays at one indent: the
-    # last branch of a fork continues it, the others hang from the fork with ├─ and │, so the
-    # indent grows only with side branches of side branches, never along a long session.
-    stack: list[tuple[int, str, str]] = []
+    # (row, its level, whether its first line opens a side branch). A run stays at one indent:
+    # the last branch of a fork continues it, the others hang from the fork with ├─ and │, so
+    # the indent grows only with side branches of side branches, never along a long session.
+    stack: list[tuple[int, int, bool]] = []
 
-    def fork(kids: list[int], rest: str) -> None:
+    def fork(kids: list[int], level: int) -> None:
         shown = [k for k in kids if keep[k]]
         if shown and shown[-1] == kids[-1]:
-            stack.append((shown.pop(), rest, rest))
+            stack.append((shown.pop(), level, False))
         for k in reversed(shown):
-            stack.append((k, rest + "├─ ", rest + "│  "))
+            stack.append((k, level + 1, True))
 
-    fork(r.top, "")
+    fork(r.top, 0)
     while stack:
-        i, first, rest = stack.pop()
-        draw(i, first)
+        i, level, opens = stack.pop()
+        draw(i, _lead(level, opens))
         while len(r.kids[i]) == 1:
             i = r.kids[i][0]
-            draw(i, rest)
-        fork(r.kids[i], rest)
+            draw(i, _lead(level, False))
+        fork(r.kids[i], level)
     page("\n".join(lines) + "\n")
+
+
+_LEAD_LEVELS = 12
+
+
+def _lead(level: int, opens: bool) -> str:
+    """The tree's indent at ``level`` side branches deep. Past a dozen levels the middle ones are
+    given as a count: duplicated ids can nest side branches thousands deep, and drawing each
+    would make the tree's text grow with the square of its rows."""
+    if level == 0:
+        return ""
+    tail = "├─ " if opens else "│  "
+    if level <= _LEAD_LEVELS:
+        return "│  " * (level - 1) + tail
+    return f"│  │  …{level - 3}… {tail}"
 
 
 def context(s: Session, as_json: bool, *, transcript: bool) -> None:

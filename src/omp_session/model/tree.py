@@ -276,6 +276,8 @@ class Tree:
         self._labels = labels
         self.entry = entry_of
         self._linear: tuple[set[int], dict[int, list[int]]] | None = None
+        self.shared = False  # some node is listed twice (as a root or a child): see walk()
+        self.cut = False
         n = len(ids)
         if unique_parents is not None and nonlinear is not None:
             self._build_linear(unique_parents, nonlinear, timestamp_of)
@@ -321,8 +323,9 @@ class Tree:
             segment = list(self._items[lo:hi])
             keys = {c: js_date_ms(timestamp_of(c)) for c in segment}
             self._items[lo:hi] = array("i", _stable_merge_sort(segment, keys))
-        # Only a duplicate id can make a node reachable from itself (S1.6.1).
+        # Only a duplicate id can make a node reachable from itself or list it twice (S1.6.1).
         self.cycle_nodes: list[int] = [] if unique else self._find_cycles()
+        self.shared = not unique and len(set(self._items).union(self.roots_idx)) < len(self._items) + nroots
 
     def _build_linear(self, parents: Sequence[int], nonlinear: list[int],
                       timestamp_of: Callable[[int], Any]) -> None:
@@ -434,9 +437,17 @@ class Tree:
         return len(self.roots_idx)
 
     def walk(self) -> Iterator[tuple[int, int]]:
-        """(node index, depth) in pre-order; a node on a cycle is not entered twice."""
+        """(node index, depth) in pre-order; a node on a cycle is not entered twice.
+
+        Duplicate ids can list one node under several parents (S1.6.1); omp's tree then holds
+        its subtree under each, and so does this walk, until it has given :attr:`row_budget`
+        rows. Past that a node whose subtree was already walked is given again but not entered:
+        doubled edges along a chain would otherwise take 2 ** depth rows. :attr:`cut` tells
+        whether that happened.
+        """
         stack: list[tuple[int, int]] = [(r, 0) for r in reversed(self.roots_idx)]
-        if not self.cycle_nodes:
+        self.cut = False
+        if not self.cycle_nodes and not self.shared:
             while stack:
                 node, depth = stack.pop()
                 yield node, depth
@@ -445,18 +456,31 @@ class Tree:
         # One set of the nodes on the current path, left again by a marker (~node) pushed below
         # the children: a set copied per node made a long chain under a duplicated id quadratic.
         path: set[int] = set()
+        entered: set[int] = set()
+        rows = 0
+        budget = self.row_budget
         while stack:
             node, depth = stack.pop()
             if node < 0:
                 path.discard(~node)
                 continue
             yield node, depth
+            rows += 1
             kids = self.child_indices(node)
             if not kids:
                 continue
+            if node in entered and rows > budget:
+                self.cut = True
+                continue
+            entered.add(node)
             path.add(node)
             stack.append((~node, depth))
             stack.extend((c, depth + 1) for c in reversed(kids) if c not in path)
+
+    @property
+    def row_budget(self) -> int:
+        """The rows :meth:`walk` gives before it stops repeating shared subtrees."""
+        return 4 * len(self.ids) + 100_000
 
 
 def _js_strict_equal(a: Any, b: Any) -> bool:
