@@ -14,6 +14,8 @@ import time
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from omp_session.errors import JSONSyntaxError
 from omp_session.js import codec
@@ -152,6 +154,9 @@ def test_stringify_golden(value: Any, expected: str) -> None:
         [1.0],
         1.0,
         -0.0,
+        # escaped backslashes and quotes before a number: counting quotes must pair them as a parser does
+        {"a": "\\", "b": 2.0, "c": "x\\\":1.0,", "d": [3.0, "\\\\\"", 1e-7, "\\"], "e": 4.0},
+        ["\\\"", 5.0, ":1.0,", 1e16, "\\", 6.0],
     ],
 )
 def test_fast_path_false_alarms_and_fixups(value: Any) -> None:
@@ -689,3 +694,18 @@ def test_scanner_reuses_failures_across_steps() -> None:
 )
 def test_utf16_len(s: str, n: int) -> None:
     assert utf16_len(s) == n
+
+
+_NUMBERY = st.text(alphabet='"\\:,[]{}0123.e+-x', max_size=10)
+_FLOATS = st.one_of(st.floats(allow_nan=False), st.integers(-10, 10).map(float),
+                    st.sampled_from([1e16, 1e21, 1e-7, 1.5e-6, 2.5, -0.0]))
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.recursive(st.one_of(_NUMBERY, _FLOATS, st.integers(-5, 5)),
+                    lambda inner: st.lists(inner, max_size=5) | st.dictionaries(_NUMBERY, inner, max_size=5),
+                    max_leaves=20))
+def test_number_fixups_skip_look_alikes_in_strings(value: Any) -> None:
+    # strings made of quotes, backslashes and number-like text around floats orjson spells unlike
+    # JavaScript: the fast path fixes the numbers and only them
+    assert stringify(value) == codec._stringify_pure(value)

@@ -340,18 +340,61 @@ def _number_token_before(scan: bytes, last: int) -> bool:
     return j == 0 or scan[j - 1] in _VALUE_BEFORE
 
 
-def _needs_number_fix(scan: bytes) -> bool:
+def _number_fix_hits(scan: bytes) -> list[int]:
+    """Where a number token orjson may spell unlike JavaScript ends or has its exponent: one
+    position inside each such token (inside a string too, when the text looks like one)."""
+    hits: list[int] = []
     i = scan.find(b"e+0")
     while i != -1:
         if _number_token_before(scan, i - 1):
-            return True
+            hits.append(i - 1)
         i = scan.find(b"e+0", i + 3)
     i = scan.find(b"0.0,")
     while i != -1:
         if _number_token_before(scan, i + 2):
-            return True
+            hits.append(i + 2)
         i = scan.find(b"0.0,", i + 4)
-    return scan.endswith(b"0.0") and _number_token_before(scan, len(scan) - 1)
+    if scan.endswith(b"0.0") and _number_token_before(scan, len(scan) - 1):
+        hits.append(len(scan) - 1)
+    return hits
+
+
+_NUMBER_CHARS: Final = frozenset(b"0123456789.-+eE")
+
+
+def _fix_numbers_at(out: bytes, hits: list[int]) -> bytes | None:
+    """``_fix_numbers`` for the tokens at ``hits`` only, skipping those inside strings (told by
+    counting the quotes before them that are not escaped); None when a token is not one."""
+    # an escaped backslash, paired left to right as a parser pairs them, can't escape a quote
+    quotes = out.replace(b"\\\\", b"__") if b"\\\\" in out else out
+    parts: list[bytes] = []
+    last = prev = 0
+    inside = False
+    for pos in sorted(hits):
+        if pos < last:
+            continue  # a second hit in a token already fixed
+        # a quote starts or ends a string unless escaped; prev and pos are digits, never split "\""
+        inside ^= (quotes.count(b'"', prev, pos) - quotes.count(b'\\"', prev, pos)) & 1 == 1
+        prev = pos
+        if inside:
+            continue
+        start = pos
+        while start > 0 and out[start - 1] in _NUMBER_CHARS:
+            start -= 1
+        end = pos + 1
+        while end < len(out) and out[end] in _NUMBER_CHARS:
+            end += 1
+        tok = out[start:end]
+        if _NUMBER_B.fullmatch(tok) is None:
+            return None
+        fixed = _js_float(float(tok)).encode()
+        if fixed != tok:
+            parts += (out[last:start], fixed)
+            last = end
+    if not parts:
+        return out
+    parts.append(out[last:])
+    return b"".join(parts)
 
 
 def _has_index_like_key(out: bytes, scan: bytes) -> bool:
@@ -404,8 +447,10 @@ def _orjson_stringify(value: Any) -> bytes | None:
     scan = out.translate(_SCAN_MAP)
     if b'0":' in scan and _has_index_like_key(out, scan):
         return None
-    if _needs_number_fix(scan):
-        return _fix_numbers(out)
+    hits = _number_fix_hits(scan)
+    if hits:
+        fixed = _fix_numbers_at(out, hits)
+        return fixed if fixed is not None else _fix_numbers(out)
     return out
 
 
