@@ -13,7 +13,8 @@ long one of 300 entries with tool outputs), then, timed:
   about half the texts): ``--queries`` runs each, p50 and p95, in the database (``search_derived``
   on an open connection; and the whole ``search --store`` path, connecting each time) and on files
   (FTS5: without the index update, ``search --no-update``, and with it, what plain ``search``
-  does);
+  does); then each as a user runs it, ``omp-session search WORD --json`` as a whole process
+  (start-up, connecting or opening the index, the query, the output), the three taking turns;
 * ``list --store URL --all --json --limit 100`` (median of 9): from the derived tables, in-process
   (``list_derived_sessions`` on an open connection) and as a whole process (the CLI: start-up,
   connect, list, print), beside the listing from the stored bytes that a store without derived
@@ -142,6 +143,26 @@ def _median_ms(fn: Callable[[], Any], runs: int) -> float:
 
 # the whole command through psycopg instead of the built-in client (store/pg_connect.py)
 PSYCOPG_ENV = {**os.environ, "OMP_SESSION_PG_DRIVER": "psycopg"}
+
+
+def measure_search_cli(url: str, word: str, index: Path, files: Path, runs: int) -> dict[str, Any]:
+    """``omp-session search WORD --json`` as a user runs it, each a whole process (start-up,
+    connecting or opening the index, the query, the output): on the store, on the file index as
+    it is (``--no-update``), and on the files with the index brought up to date first (plain
+    ``search``). Medians of ``runs``, the three taking turns so machine noise falls on each."""
+    import subprocess
+
+    exe = str(Path(sys.executable).parent / "omp-session")
+    commands = {"store_ms": [exe, "search", word, "--store", url, "--json"],
+                "files_ms": [exe, "search", word, "--index", str(index), "--no-update", "--json"],
+                "files_update_ms": [exe, "search", word, "--index", str(index), "--root", str(files), "--json"]}
+    hits = {name: len(json.loads(subprocess.run(c, check=True, capture_output=True).stdout))
+            for name, c in commands.items()}
+    times: dict[str, list[float]] = {name: [] for name in commands}
+    for _ in range(runs):
+        for name, c in commands.items():
+            times[name].append(timed(lambda c=c: subprocess.run(c, check=True, capture_output=True))[0] * 1000)
+    return {**{name: round(statistics.median(t), 1) for name, t in times.items()}, "hits": hits, "runs": runs}
 
 
 def measure_list(url: str, tables: Any, runs: int = 9) -> dict[str, Any]:
@@ -300,11 +321,16 @@ def main() -> int:
                 finally:
                     ix.close()
                 row["pg_vs_files"] = round(row["pg"]["p50_ms"] / max(row["files"]["p50_ms"], 1e-3), 2)
+                row["cli"] = measure_search_cli(url, word, index, files, max(5, args.queries // 2))
+                row["cli_pg_vs_files"] = round(row["cli"]["store_ms"] / max(row["cli"]["files_ms"], 1e-3), 2)
                 queries[label] = row
                 say(f"{label:6} {word!r}: pg p50 {row['pg']['p50_ms']} ms p95 {row['pg']['p95_ms']} ms "
                     f"(connecting each time: p50 {row['pg_connect']['p50_ms']} ms) | files p50 "
                     f"{row['files']['p50_ms']} ms p95 {row['files']['p95_ms']} ms (with update p50 "
                     f"{row['files_update']['p50_ms']} ms)")
+                say(f"{'':6} whole processes: search --store {row['cli']['store_ms']} ms | search --no-update "
+                    f"{row['cli']['files_ms']} ms | search (updating the index) {row['cli']['files_update_ms']} ms "
+                    f"| store / files {row['cli_pg_vs_files']}")
             out["search"] = queries
             out["stats"] = measure_stats(url, tables, files, files_timed=not args.store_only)
             for row in out["stats"].values():
@@ -371,6 +397,11 @@ def _table(out: dict[str, Any]) -> str:
         lines.append(f"| {label} `{r['word']}` | {r['hits']} | {r['pg']['p50_ms']} ms | {r['pg']['p95_ms']} ms | "
                      f"{r['pg_connect']['p50_ms']} ms | {r['files']['p50_ms']} ms | {r['files']['p95_ms']} ms | "
                      f"{r['files_update']['p50_ms']} ms | {r['pg_vs_files']} |")
+    lines.append("whole processes (omp-session search WORD --json, medians):")
+    for label, r in out["search"].items():
+        c = r["cli"]
+        lines.append(f"  {label}: --store {c['store_ms']} ms, --no-update {c['files_ms']} ms, updating the index "
+                     f"{c['files_update_ms']} ms; store / files {r['cli_pg_vs_files']}")
     li = out["list"]
     lines.append(f"list --all --json --limit 100: {li['derived_ms']} ms in-process, {li['cli_ms']} ms whole process "
                  f"(psycopg {li['cli_psycopg_ms']} ms; omp-session --help {li['cli_help_ms']} ms, python -c 'import psycopg' {li['python_psycopg_ms']} ms); "
