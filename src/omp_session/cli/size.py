@@ -92,7 +92,8 @@ def _print_report(r: SizeReport) -> None:
     if r.suggestions:
         click.echo("what would help:")
         for s in r.suggestions:
-            click.echo(f"  {s.action:<12} saves {_size(s.saves):>10} ({_pct(s.saves, t).strip()})  {s.command}")
+            about = "~" if s.action == "archive" and r.archive_estimated else ""
+            click.echo(f"  {s.action:<12} saves {about + _size(s.saves):>10} ({_pct(s.saves, t).strip()})  {s.command}")
             click.echo(f"  {'':<12} {s.note}")
     else:
         click.echo("nothing to gain: no inline images to move, no abandoned branches")
@@ -111,6 +112,8 @@ def size(session: str | None, all_sessions: bool, roots: tuple[Path, ...], top: 
          as_json: bool) -> None:
     """Show where a session's bytes go (entry types, roles, tools, images, long tool outputs,
     thinking, abandoned branches) and what would shrink it, with the exact bytes each remedy saves.
+
+    The gzip figure of a file over 16 MiB is estimated from samples (marked ~).
 
     \b
     Examples:

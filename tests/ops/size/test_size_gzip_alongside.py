@@ -5,6 +5,7 @@ before, and no thread outlives the call."""
 from __future__ import annotations
 
 import gzip
+import random
 import threading
 import zlib
 from pathlib import Path
@@ -40,7 +41,7 @@ def _zlib_size(path: Path) -> int:
 def test_the_archive_figure_is_the_exact_gzip_size(tmp_path: Path) -> None:
     path = _session(tmp_path / "s.jsonl")
     r = analyze_size(path)
-    assert r.archive_bytes == _zlib_size(path)
+    assert r.archive_bytes == _zlib_size(path) and not r.archive_estimated
     assert any(s.action == "archive" and s.saves == r.bytes - _zlib_size(path) for s in r.suggestions)
     assert _gzip_threads() == []
 
@@ -80,3 +81,27 @@ def test_no_thread_without_the_archive_figure(tmp_path: Path, monkeypatch: pytes
     archived = tmp_path / "s.jsonl.gz"
     archived.write_bytes(gzip.compress(path.read_bytes()))
     assert analyze_size(archived).archive_bytes is None  # already an archive: no figure, as before
+
+
+def test_a_big_file_has_its_archive_figure_estimated_from_samples(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    # text that compresses about as a real session's does (3-4x), the limit and the samples scaled
+    # down with the file: 128 samples of 4 KiB over ~3 MB
+    rnd = random.Random(5)
+    words = ["".join(rnd.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rnd.randint(2, 9))) for _ in range(3000)]
+    es: list[Any] = []
+    parent = None
+    for n in range(1500):
+        es.append(entry(f"u{n}", parent, message=user(" ".join(rnd.choices(words, k=60)))))
+        es.append(entry(f"t{n}", f"u{n}", message=tool_result(" ".join(rnd.choices(words, k=rnd.randint(10, 600))))))
+        parent = f"t{n}"
+    path = write_session(tmp_path / "s.jsonl", es)
+    monkeypatch.setattr(doctor, "EXACT_ARCHIVE_BYTES", 256 * 1024)
+    monkeypatch.setattr(doctor, "_SAMPLE", 4096)
+    r = analyze_size(path)
+    exact = _zlib_size(path)
+    assert r.archive_estimated and r.archive_bytes is not None
+    assert abs(r.archive_bytes - exact) < 0.1 * exact, (r.archive_bytes, exact)
+    assert r.to_json()["archive_estimated"] is True
+    note = next(s.note for s in r.suggestions if s.action == "archive")
+    assert note.startswith("about, estimated from")
