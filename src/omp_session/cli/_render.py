@@ -14,6 +14,7 @@ import math
 import re
 import sys
 from collections import Counter
+from collections.abc import Callable
 from json.encoder import encode_basestring_ascii as _encode_str
 from typing import Any
 
@@ -191,16 +192,25 @@ def _tips(s: Session) -> list[int]:
     return [k for k in range(len(s)) if k not in parents]
 
 
-def show_info(s: Session, findings: list[Diagnostic] | None = None) -> dict[str, Any]:
+Findings = list[Diagnostic] | Callable[[], list[Diagnostic]] | None
+
+
+def show_info(s: Session, findings: Findings = None) -> dict[str, Any]:
     """Everything ``show`` prints, as stable JSON fields. ``findings`` are validate's (the
-    problems ``show`` reports); without them, the reader's."""
+    problems ``show`` reports), or what gives them (asked for once the rest is worked out);
+    without them, the reader's."""
     header = s.header or {}
     types = Counter(t if isinstance(t, str) else "(no type)" for t in s.types)
     tips = _tips(s)
     leaf = s.get_leaf_id()
     branch = s.branch_indices()
     counted = usage_or_model_candidates(s)  # usage needs no other entry decoded, and none is kept
-    found = s.diagnostics if findings is None else findings
+    usage = dict(zip(("branch", "all"), branch_and_all_usage(
+        s.peek_entry, [k for k in branch if counted[k]], [k for k in range(len(s)) if counted[k]],
+        _plain_numbers(s)), strict=True))
+    labels = {str(k): v for k, v in s.labels().items()}
+    # asked for last: validate may be running in a child meanwhile (cli/view.py)
+    found = s.diagnostics if findings is None else findings() if callable(findings) else findings
     counts, worst = summarize(found)
     return {
         "path": s.path,
@@ -220,11 +230,9 @@ def show_info(s: Session, findings: list[Diagnostic] | None = None) -> dict[str,
         "branch_length": len(branch),
         "branches": len(tips),
         "branch_tips": [s.ids[k] for k in tips[:50]],
-        "labels": {str(k): v for k, v in s.labels().items()},
+        "labels": labels,
         "models": _models_used(s),
-        "usage": dict(zip(("branch", "all"), branch_and_all_usage(
-            s.peek_entry, [k for k in branch if counted[k]], [k for k in range(len(s)) if counted[k]],
-            _plain_numbers(s)), strict=True)),
+        "usage": usage,
         "diagnostics_summary": {k.value: v for k, v in counts.items()},
         "diagnostics_worst": worst,
         "diagnostics": [d.to_json() for d in found],
@@ -261,8 +269,10 @@ def problems_line(counts: dict[str, int], worst: str | None) -> str:
     return ", ".join(parts) or "none"
 
 
-def show(s: Session, as_json: bool, findings: list[Diagnostic] | None = None) -> None:
+def show(s: Session, as_json: bool, findings: Findings = None) -> None:
     info = show_info(s, findings)
+    if callable(findings):
+        findings = findings()  # the same list again: the caller's function keeps it
     if as_json:
         _emit_json(info)
         return

@@ -31,10 +31,13 @@ def show(path: Path, as_json: bool) -> None:
     Example:
       omp-session show latest --json
     """
+    from omp_session.format.split import forked
     from omp_session.ops.validate.check import validate
 
     with open_one(path) as s:  # a file that is not a session is one line, exit 1
-        render.show(s, as_json, validate(s))  # validate's own findings and severities, so both say the same
+        # validate's own findings and severities, so both say the same; on a big file found by a
+        # child process while this one adds up the usage
+        render.show(s, as_json, forked(lambda: validate(s), s.journal.size))
 
 
 @command()

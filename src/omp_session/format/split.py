@@ -1,4 +1,5 @@
-"""Scan a large file's two halves at once, in this process and a forked child.
+"""Scan a large file's two halves at once, in this process and a forked child; or run any one
+call on a large file in a forked child while this process goes on (:func:`forked`).
 
 Validating every line's JSON is the bulk of opening a large session (about a second per GB
 with msgspec, which holds the GIL), and omp-session machines have at least two cores. The child
@@ -13,14 +14,17 @@ CPUs, a file of at least 32 MiB, and ``OMP_SESSION_WORKERS`` not set to ``1``.
 from __future__ import annotations
 
 import os
+import pickle
 import sys
+from collections.abc import Callable
 from typing import Any, Protocol, TypeVar
 
-__all__ = ["Scanner", "scan_in_two"]
+__all__ = ["Scanner", "forked", "scan_in_two"]
 
 MIN_SPLIT_SIZE = 32 * 1024 * 1024
 
 J = TypeVar("J")
+T = TypeVar("T")
 
 
 class Scanner(Protocol[J]):
@@ -108,3 +112,59 @@ def scan_in_two(j: J, body_start: int, scanner: Scanner[J], *, size: int, source
         return True
     scanner.unpack(j, payload)
     return True
+
+
+def forked(fn: Callable[[], T], size: int) -> Callable[[], T]:
+    """``fn()`` started in a forked child, for work on a file of ``size`` bytes that this process
+    need not wait for; the function returned gives its result (sent back pickled), the same value
+    each time it is called. Where a child is not worth it (as for :func:`scan_in_two`) or fails
+    (``fn`` raised, the child died), ``fn()`` runs here when the result is first asked for: the
+    result, or the exception, is always ``fn()``'s own.
+
+    The child must only read what it shares with this process (files by ``pread``) and must not
+    be left waiting: ask for the result before leaving (a child left with a full pipe ends when
+    this process does)."""
+    if not _worth_splitting(size, 0):
+        return _once(fn)
+    read_end, write_end = os.pipe()
+    try:
+        pid = os.fork()
+    except OSError:
+        os.close(read_end)
+        os.close(write_end)
+        return _once(fn)
+    if pid == 0:  # the child: leave without cleanup handlers or flushing what the parent buffered
+        status = 1
+        try:
+            os.close(read_end)
+            view = memoryview(pickle.dumps(fn(), protocol=pickle.HIGHEST_PROTOCOL))
+            while view:
+                view = view[os.write(write_end, view):]
+            status = 0
+        finally:
+            os._exit(status)
+    os.close(write_end)
+
+    def collect() -> T:
+        try:
+            payload = _read_all(read_end)
+        finally:
+            os.close(read_end)
+            _, status = os.waitpid(pid, 0)
+        if status != 0 or not payload:
+            return fn()
+        value: T = pickle.loads(payload)
+        return value
+
+    return _once(collect)
+
+
+def _once(fn: Callable[[], T]) -> Callable[[], T]:
+    done: list[T] = []
+
+    def result() -> T:
+        if not done:
+            done.append(fn())
+        return done[0]
+
+    return result

@@ -1,0 +1,93 @@
+"""``split.forked``: one call run by a forked child while the caller goes on (``show`` validates
+that way on a big file); whatever happens in the child, the result or the exception is the
+call's own."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from builders import assistant, entry, user, write_session
+from omp_session.cli import cli
+from omp_session.format import split
+
+
+@pytest.fixture
+def always(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(split, "_worth_splitting", lambda size, start: True)
+
+
+def test_the_call_runs_in_a_child_and_its_result_comes_back(always: None) -> None:
+    result = split.forked(lambda: {"pid": os.getpid(), "values": [1, "two", 3.0, None]}, 0)
+    got = result()
+    assert got["pid"] != os.getpid() and got["values"] == [1, "two", 3.0, None]
+    assert result() is got  # asked again: the same value, no second child
+
+
+def test_an_exception_in_the_child_is_raised_here_by_the_call_itself(always: None) -> None:
+    calls: list[int] = []
+
+    def failing() -> int:
+        calls.append(os.getpid())
+        raise ValueError("bad record")
+
+    result = split.forked(failing, 0)
+    with pytest.raises(ValueError, match="bad record"):
+        result()
+    assert calls == [os.getpid()]  # the child's call is not seen here; this process's is
+
+
+def test_a_child_that_dies_leaves_the_call_to_this_process(always: None) -> None:
+    parent = os.getpid()
+
+    def dies_in_child() -> int:
+        if os.getpid() != parent:
+            os._exit(3)
+        return 7
+
+    assert split.forked(dies_in_child, 0)() == 7
+
+
+def test_without_a_child_the_call_waits_until_asked_and_runs_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(split, "_worth_splitting", lambda size, start: False)
+    calls: list[int] = []
+    result = split.forked(lambda: calls.append(os.getpid()) or len(calls), 1 << 40)
+    assert calls == []
+    assert result() == 1 and result() == 1 and calls == [os.getpid()]
+
+
+def test_show_says_the_same_with_validate_in_a_child(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    es = [entry("u1", None, message=user("hello")), entry("a1", "u1", message=assistant("hi")),
+          entry("a1", "u1", message=assistant("a duplicate id: a finding")),
+          entry("x1", "missing", message=user("an orphan"))]
+    path = str(write_session(tmp_path / "s.jsonl", es))
+    runner = CliRunner(env={"COLUMNS": "80"})
+    alone = [runner.invoke(cli, ["show", path, *flag]).output for flag in ((), ("--json",))]
+    assert split._worth_splitting(os.path.getsize(path), 0) is False  # so far, validated here
+    real = split.forked
+    children: list[int] = []
+
+    def in_a_child(fn: Callable[[], Any], size: int) -> Callable[[], Any]:
+        children.append(size)
+        return real(lambda: (os.getpid(), fn()), size)
+
+    monkeypatch.setattr(split, "_worth_splitting", lambda size, start: True)
+    pids: list[int] = []
+    monkeypatch.setattr(split, "forked", lambda fn, size: _recorded(in_a_child(fn, size), pids))
+    forked = [runner.invoke(cli, ["show", path, *flag]).output for flag in ((), ("--json",))]
+    assert children == [os.path.getsize(path)] * 2 and all(p != os.getpid() for p in pids)
+    assert forked == alone and "duplicate" in alone[0]
+
+
+def _recorded(result: Callable[[], tuple[int, Any]], pids: list[int]) -> Callable[[], Any]:
+    def value() -> Any:
+        pid, got = result()
+        pids.append(pid)
+        return got
+
+    return value
