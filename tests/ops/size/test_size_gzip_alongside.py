@@ -76,7 +76,7 @@ def test_an_error_of_the_compression_is_raised_after_the_analysis(tmp_path: Path
 
 def test_no_thread_without_the_archive_figure(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = _session(tmp_path / "s.jsonl")
-    monkeypatch.setattr(doctor, "_GzipSize", lambda p: pytest.fail("a compression was started"))
+    monkeypatch.setattr(doctor, "Background", lambda *a: pytest.fail("a compression was started"))
     assert analyze_size(path, archive=False).archive_bytes is None
     archived = tmp_path / "s.jsonl.gz"
     archived.write_bytes(gzip.compress(path.read_bytes()))

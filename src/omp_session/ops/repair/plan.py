@@ -18,8 +18,9 @@ import os
 import re
 import secrets
 import tempfile
+import threading
 import weakref
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, BinaryIO
 
 from omp_session.catalog.quarantine import QUARANTINE_SUFFIX
@@ -32,6 +33,7 @@ from omp_session.errors import (
     SessionFileError,
     WriteConflictError,
 )
+from omp_session.format.background import Background
 from omp_session.format.migrate import needs_migration
 from omp_session.format.reader import Journal, scan_bytes, scan_file
 from omp_session.format.title import TITLE_SLOT_BYTES, build_title_slot
@@ -78,36 +80,55 @@ def plan_repair(path: str | os.PathLike[str], *, blob_store: Any = None) -> Repa
     try:
         with open(name, "rb") as f:
             st = os.fstat(f.fileno())
-            head, digest, blank = _read_facts(f)
+            head, blank = _read_facts(f)
         _refuse(head, st.st_size, blank, name)
         del head
-        j = scan_file(name)
+        j = scan_file(name)  # (before the thread below: the scan forks only a single-threaded process)
     except FileNotFoundError:
         raise SessionFileError(name, "no such file") from None
     except OSError as e:
         raise SessionFileError(name, e.strerror or "cannot be read") from None
-    if blob_store is None:
-        from omp_session.format.blobs import BlobStore
-        from omp_session.paths import blobs_dir
+    # the file's SHA-256 in a thread while its records are read: hashlib works without the
+    # interpreter lock, and a big file's digest took a sixth of the repair
+    digest = Background(lambda stop: _file_digest(name, stop), "omp-session-repair-digest")
 
-        blob_store = BlobStore(blobs_dir())
+    def file_digest() -> str:
+        try:
+            return digest.result()
+        except OSError as e:
+            raise SessionFileError(name, e.strerror or "cannot be read") from None
+
     try:
-        return _plan(j, name, st.st_size, st.st_mtime_ns, digest, blob_store, source=name)
+        if blob_store is None:
+            from omp_session.format.blobs import BlobStore
+            from omp_session.paths import blobs_dir
+
+            blob_store = BlobStore(blobs_dir())
+        return _plan(j, name, st.st_size, st.st_mtime_ns, file_digest, blob_store, source=name)
     finally:
+        digest.cancel()
         j.close()
 
 
-def _read_facts(f: BinaryIO) -> tuple[bytes, str, bool]:
-    """(the first ``_SNIFF`` bytes, the SHA-256, whether every byte is whitespace or NUL) of a file."""
+def _read_facts(f: BinaryIO) -> tuple[bytes, bool]:
+    """(the first ``_SNIFF`` bytes, whether every byte is whitespace or NUL) of a file, read only
+    as far as it takes to tell."""
+    head = f.read(_SNIFF)
+    blank = not head.strip(_PAD)
+    while blank and (block := f.read(_CHUNK)):
+        blank = not block.strip(_PAD)
+    return head, blank
+
+
+def _file_digest(path: str, stop: threading.Event) -> str:
+    """The SHA-256 of the file at ``path`` ("" once ``stop`` is set)."""
     sha = hashlib.sha256()
-    head = b""
-    blank = True
-    while block := f.read(_CHUNK):
-        sha.update(block)
-        if len(head) < _SNIFF:
-            head += block[:_SNIFF - len(head)]
-        blank = blank and not block.strip(_PAD)
-    return head, sha.hexdigest(), blank
+    with open(path, "rb") as f:
+        while block := f.read(_CHUNK):
+            if stop.is_set():
+                return ""
+            sha.update(block)
+    return sha.hexdigest()
 
 
 def _refuse(head: bytes, size: int, blank: bool, path: str) -> None:
@@ -127,10 +148,11 @@ def plan_repair_bytes(data: bytes, path: str = "session.jsonl", *, mtime_ns: int
                  source=None)
 
 
-def _plan(j: Journal, path: str, size: int, mtime_ns: int, digest: str, blob_store: Any,
+def _plan(j: Journal, path: str, size: int, mtime_ns: int, digest: str | Callable[[], str], blob_store: Any,
           source: str | None) -> RepairPlan:
     """The plan for the scanned file ``j``; ``source`` is its path when it is a file (else the
-    repaired bytes are small enough to be kept in memory)."""
+    repaired bytes are small enough to be kept in memory). ``digest``: the file's SHA-256, or what
+    gives it (asked for once the records are read)."""
     rs = read_records(j)
     if j.bom:
         rs.fixes.insert(0, Fix("bom", "leading UTF-8 BOM removed (omp never writes one, and cannot rewrite a "
@@ -155,6 +177,8 @@ def _plan(j: Journal, path: str, size: int, mtime_ns: int, digest: str, blob_sto
         for rec in recs:
             yield rec.out()
 
+    if callable(digest):
+        digest = digest()
     out_size, out_digest = (size, digest) if _unchanged(j, slot, recs) else _measure(pieces())
     fixes = sorted(rs.fixes, key=lambda f: (f.line is not None, f.line or 0, f.offset or 0))
     plan = RepairPlan(path, size, mtime_ns, digest, pieces, fixes=fixes, quarantined=rs.quarantined,
@@ -448,7 +472,7 @@ def _check_unchanged(plan: RepairPlan) -> None:
         with open(plan.path, "rb") as f:
             st = os.fstat(f.fileno())
             if st.st_size == plan.size and st.st_mtime_ns == plan.mtime_ns:
-                _, digest, _ = _read_facts(f)
+                digest = hashlib.file_digest(f, "sha256").hexdigest()
     except OSError as e:
         raise RepairConflictError(f"{plan.path}: cannot be read again ({e.strerror}); nothing was written") from None
     if st.st_size != plan.size or st.st_mtime_ns != plan.mtime_ns or digest != plan.sha256:

@@ -24,6 +24,7 @@ from typing import Any
 import orjson
 
 from omp_session.errors import EditError, FormatError, SessionError
+from omp_session.format.background import Background
 from omp_session.format.blobs import BLOB_PREFIX
 from omp_session.js import codec
 from omp_session.paths import sessions_dir
@@ -203,41 +204,15 @@ def _gzip_size(path: str, stop: threading.Event | None = None) -> tuple[int, boo
     return n + len(z.flush()), False
 
 
-class _GzipSize:
-    """:func:`_gzip_size` in a thread, alongside the analysis: zlib compresses without the GIL,
-    and the compression is most of the work (the exact level-6 size needs the whole deflate)."""
-
-    def __init__(self, path: str) -> None:
-        self._stop = threading.Event()
-        self._result: tuple[int, bool] | None = None
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, args=(path,), name="omp-session-gzip-size", daemon=True)
-        self._thread.start()
-
-    def _run(self, path: str) -> None:
-        try:
-            self._result = _gzip_size(path, self._stop)
-        except BaseException as e:  # handed to the caller in result()
-            self._error = e
-
-    def result(self) -> tuple[int, bool]:
-        self._thread.join()
-        if self._error is not None:
-            raise self._error
-        assert self._result is not None
-        return self._result
-
-    def cancel(self) -> None:
-        self._stop.set()
-        self._thread.join()
-
-
 def analyze_size(path: str | os.PathLike[str], *, archive: bool = True, top: int = _TOP) -> SizeReport:
     """Account for every byte of one session file and compute what each remedy saves."""
     src = os.fspath(path)
     archived = src.endswith(".jsonl.gz")  # reported as the plain file it holds; already archived
     s = open_tree_session(src, archives=True)
-    gzip = _GzipSize(src) if archive and not archived else None  # (after the open: its errors come first)
+    # in a thread alongside the analysis: zlib compresses without the interpreter lock, and the
+    # compression may be most of the work (after the open: the open's errors come first)
+    gzip = Background(lambda stop: _gzip_size(src, stop), "omp-session-gzip-size") \
+        if archive and not archived else None
     try:
         j = s.journal
         report = SizeReport(src, j.size, entries=len(s))
