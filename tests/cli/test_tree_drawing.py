@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+import pytest
 from click.testing import CliRunner
 
 from builders import assistant, entry, stamp, user, write_session
@@ -152,3 +153,20 @@ def test_ids_written_twice_along_a_chain_give_a_bounded_tree_and_a_warning(tmp_p
     assert "duplicate ids list some entries under more than one parent" in result.stderr
     assert 100_000 <= len(rows) <= 4 * 36 + 100_000 + 2 * 36
     assert all(len(line) <= 80 for line in result.stdout.splitlines())
+
+
+def test_the_rows_made_in_two_processes_are_the_rows_made_in_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # a big file's second half of rows comes from a forked child (split.forked): the same output
+    from omp_session.format import split
+
+    path = str(_forked(tmp_path))
+    forms = [[], ["--json"], ["--only-messages", "--depth", "0"], ["--json", "--only-messages"], ["--depth", "1"]]
+    monkeypatch.setattr(split, "_worth_splitting", lambda size, start: False)
+    alone = [_tree(path, *form) for form in forms]
+    children: list[int] = []
+    real = split.forked
+    monkeypatch.setattr(split, "_worth_splitting", lambda size, start: True)
+    monkeypatch.setattr("omp_session.cli._render.forked", lambda fn, size: children.append(size) or real(fn, size))
+    assert [_tree(path, *form) for form in forms] == alone
+    assert len(children) == len(forms)
+    assert any("marked" in line for line in alone[0][1]) and alone[1][1][0].startswith("[{")

@@ -21,6 +21,7 @@ from typing import Any
 import orjson
 
 from omp_session.diagnostics import Diagnostic, summarize
+from omp_session.format.split import forked
 from omp_session.js import codec
 from omp_session.model.session import Session, usage_or_model_candidates
 from omp_session.model.text import shown as _shown
@@ -392,15 +393,15 @@ def tree(s: Session, as_json: bool, *, depth: int | None = None, only_messages: 
                          f"{s.get_tree().row_budget:,} rows their branches are shown once (validate names the ids)\n")
     keep = [depth is None or level <= depth for level in r.level]
     on_branch = set(s.branch_indices())
-    started = False  # with --json: a batch of rows has been written
-    if as_json:  # the array written a row at a time, as stringify writes it: no entry is kept
-        batch: list[str] = []
+    labelled = bool(s.labels())  # (worked out here, not once in each process below)
+    # On a big file the rows' second half is made by a forked child while this process makes the
+    # first (split.forked): every row is its entry decoded and summed up, the bulk of the work.
+    if as_json:  # the array written a batch of rows at a time, as stringify writes it
         ids = s.ids
-        labelled = bool(s.labels())
-        for i, node in enumerate(r.nodes):
-            if not keep[i]:
-                continue
-            entry = s.peek_entry(node)
+
+        def row_json(i: int) -> str:
+            node = r.nodes[i]
+            entry = s.peek_entry(node)  # decoded, not kept
             entry_id = ids[node]
             label = s.get_label(entry_id) if labelled else None
             kind = entry.get("type") if isinstance(entry, dict) else None
@@ -409,17 +410,25 @@ def tree(s: Session, as_json: bool, *, depth: int | None = None, only_messages: 
                                    "on_branch": node in on_branch, "summary": summary(entry)}
             if label is not None:
                 row["label"] = label
-            batch.append(("," if batch or started else "[") + _row_json(row, entry_id, kind, label))
+            return _row_json(row, entry_id, kind, label)
+
+        shown = [i for i in range(len(r.nodes)) if keep[i]]
+        half = len(shown) // 2
+        rest = forked(lambda: ",".join(map(row_json, shown[half:])), s.journal.size)
+        write = sys.stdout.write
+        write("[")
+        batch: list[str] = []
+        for n, i in enumerate(shown[:half]):
+            batch.append(("," if n else "") + row_json(i))
             if len(batch) >= 256:
-                sys.stdout.write("".join(batch))
+                write("".join(batch))
                 batch.clear()
-                started = True
-        sys.stdout.write("".join(batch) + ("]\n" if batch or started else "[]\n"))
+        tail = rest()
+        write("".join(batch) + ("," if half and tail else "") + tail + "]\n")
         return
     st = Styler()
     cells = terminal_width()
     title = _one_line(_shown(s.get_session_name() or (s.header or {}).get("id", s.path)))
-    lines = [st(clip(title, cells) if cells else title, "bold")]
 
     def fork_note(kids: list[int]) -> str:
         if len(kids) < 2:
@@ -427,12 +436,12 @@ def tree(s: Session, as_json: bool, *, depth: int | None = None, only_messages: 
         hidden = sum(not keep[k] for k in kids)
         return f" ◆ fork: {len(kids)} branches" + (f", {hidden} below --depth" if hidden else "")
 
-    def draw(i: int, lead: str) -> None:
+    def draw(i: int, lead: str) -> str:
         node = r.nodes[i]
-        entry = s.entry_at(node)
+        entry = s.peek_entry(node)
         here = node in on_branch
         kind = entry.get("type") if isinstance(entry, dict) else None
-        label = s.get_label(s.ids[node])
+        label = s.get_label(s.ids[node]) if labelled else None
         label_part = f" [{_one_line(_shown(label))}]" if label is not None else ""
         fork_part = fork_note(r.kids[i])
         ident = _one_line(_shown(s.ids[node]))
@@ -445,7 +454,7 @@ def tree(s: Session, as_json: bool, *, depth: int | None = None, only_messages: 
             body = st("*", "bold", "green") + " " + st(ident, "dim") + " " + st(styled, "bold")
         else:
             body = "  " + st(f"{ident} ", "dim") + st(styled, "dim")
-        lines.append(st(lead, "dim") + body + st(label_part, "cyan") + st(fork_part, "yellow"))
+        return st(lead, "dim") + body + st(label_part, "cyan") + st(fork_part, "yellow")
 
     # (row, its level, whether its first line opens a side branch). A run stays at one indent:
     # the last branch of a fork continues it, the others hang from the fork with ├─ and │, so
@@ -459,14 +468,19 @@ def tree(s: Session, as_json: bool, *, depth: int | None = None, only_messages: 
         for k in reversed(shown):
             stack.append((k, level + 1, True))
 
+    order: list[tuple[int, str]] = []  # the rows in the order they are drawn, each with its lead
     fork(r.top, 0)
     while stack:
         i, level, opens = stack.pop()
-        draw(i, _lead(level, opens))
+        order.append((i, _lead(level, opens)))
         while len(r.kids[i]) == 1:
             i = r.kids[i][0]
-            draw(i, _lead(level, False))
+            order.append((i, _lead(level, False)))
         fork(r.kids[i], level)
+    half = len(order) // 2
+    drawn = forked(lambda: [draw(i, lead) for i, lead in order[half:]], s.journal.size)
+    lines = [st(clip(title, cells) if cells else title, "bold"), *(draw(i, lead) for i, lead in order[:half])]
+    lines += drawn()
     page("\n".join(lines) + "\n")
 
 

@@ -12,6 +12,8 @@ import os
 import re
 import sys
 import unicodedata
+from bisect import bisect_right
+from itertools import accumulate
 
 __all__ = ["HarmlessOut", "Styler", "clip", "clip_start", "harmless", "inert", "page", "terminal_width", "width"]
 
@@ -58,29 +60,37 @@ def terminal_width(default: int | None = None) -> int | None:
     return default
 
 
+class _Cells(dict[str, int]):
+    """Cells per character, each worked out once: a long session's tree measures millions."""
+
+    def __missing__(self, c: str) -> int:
+        cells = self[c] = 0 if unicodedata.combining(c) else 2 if unicodedata.east_asian_width(c) in "WF" else 1
+        return cells
+
+
+_CELLS = _Cells()
+
+
 def width(text: str) -> int:
     """Cells ``text`` takes on a terminal: East Asian wide characters take two, combining marks
     none (what rich's cell_len counts, without its tables)."""
     if text.isascii():
         return len(text)
-    return sum(0 if unicodedata.combining(c) else 2 if unicodedata.east_asian_width(c) in "WF" else 1
-               for c in text)
+    return sum(map(_CELLS.__getitem__, text))
 
 
 def clip(text: str, cells: int) -> str:
     """``text`` cut to ``cells`` terminal cells, ending in "…" when cut."""
-    if width(text) <= cells:
+    if text.isascii():
+        if len(text) <= cells:
+            return text
+        return text[:cells - 1] + "…" if cells > 0 else ""
+    used = list(accumulate(map(_CELLS.__getitem__, text)))
+    if used[-1] <= cells:
         return text
     if cells <= 0:
         return ""
-    out, used = [], 0
-    for c in text:
-        w = width(c)
-        if used + w > cells - 1:
-            break
-        out.append(c)
-        used += w
-    return "".join(out) + "…"
+    return text[:bisect_right(used, cells - 1)] + "…"  # the longest start that leaves a cell for "…"
 
 
 def clip_start(text: str, cells: int) -> str:
@@ -90,15 +100,9 @@ def clip_start(text: str, cells: int) -> str:
         return text
     if cells <= 0:
         return ""
-    out: list[str] = []
-    used = 0
-    for c in reversed(text):
-        w = width(c)
-        if used + w > cells - 1:
-            break
-        out.append(c)
-        used += w
-    return "…" + "".join(reversed(out))
+    used = list(accumulate(map(_CELLS.__getitem__, reversed(text))))
+    kept = bisect_right(used, cells - 1)
+    return "…" + text[len(text) - kept:] if kept else "…"
 
 
 def inert(text: str) -> str:
