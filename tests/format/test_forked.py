@@ -91,3 +91,43 @@ def _recorded(result: Callable[[], tuple[int, Any]], pids: list[int]) -> Callabl
         return got
 
     return value
+
+
+def _pieces(lo: int, hi: int) -> bytes:
+    return b"".join(b"<%d:%d>" % (k, os.getpid() != _PARENT) for k in range(lo, hi))
+
+
+_PARENT = os.getpid()
+
+
+@pytest.mark.parametrize(("count", "piece"), [(0, 3), (1, 3), (3, 3), (4, 3), (10, 3), (100, 7), (64, 1)])
+def test_interleaved_gives_the_pieces_in_order_half_of_them_from_the_child(always: None, count: int,
+                                                                           piece: int) -> None:
+    out = b"".join(split.interleaved(count, _pieces, 0, piece=piece))
+    assert out.replace(b":1>", b":0>") == b"".join(b"<%d:0>" % k for k in range(count))
+    from_child = {k for k in range(count) if b"<%d:1>" % k in out}
+    assert from_child == {k for k in range(count) if (k // piece) % 2} if count > piece else not from_child
+
+
+def test_interleaved_renders_here_what_a_dying_child_did_not_send(always: None) -> None:
+    def render(lo: int, hi: int) -> bytes:
+        if os.getpid() != _PARENT and lo >= 9:
+            os._exit(3)  # the child dies before its third piece
+        return _pieces(lo, hi)
+
+    out = b"".join(split.interleaved(30, render, 0, piece=3))
+    assert out.replace(b":1>", b":0>") == b"".join(b"<%d:0>" % k for k in range(30))
+    assert b"<3:1>" in out and b"<15:1>" not in out and b"<15:0>" in out
+
+
+def test_interleaved_stopped_early_leaves_no_child(always: None) -> None:
+    pieces = split.interleaved(1000, _pieces, 0, piece=2)
+    assert next(pieces) == b"<0:0><1:0>" and next(pieces) == b"<2:1><3:1>"
+    pieces.close()
+    with pytest.raises(ChildProcessError):
+        os.waitpid(-1, os.WNOHANG)  # reaped: no child of ours is left
+
+
+def test_interleaved_without_a_child_renders_every_piece_here(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(split, "_worth_splitting", lambda size, start: False)
+    assert b"".join(split.interleaved(10, _pieces, 1 << 40, piece=3)) == b"".join(b"<%d:0>" % k for k in range(10))

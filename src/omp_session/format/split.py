@@ -13,13 +13,15 @@ CPUs, a file of at least 32 MiB, and ``OMP_SESSION_WORKERS`` not set to ``1``.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pickle
+import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, Protocol, TypeVar
 
-__all__ = ["Scanner", "forked", "scan_in_two"]
+__all__ = ["Scanner", "forked", "interleaved", "scan_in_two"]
 
 MIN_SPLIT_SIZE = 32 * 1024 * 1024
 
@@ -168,3 +170,60 @@ def _once(fn: Callable[[], T]) -> Callable[[], T]:
         return done[0]
 
     return result
+
+
+def interleaved(count: int, render: Callable[[int, int], bytes], size: int, *, piece: int = 256) -> Iterator[bytes]:
+    """``render(lo, hi)`` of each piece of ``range(count)`` (``piece`` items each), in order, for
+    work on a file of ``size`` bytes: where it is worth it (as for :func:`scan_in_two`) a forked
+    child renders every other piece while this process renders the others, so the two CPUs share
+    the work and at most a piece or two is held at a time. ``render`` must give a piece's bytes
+    from the piece alone (any state carried from the items before it worked out from them). If
+    the child fails, this process renders the pieces it has not sent."""
+    starts = list(range(0, count, piece))
+    if len(starts) < 2 or not _worth_splitting(size, 0):
+        for lo in starts:
+            yield render(lo, min(lo + piece, count))
+        return
+    read_end, write_end = os.pipe()
+    try:
+        pid = os.fork()
+    except OSError:
+        os.close(read_end)
+        os.close(write_end)
+        pid = -1
+    if pid == 0:  # the child: the odd pieces, each sent as its length then its bytes
+        status = 1
+        try:
+            os.close(read_end)
+            for lo in starts[1::2]:
+                data = render(lo, min(lo + piece, count))
+                view = memoryview(len(data).to_bytes(8, "little") + data)
+                while view:
+                    view = view[os.write(write_end, view):]
+            status = 0
+        finally:
+            os._exit(status)
+    if pid < 0:
+        yield from interleaved(count, render, 0, piece=piece)
+        return
+    os.close(write_end)
+    reader = os.fdopen(read_end, "rb")
+    alive, done = True, False
+    try:
+        for n, lo in enumerate(starts):
+            hi = min(lo + piece, count)
+            if n % 2 and alive:
+                head = reader.read(8)
+                data = reader.read(int.from_bytes(head, "little")) if len(head) == 8 else b""
+                if len(head) == 8 and len(data) == int.from_bytes(head, "little"):
+                    yield data
+                    continue
+                alive = False  # the child stopped short: the rest here
+            yield render(lo, hi)
+        done = True
+    finally:
+        reader.close()
+        if alive and not done:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)  # a consumer that stopped early: nothing more is wanted
+        os.waitpid(pid, 0)

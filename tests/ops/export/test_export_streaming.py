@@ -182,3 +182,18 @@ def test_a_task_result_is_counted_however_its_name_is_spelled(tmp_path: Path, na
         counted = usage_or_model_candidates(s)
         assert counted[2] == 1
         assert usage_statistics(s.peek_entry(k) for k in range(len(s)) if counted[k])["cost"] == pytest.approx(0.501)
+
+
+@pytest.mark.parametrize("path", FILES[:40], ids=lambda p: p.name)
+def test_json_made_in_two_processes_is_the_json_made_in_one(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # a big file's entries are rendered a piece each in turn by this process and a forked child
+    from omp_session.format import split
+
+    with open_session(path) as s:
+        alone = b"".join(export_chunks(s, "json"))
+    real = split.interleaved
+    monkeypatch.setattr(split, "_worth_splitting", lambda size, start: True)
+    monkeypatch.setattr("omp_session.ops.export.formats.interleaved",
+                        lambda count, render, size: real(count, render, size, piece=2))
+    with open_session(path) as s:
+        assert b"".join(export_chunks(s, "json")) == alone
