@@ -103,7 +103,7 @@ _PARENT = os.getpid()
 @pytest.mark.parametrize(("count", "piece"), [(0, 3), (1, 3), (3, 3), (4, 3), (10, 3), (100, 7), (64, 1)])
 def test_interleaved_gives_the_pieces_in_order_half_of_them_from_the_child(always: None, count: int,
                                                                            piece: int) -> None:
-    out = b"".join(split.interleaved(count, _pieces, 0, piece=piece))
+    out = b"".join(split.interleaved(split.pieces_of(count, lambda k: 1, piece), _pieces, 0))
     assert out.replace(b":1>", b":0>") == b"".join(b"<%d:0>" % k for k in range(count))
     from_child = {k for k in range(count) if b"<%d:1>" % k in out}
     assert from_child == {k for k in range(count) if (k // piece) % 2} if count > piece else not from_child
@@ -115,13 +115,13 @@ def test_interleaved_renders_here_what_a_dying_child_did_not_send(always: None) 
             os._exit(3)  # the child dies before its third piece
         return _pieces(lo, hi)
 
-    out = b"".join(split.interleaved(30, render, 0, piece=3))
+    out = b"".join(split.interleaved(split.pieces_of(30, lambda k: 1, 3), render, 0))
     assert out.replace(b":1>", b":0>") == b"".join(b"<%d:0>" % k for k in range(30))
     assert b"<3:1>" in out and b"<15:1>" not in out and b"<15:0>" in out
 
 
 def test_interleaved_stopped_early_leaves_no_child(always: None) -> None:
-    pieces = split.interleaved(1000, _pieces, 0, piece=2)
+    pieces = split.interleaved(split.pieces_of(1000, lambda k: 1, 2), _pieces, 0)
     assert next(pieces) == b"<0:0><1:0>" and next(pieces) == b"<2:1><3:1>"
     pieces.close()
     with pytest.raises(ChildProcessError):
@@ -130,4 +130,11 @@ def test_interleaved_stopped_early_leaves_no_child(always: None) -> None:
 
 def test_interleaved_without_a_child_renders_every_piece_here(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(split, "_worth_splitting", lambda size, start: False)
-    assert b"".join(split.interleaved(10, _pieces, 1 << 40, piece=3)) == b"".join(b"<%d:0>" % k for k in range(10))
+    assert b"".join(split.interleaved(split.pieces_of(10, lambda k: 1, 3), _pieces, 1 << 40)) == \
+        b"".join(b"<%d:0>" % k for k in range(10))
+
+
+def test_pieces_are_cut_by_size_with_at_least_one_item_each() -> None:
+    assert split.pieces_of(0, len) == []
+    sizes = [5, 1, 1, 9, 0, 0, 2, 30, 1]
+    assert split.pieces_of(len(sizes), sizes.__getitem__, 6) == [(0, 2), (2, 4), (4, 8), (8, 9)]

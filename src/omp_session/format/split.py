@@ -21,7 +21,7 @@ import sys
 from collections.abc import Callable, Iterator
 from typing import Any, Protocol, TypeVar
 
-__all__ = ["Scanner", "forked", "interleaved", "scan_in_two"]
+__all__ = ["Scanner", "forked", "interleaved", "pieces_of", "scan_in_two"]
 
 MIN_SPLIT_SIZE = 32 * 1024 * 1024
 
@@ -172,17 +172,31 @@ def _once(fn: Callable[[], T]) -> Callable[[], T]:
     return result
 
 
-def interleaved(count: int, render: Callable[[int, int], bytes], size: int, *, piece: int = 256) -> Iterator[bytes]:
-    """``render(lo, hi)`` of each piece of ``range(count)`` (``piece`` items each), in order, for
-    work on a file of ``size`` bytes: where it is worth it (as for :func:`scan_in_two`) a forked
-    child renders every other piece while this process renders the others, so the two CPUs share
-    the work and at most a piece or two is held at a time. ``render`` must give a piece's bytes
-    from the piece alone (any state carried from the items before it worked out from them). If
-    the child fails, this process renders the pieces it has not sent."""
-    starts = list(range(0, count, piece))
-    if len(starts) < 2 or not _worth_splitting(size, 0):
-        for lo in starts:
-            yield render(lo, min(lo + piece, count))
+def pieces_of(count: int, size_of: Callable[[int], int], limit: int = 1 << 20) -> list[tuple[int, int]]:
+    """``range(count)`` cut into consecutive (lo, hi) pieces of about ``limit`` bytes each by
+    ``size_of`` (at least one item each): what :func:`interleaved` renders a piece at a time."""
+    out: list[tuple[int, int]] = []
+    lo = held = 0
+    for k in range(count):
+        held += size_of(k)
+        if held >= limit:
+            out.append((lo, k + 1))
+            lo, held = k + 1, 0
+    if lo < count:
+        out.append((lo, count))
+    return out
+
+
+def interleaved(pieces: list[tuple[int, int]], render: Callable[[int, int], bytes], size: int) -> Iterator[bytes]:
+    """``render(lo, hi)`` of each piece (see :func:`pieces_of`), in order, for work on a file of
+    ``size`` bytes: where it is worth it (as for :func:`scan_in_two`) a forked child renders every
+    other piece while this process renders the others, so the two CPUs share the work and a piece
+    or two is held at a time. ``render`` must give a piece's bytes from the piece alone (any
+    state carried from the items before it worked out from them). If the child fails, this
+    process renders the pieces it has not sent."""
+    if len(pieces) < 2 or not _worth_splitting(size, 0):
+        for lo, hi in pieces:
+            yield render(lo, hi)
         return
     read_end, write_end = os.pipe()
     try:
@@ -195,8 +209,8 @@ def interleaved(count: int, render: Callable[[int, int], bytes], size: int, *, p
         status = 1
         try:
             os.close(read_end)
-            for lo in starts[1::2]:
-                data = render(lo, min(lo + piece, count))
+            for lo, hi in pieces[1::2]:
+                data = render(lo, hi)
                 view = memoryview(len(data).to_bytes(8, "little") + data)
                 while view:
                     view = view[os.write(write_end, view):]
@@ -204,14 +218,13 @@ def interleaved(count: int, render: Callable[[int, int], bytes], size: int, *, p
         finally:
             os._exit(status)
     if pid < 0:
-        yield from interleaved(count, render, 0, piece=piece)
+        yield from interleaved(pieces, render, 0)
         return
     os.close(write_end)
     reader = os.fdopen(read_end, "rb")
     alive, done = True, False
     try:
-        for n, lo in enumerate(starts):
-            hi = min(lo + piece, count)
+        for n, (lo, hi) in enumerate(pieces):
             if n % 2 and alive:
                 head = reader.read(8)
                 data = reader.read(int.from_bytes(head, "little")) if len(head) == 8 else b""

@@ -191,9 +191,8 @@ def test_json_made_in_two_processes_is_the_json_made_in_one(path: Path, monkeypa
 
     with open_session(path) as s:
         alone = b"".join(export_chunks(s, "json"))
-    real = split.interleaved
+    real = split.pieces_of
     monkeypatch.setattr(split, "_worth_splitting", lambda size, start: True)
-    monkeypatch.setattr("omp_session.ops.export.formats.interleaved",
-                        lambda count, render, size: real(count, render, size, piece=2))
+    monkeypatch.setattr("omp_session.ops.export.formats.pieces_of", lambda count, size_of: real(count, size_of, 300))
     with open_session(path) as s:
         assert b"".join(export_chunks(s, "json")) == alone
