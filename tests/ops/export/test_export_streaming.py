@@ -196,3 +196,49 @@ def test_json_made_in_two_processes_is_the_json_made_in_one(path: Path, monkeypa
     monkeypatch.setattr("omp_session.ops.export.formats.pieces_of", lambda count, size_of: real(count, size_of, 300))
     with open_session(path) as s:
         assert b"".join(export_chunks(s, "json")) == alone
+
+
+def _model_story(tmp_path: Path) -> Path:
+    """Models named, changed, unnamed and reset across many entries: what each "model changed"
+    note says depends on every entry before it."""
+    es: list[Any] = []
+    parent = None
+    models = ["m-a", None, "m-b", "m-b", None, "m-c"]
+    for n in range(60):
+        uid, aid = f"u{n}", f"a{n}"
+        es.append(entry(uid, parent, message=user(f"question {n}")))
+        reply = assistant(f"answer {n}")
+        model = models[n % len(models)]
+        if model is None:
+            reply.pop("model", None)
+        else:
+            reply["model"] = model
+        es.append(entry(aid, uid, message=reply))
+        parent = aid
+        if n % 7 == 3:  # a model change, now and then to nothing (the note is then left out)
+            es.append(entry(f"c{n}", parent, type="model_change", model="" if n % 14 == 3 else f"p/m-{n}"))
+            parent = f"c{n}"
+    return write_session(tmp_path / "models.jsonl", es)
+
+
+@pytest.mark.parametrize("limit", [1, 300, 5000])
+def test_markdown_made_in_two_processes_is_the_markdown_made_in_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                    limit: int) -> None:
+    # a big file's branch is rendered a piece each in turn by this process and a forked child; each
+    # piece starts from the model the entries before it left in use
+    from omp_session.format import split
+
+    paths = [_model_story(tmp_path), *FILES[:30]]
+    monkeypatch.setattr(split, "_worth_splitting", lambda size, start: False)
+    alone = []
+    for path in paths:
+        with open_session(path) as s:
+            alone.append(b"".join(export_chunks(s, "md")) + b"".join(export_chunks(s, "md", all_branches=True)))
+    assert b"model changed from" in alone[0]
+    real = split.pieces_of
+    monkeypatch.setattr(split, "_worth_splitting", lambda size, start: True)
+    monkeypatch.setattr("omp_session.ops.export.markdown.pieces_of", lambda count, size_of, _limit: real(count, size_of, limit))
+    for path, expected in zip(paths, alone, strict=True):
+        with open_session(path) as s:
+            got = b"".join(export_chunks(s, "md")) + b"".join(export_chunks(s, "md", all_branches=True))
+        assert got == expected, path.name

@@ -7,9 +7,10 @@ the document's structure. The header's figures come from markdown_usage.py.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
+from omp_session.format.split import interleaved, pieces_of
 from omp_session.js.codec import UNDEFINED
 from omp_session.model.session import Session, usage_or_model_candidates
 from omp_session.model.text import (
@@ -260,7 +261,7 @@ class _Renderer:
             self.para(fence(pretty_json(message), "json"))
 
 
-def _header(s: Session, r: _Renderer, branch: Sequence[int], leaf: Any, tips: list[int]) -> None:
+def _header(s: Session, r: _Renderer, branch: Sequence[int], leaf: Any, tips: list[int], counted: Sequence[int]) -> None:
     header = s.header or {}
     title = s.get_session_name()
     r.para(f"# {inline(title)}" if title else f"# Session {inline(header.get('id') or s.path or '')}".rstrip())
@@ -274,7 +275,6 @@ def _header(s: Session, r: _Renderer, branch: Sequence[int], leaf: Any, tips: li
             rows.append((name, inline_code(header[key])))
     if nonempty_str(header.get("timestamp")):
         rows.append(("Created", inline(header["timestamp"])))
-    counted = usage_or_model_candidates(s)
     models, branch_usage, all_usage = all_figures(s, branch, counted)
     if models:
         rows.append(("Models", ", ".join(inline(m) for m in models)))
@@ -307,6 +307,53 @@ def _model_named(entry: Any) -> str | None:
     return None
 
 
+class _Unset:
+    pass
+
+
+_UNSET: Any = _Unset()
+
+
+def _model_set_by(entry: Any) -> Any:
+    """What rendering ``entry`` sets the renderer's ``last_model`` to (:data:`_UNSET`: nothing):
+    an assistant message naming a model, that model; a model change, its model or None."""
+    if not isinstance(entry, dict):
+        return _UNSET
+    kind = entry.get("type")
+    if kind == "message":
+        message = entry.get("message")
+        if isinstance(message, dict) and message.get("role") == "assistant":
+            return model_of(message) or _UNSET
+    elif kind == "model_change":
+        return nonempty_str(entry.get("model"))
+    return _UNSET
+
+
+def _models_at(s: Session, branch: Sequence[int], starts: list[int], counted: Sequence[int]) -> Callable[[int], str | None]:
+    """For each start of a piece of ``branch``, the ``last_model`` rendering ``branch`` from its
+    first entry up to there leaves: found walking back from the start to the entry that set it,
+    each piece walked at most once (only entries that may name a model are decoded)."""
+    number = {lo: n for n, lo in enumerate(starts)}
+    known: dict[int, str | None] = {0: None}
+
+    def at(lo: int) -> str | None:
+        n = number[lo]
+        waiting: list[int] = []
+        while n not in known:
+            found = next((m for m in (_model_set_by(s.peek_entry(k)) for k in reversed(branch[starts[n - 1]:starts[n]])
+                                      if counted[k]) if m is not _UNSET), _UNSET)
+            if found is not _UNSET:
+                known[n] = found
+                break
+            waiting.append(n)
+            n -= 1
+        for m in waiting:
+            known[m] = known[n]
+        return known[number[lo]]
+
+    return at
+
+
 def _last_model(s: Session, path: Sequence[int], counted: Sequence[int]) -> str | None:
     """The model in use after the entries of ``path`` (for "model changed" notes on a forked
     branch): the last one named, found walking back from its end, so few entries are decoded."""
@@ -333,13 +380,27 @@ def _rendered(s: Session, leaf: str | None, all_branches: bool) -> Iterator[byte
     branch = s.branch_indices(leaf if leaf is not None else UNDEFINED)
     tips = branch_tips(s)
     r = _Renderer(s)
-    _header(s, r, branch, leaf_id, tips)
+    counted = usage_or_model_candidates(s)
+    _header(s, r, branch, leaf_id, tips, counted)
     which = "Current branch" if leaf is None else "Branch"
     r.para(f"## {which}: {len(branch):,} entries up to {inline_code(leaf_id) if leaf_id is not None else 'none'}")
-    for done, k in enumerate(branch, start=1):
-        r.entry(k, 3)
-        if done % _BATCH == 0:
-            yield r.take()
+    yield r.take()
+    j = s.journal
+    starts, ends, last = j.starts, j.ends, len(j.starts) - 1
+    # pieces of about 256 KiB as stored: a piece's Markdown is held as lines, then as UTF-8
+    pieces = pieces_of(len(branch), lambda i: ends[branch[i] + 1] - starts[branch[i] + 1] if branch[i] < last else 1,
+                       1 << 18)
+    model_at = _models_at(s, branch, [lo for lo, _ in pieces], counted)
+
+    def piece(lo: int, hi: int) -> bytes:
+        # the model the entries before this piece left in use: its first "model changed" note
+        r.last_model = model_at(lo)
+        for k in branch[lo:hi]:
+            r.entry(k, 3)
+        return r.take()
+
+    # a big file's branch in two processes, a piece each in turn (split.interleaved)
+    yield from interleaved(pieces, piece, j.size)
     if all_branches:
         yield from _other_branches(s, r, branch, tips)
     yield r.take()
