@@ -156,7 +156,8 @@ def test_ids_written_twice_along_a_chain_give_a_bounded_tree_and_a_warning(tmp_p
 
 
 def test_the_rows_made_in_two_processes_are_the_rows_made_in_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # a big file's second half of rows comes from a forked child (split.forked): the same output
+    # a big file's rows come a piece each in turn from this process and a forked child
+    # (split.interleaved): the same output, whatever the pieces
     from omp_session.format import split
 
     path = str(_forked(tmp_path))
@@ -164,9 +165,11 @@ def test_the_rows_made_in_two_processes_are_the_rows_made_in_one(tmp_path: Path,
     monkeypatch.setattr(split, "_worth_splitting", lambda size, start: False)
     alone = [_tree(path, *form) for form in forms]
     children: list[int] = []
-    real = split.forked
+    real = split.interleaved
     monkeypatch.setattr(split, "_worth_splitting", lambda size, start: True)
-    monkeypatch.setattr("omp_session.cli._render.forked", lambda fn, size: children.append(size) or real(fn, size))
+    monkeypatch.setattr("omp_session.cli._render._ROWS", 2)
+    monkeypatch.setattr("omp_session.cli._render.interleaved",
+                        lambda pieces, render, size: children.append(len(pieces)) or real(pieces, render, size))
     assert [_tree(path, *form) for form in forms] == alone
-    assert len(children) == len(forms)
+    assert len(children) == len(forms) and min(children) >= 2
     assert any("marked" in line for line in alone[0][1]) and alone[1][1][0].startswith("[{")

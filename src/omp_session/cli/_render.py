@@ -14,21 +14,21 @@ import math
 import re
 import sys
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from json.encoder import encode_basestring_ascii as _encode_str
 from typing import Any
 
 import orjson
 
 from omp_session.diagnostics import Diagnostic, summarize
-from omp_session.format.split import forked
+from omp_session.format.split import interleaved, pieces_of
 from omp_session.js import codec
 from omp_session.model.session import Session, usage_or_model_candidates
 from omp_session.model.text import shown as _shown
 from omp_session.model.usage import branch_and_all_usage
 from omp_session.model.usage_plain import plain_reader
 
-from ._style import Styler, clip, clip_start, inert, page, terminal_width, width
+from ._style import Styler, clip, clip_start, harmless, inert, page, paged, terminal_width, width
 
 __all__ = ["context", "show", "show_info", "summary", "tree"]
 
@@ -394,9 +394,10 @@ def tree(s: Session, as_json: bool, *, depth: int | None = None, only_messages: 
     keep = [depth is None or level <= depth for level in r.level]
     on_branch = set(s.branch_indices())
     labelled = bool(s.labels())  # (worked out here, not once in each process below)
-    # On a big file the rows' second half is made by a forked child while this process makes the
-    # first (split.forked): every row is its entry decoded and summed up, the bulk of the work.
-    if as_json:  # the array written a batch of rows at a time, as stringify writes it
+    # On a big file a forked child makes every other piece of rows while this process makes the
+    # others (split.interleaved): every row is its entry decoded and summed up, the bulk of the
+    # work. A piece is a few thousand rows, written as it comes: memory stays that of a piece.
+    if as_json:  # the array written a piece of rows at a time, as stringify writes it
         ids = s.ids
 
         def row_json(i: int) -> str:
@@ -413,18 +414,12 @@ def tree(s: Session, as_json: bool, *, depth: int | None = None, only_messages: 
             return _row_json(row, entry_id, kind, label)
 
         shown = [i for i in range(len(r.nodes)) if keep[i]]
-        half = len(shown) // 2
-        rest = forked(lambda: ",".join(map(row_json, shown[half:])), s.journal.size)
-        write = sys.stdout.write
-        write("[")
-        batch: list[str] = []
-        for n, i in enumerate(shown[:half]):
-            batch.append(("," if n else "") + row_json(i))
-            if len(batch) >= 256:
-                write("".join(batch))
-                batch.clear()
-        tail = rest()
-        write("".join(batch) + ("," if half and tail else "") + tail + "]\n")
+        sys.stdout.write("[")
+        _write_pieces(interleaved(pieces_of(len(shown), _each_one, _ROWS),
+                                  lambda lo, hi: _encoded("".join(("," if n else "") + row_json(shown[n])
+                                                                  for n in range(lo, hi))),
+                                  s.journal.size))
+        sys.stdout.write("]\n")
         return
     st = Styler()
     cells = terminal_width()
@@ -477,11 +472,42 @@ def tree(s: Session, as_json: bool, *, depth: int | None = None, only_messages: 
             i = r.kids[i][0]
             order.append((i, _lead(level, False)))
         fork(r.kids[i], level)
-    half = len(order) // 2
-    drawn = forked(lambda: [draw(i, lead) for i, lead in order[half:]], s.journal.size)
-    lines = [st(clip(title, cells) if cells else title, "bold"), *(draw(i, lead) for i, lead in order[:half])]
-    lines += drawn()
-    page("\n".join(lines) + "\n")
+    pieces = interleaved(pieces_of(len(order), _each_one, _ROWS),
+                         lambda lo, hi: _encoded(harmless("".join(draw(*order[n]) + "\n" for n in range(lo, hi)))),
+                         s.journal.size)
+    head = st(clip(title, cells) if cells else title, "bold") + "\n"
+    if paged():
+        page(head + "".join(p.decode(sys.stdout.encoding or "utf-8", sys.stdout.errors or "strict") for p in pieces))
+    else:
+        sys.stdout.write(harmless(head))
+        _write_pieces(pieces)
+
+
+_ROWS = 2048  # rows in a piece of tree's output
+
+
+def _each_one(_n: int) -> int:
+    """pieces_of's size of a row: pieces are counted in rows."""
+    return 1
+
+
+def _encoded(text: str) -> bytes:
+    """``text`` as stdout writes it (its encoding and error handler: a child process encodes its
+    pieces as this one would)."""
+    return text.encode(sys.stdout.encoding or "utf-8", sys.stdout.errors or "strict")
+
+
+def _write_pieces(pieces: Iterable[bytes]) -> None:
+    """Encoded pieces onto stdout, after what its text layer holds."""
+    sys.stdout.flush()
+    out = getattr(sys.stdout, "buffer", None)
+    for piece in pieces:
+        if out is not None:
+            out.write(piece)
+        else:
+            sys.stdout.write(piece.decode(sys.stdout.encoding or "utf-8", sys.stdout.errors or "strict"))
+    if out is not None:
+        out.flush()
 
 
 _LEAD_LEVELS = 12

@@ -141,12 +141,17 @@ class HarmlessOut:
         return getattr(self._out, "encoding", None) or "utf-8"
 
 
+def paged() -> bool:
+    """Whether :func:`page` goes through a pager (stdout a terminal, ``OMP_SESSION_PAGER`` not 0)."""
+    return sys.stdout.isatty() and os.environ.get("OMP_SESSION_PAGER", "1") != "0"
+
+
 def page(text: str) -> None:
     """Write ``text``; on a terminal, through ``$PAGER`` (else ``less -FRX``: it quits at once when
     the text fits on one screen and keeps colours), never when piped or with
     ``OMP_SESSION_PAGER=0``."""
     text = harmless(text)
-    if not (sys.stdout.isatty() and os.environ.get("OMP_SESSION_PAGER", "1") != "0"):
+    if not paged():
         sys.stdout.write(text)
         sys.stdout.flush()
         return
