@@ -72,6 +72,7 @@ COMMANDS: dict[str, tuple[list[str], str | None]] = {
     "show": (["show", "{s}"], None),
     "tail": (["tail", "{s}"], None),
     "tree-json": (["tree", "--json", "{s}"], None),
+    "tree": (["tree", "{s}"], None),  # the drawing, as piped (no width: nothing cut)
     "context": (["context", "{s}"], None),
     "export-md": (["export", "--format", "md", "{s}", "-o", "{o}"], "out.md"),
     "export-json": (["export", "--format", "json", "{s}", "-o", "{o}"], "out.json"),
