@@ -71,6 +71,36 @@ def _read_all(fd: int) -> bytes:
         parts.append(block)
 
 
+def _child(work: Callable[[Callable[[bytes], None]], None]) -> tuple[int, int] | None:
+    """A forked child running ``work(send)``, ``send`` writing bytes down a pipe to this process;
+    (its pid, the pipe's reading end), or None when no child could be made. The child leaves
+    without cleanup handlers or flushing what this process buffered; status 0 if ``work``
+    returned."""
+    read_end, write_end = os.pipe()
+    try:
+        pid = os.fork()
+    except OSError:
+        os.close(read_end)
+        os.close(write_end)
+        return None
+    if pid == 0:
+        status = 1
+        try:
+            os.close(read_end)
+
+            def send(data: bytes) -> None:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(write_end, view):]
+
+            work(send)
+            status = 0
+        finally:
+            os._exit(status)
+    os.close(write_end)
+    return pid, read_end
+
+
 def scan_in_two(j: J, body_start: int, scanner: Scanner[J], *, size: int, source: Any) -> bool:
     """Scan the body of ``j`` (``size`` bytes of ``source``) with a child process taking the second
     half; False if not done."""
@@ -79,28 +109,16 @@ def scan_in_two(j: J, body_start: int, scanner: Scanner[J], *, size: int, source
     mid = _midpoint(source, size, body_start)
     if mid is None:
         return False
-    read_end, write_end = os.pipe()
-    try:
-        pid = os.fork()
-    except OSError:
-        os.close(read_end)
-        os.close(write_end)
+    def second_half(send: Callable[[bytes], None]) -> None:
+        # pread never moves the shared file offset, so the inherited handle is safe to use
+        part = scanner.part(j)
+        scanner.scan(part, mid)
+        send(scanner.pack(part))
+
+    child = _child(second_half)
+    if child is None:
         return False
-    if pid == 0:  # the child: scan the second half, send it, and leave without cleanup handlers
-        status = 1
-        try:
-            os.close(read_end)
-            # pread never moves the shared file offset, so the inherited handle is safe to use
-            part = scanner.part(j)
-            scanner.scan(part, mid)
-            data = scanner.pack(part)
-            view = memoryview(data)
-            while view:
-                view = view[os.write(write_end, view):]
-            status = 0
-        finally:
-            os._exit(status)
-    os.close(write_end)
+    pid, read_end = child
     try:
         reached = scanner.scan(j, body_start, mid)
         payload = _read_all(read_end)
@@ -126,26 +144,11 @@ def forked(fn: Callable[[], T], size: int) -> Callable[[], T]:
     The child must only read what it shares with this process (files by ``pread``) and must not
     be left waiting: ask for the result before leaving (a child left with a full pipe ends when
     this process does)."""
-    if not _worth_splitting(size, 0):
+    child = _child(lambda send: send(pickle.dumps(fn(), protocol=pickle.HIGHEST_PROTOCOL))) \
+        if _worth_splitting(size, 0) else None
+    if child is None:
         return _once(fn)
-    read_end, write_end = os.pipe()
-    try:
-        pid = os.fork()
-    except OSError:
-        os.close(read_end)
-        os.close(write_end)
-        return _once(fn)
-    if pid == 0:  # the child: leave without cleanup handlers or flushing what the parent buffered
-        status = 1
-        try:
-            os.close(read_end)
-            view = memoryview(pickle.dumps(fn(), protocol=pickle.HIGHEST_PROTOCOL))
-            while view:
-                view = view[os.write(write_end, view):]
-            status = 0
-        finally:
-            os._exit(status)
-    os.close(write_end)
+    pid, read_end = child
 
     def collect() -> T:
         try:
@@ -198,29 +201,16 @@ def interleaved(pieces: list[tuple[int, int]], render: Callable[[int, int], byte
         for lo, hi in pieces:
             yield render(lo, hi)
         return
-    read_end, write_end = os.pipe()
-    try:
-        pid = os.fork()
-    except OSError:
-        os.close(read_end)
-        os.close(write_end)
-        pid = -1
-    if pid == 0:  # the child: the odd pieces, each sent as its length then its bytes
-        status = 1
-        try:
-            os.close(read_end)
-            for lo, hi in pieces[1::2]:
-                data = render(lo, hi)
-                view = memoryview(len(data).to_bytes(8, "little") + data)
-                while view:
-                    view = view[os.write(write_end, view):]
-            status = 0
-        finally:
-            os._exit(status)
-    if pid < 0:
+    def odd_pieces(send: Callable[[bytes], None]) -> None:  # each sent as its length, then its bytes
+        for lo, hi in pieces[1::2]:
+            data = render(lo, hi)
+            send(len(data).to_bytes(8, "little") + data)
+
+    child = _child(odd_pieces)
+    if child is None:
         yield from interleaved(pieces, render, 0)
         return
-    os.close(write_end)
+    pid, read_end = child
     reader = os.fdopen(read_end, "rb")
     alive, done = True, False
     try:
