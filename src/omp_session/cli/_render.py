@@ -415,7 +415,7 @@ def tree(s: Session, as_json: bool, *, depth: int | None = None, only_messages: 
 
         shown = [i for i in range(len(r.nodes)) if keep[i]]
         sys.stdout.write("[")
-        _write_pieces(interleaved(pieces_of(len(shown), _each_one, _ROWS),
+        _write_pieces(interleaved(pieces_of(len(shown), limit=_ROWS),
                                   lambda lo, hi: _encoded("".join(("," if n else "") + row_json(shown[n])
                                                                   for n in range(lo, hi))),
                                   s.journal.size))
@@ -472,7 +472,7 @@ def tree(s: Session, as_json: bool, *, depth: int | None = None, only_messages: 
             i = r.kids[i][0]
             order.append((i, _lead(level, False)))
         fork(r.kids[i], level)
-    pieces = interleaved(pieces_of(len(order), _each_one, _ROWS),
+    pieces = interleaved(pieces_of(len(order), limit=_ROWS),
                          lambda lo, hi: _encoded(harmless("".join(draw(*order[n]) + "\n" for n in range(lo, hi)))),
                          s.journal.size)
     head = st(clip(title, cells) if cells else title, "bold") + "\n"
@@ -484,11 +484,6 @@ def tree(s: Session, as_json: bool, *, depth: int | None = None, only_messages: 
 
 
 _ROWS = 2048  # rows in a piece of tree's output
-
-
-def _each_one(_n: int) -> int:
-    """pieces_of's size of a row: pieces are counted in rows."""
-    return 1
 
 
 def _encoded(text: str) -> bytes:

@@ -15,7 +15,7 @@ import operator
 import os
 from array import array
 from bisect import bisect_left, bisect_right
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
@@ -27,7 +27,7 @@ from omp_session.errors import JSONSyntaxError
 from omp_session.js import codec
 from omp_session.js.codec import UNDEFINED
 
-from .split import scan_in_two
+from .split import pieces_of, scan_in_two
 from .title import TitleSlot, parse_title_slot
 from .utf8 import is_utf8
 
@@ -296,6 +296,15 @@ class Journal:
                 b += 1
             yield i, b
             i = b + 1
+
+    def entry_pieces(self, entries: Sequence[int], limit: int = 1 << 20) -> list[tuple[int, int]]:
+        """``entries`` (entry k is record k + 1) cut into pieces of about ``limit`` bytes as stored,
+        for :func:`~omp_session.format.split.interleaved`; an entry that is no record of the file
+        (made by a migration or an edit) counts one byte."""
+        starts, ends = self.starts, self.ends
+        last = len(starts) - 1
+        return pieces_of(len(entries), lambda n: ends[entries[n] + 1] - starts[entries[n] + 1]
+                         if entries[n] < last else 1, limit)
 
     def blob_records(self) -> set[int]:
         """The records the scan found a blob reference in. A record holding one but not among them

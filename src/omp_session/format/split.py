@@ -175,9 +175,12 @@ def _once(fn: Callable[[], T]) -> Callable[[], T]:
     return result
 
 
-def pieces_of(count: int, size_of: Callable[[int], int], limit: int = 1 << 20) -> list[tuple[int, int]]:
+def pieces_of(count: int, size_of: Callable[[int], int] | None = None, limit: int = 1 << 20) -> list[tuple[int, int]]:
     """``range(count)`` cut into consecutive (lo, hi) pieces of about ``limit`` bytes each by
-    ``size_of`` (at least one item each): what :func:`interleaved` renders a piece at a time."""
+    ``size_of`` (at least one item each; without it, ``limit`` items each): what
+    :func:`interleaved` renders a piece at a time."""
+    if size_of is None:
+        return [(lo, min(lo + limit, count)) for lo in range(0, count, limit)]
     out: list[tuple[int, int]] = []
     lo = held = 0
     for k in range(count):

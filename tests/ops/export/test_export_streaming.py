@@ -193,7 +193,7 @@ def test_json_made_in_two_processes_is_the_json_made_in_one(path: Path, monkeypa
         alone = b"".join(export_chunks(s, "json"))
     real = split.pieces_of
     monkeypatch.setattr(split, "_worth_splitting", lambda size, start: True)
-    monkeypatch.setattr("omp_session.ops.export.formats.pieces_of", lambda count, size_of: real(count, size_of, 300))
+    monkeypatch.setattr("omp_session.format.reader.pieces_of", lambda count, size_of, _limit: real(count, size_of, 300))
     with open_session(path) as s:
         assert b"".join(export_chunks(s, "json")) == alone
 
@@ -237,7 +237,7 @@ def test_markdown_made_in_two_processes_is_the_markdown_made_in_one(tmp_path: Pa
     assert b"model changed from" in alone[0]
     real = split.pieces_of
     monkeypatch.setattr(split, "_worth_splitting", lambda size, start: True)
-    monkeypatch.setattr("omp_session.ops.export.markdown.pieces_of", lambda count, size_of, _limit: real(count, size_of, limit))
+    monkeypatch.setattr("omp_session.format.reader.pieces_of", lambda count, size_of, _limit: real(count, size_of, limit))
     for path, expected in zip(paths, alone, strict=True):
         with open_session(path) as s:
             got = b"".join(export_chunks(s, "md")) + b"".join(export_chunks(s, "md", all_branches=True))

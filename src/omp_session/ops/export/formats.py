@@ -22,7 +22,7 @@ from omp_session.errors import (
     ExportError,
     UnknownFormatError,
 )
-from omp_session.format.split import interleaved, pieces_of
+from omp_session.format.split import interleaved
 from omp_session.js import codec
 from omp_session.js.codec import UNDEFINED
 from omp_session.model.session import Session
@@ -204,13 +204,7 @@ def faithful_json_chunks(session: Session, *, leaf: str | None = None) -> Iterat
 
     # a big file's entries in two processes, a piece each in turn (split.interleaved), pieces of
     # about a megabyte as stored
-    starts, ends = j.starts, j.ends
-    last = len(starts) - 1
-
-    def stored_size(k: int) -> int:  # (a migrated or edited session's entries need not be records)
-        return ends[k + 1] - starts[k + 1] if k < last else 1
-
-    yield from gathered(interleaved(pieces_of(len(session), stored_size), piece, j.size))
+    yield from gathered(interleaved(j.entry_pieces(range(len(session))), piece, j.size))
     yield b"\n]" if len(session) else b"[]"
     yield b',\n"malformed": '
     yield from _array_chunks(_json_bytes({"line": j.line_of(span.start), "offset": span.start,

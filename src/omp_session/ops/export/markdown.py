@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
-from omp_session.format.split import interleaved, pieces_of
+from omp_session.format.split import interleaved
 from omp_session.js.codec import UNDEFINED
 from omp_session.model.session import Session, usage_or_model_candidates
 from omp_session.model.text import (
@@ -386,10 +386,7 @@ def _rendered(s: Session, leaf: str | None, all_branches: bool) -> Iterator[byte
     r.para(f"## {which}: {len(branch):,} entries up to {inline_code(leaf_id) if leaf_id is not None else 'none'}")
     yield r.take()
     j = s.journal
-    starts, ends, last = j.starts, j.ends, len(j.starts) - 1
-    # pieces of about 256 KiB as stored: a piece's Markdown is held as lines, then as UTF-8
-    pieces = pieces_of(len(branch), lambda i: ends[branch[i] + 1] - starts[branch[i] + 1] if branch[i] < last else 1,
-                       1 << 18)
+    pieces = j.entry_pieces(branch, 1 << 18)  # 256 KiB: a piece's Markdown is held as lines, then as UTF-8
     model_at = _models_at(s, branch, [lo for lo, _ in pieces], counted)
 
     def piece(lo: int, hi: int) -> bytes:
