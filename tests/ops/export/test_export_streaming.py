@@ -242,3 +242,21 @@ def test_markdown_made_in_two_processes_is_the_markdown_made_in_one(tmp_path: Pa
         with open_session(path) as s:
             got = b"".join(export_chunks(s, "md")) + b"".join(export_chunks(s, "md", all_branches=True))
         assert got == expected, path.name
+
+
+@pytest.mark.parametrize("reset", ["", None, 7])
+def test_a_side_branch_starts_from_the_model_its_fork_left_in_use(tmp_path: Path, reset: Any) -> None:
+    # a model change to no model resets the renderer's model: a branch forking after it starts with
+    # none, as the branch rendered on its own does, so "model changed from" is not said on either
+    es = [entry("u1", None, message=user("q")),
+          entry("a1", "u1", message={**assistant("first"), "model": "m-a"}),
+          entry("c1", "a1", type="model_change", model=reset),
+          entry("a2", "c1", message={**assistant("side"), "model": "m-b"}),
+          entry("a3", "c1", message={**assistant("main"), "model": "m-b"})]
+    path = write_session(tmp_path / "fork.jsonl", es)
+    with open_session(path) as s:
+        side_alone = b"".join(export_chunks(s, "md", leaf="a2"))
+        both = b"".join(export_chunks(s, "md", all_branches=True))
+    assert b"model changed from" not in side_alone
+    assert b"### Branch 2: ends at `a2`" in both
+    assert b"model changed from" not in both

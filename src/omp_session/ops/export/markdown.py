@@ -295,18 +295,6 @@ def _header(s: Session, r: _Renderer, branch: Sequence[int], leaf: Any, tips: li
     r.para("\n".join(f"- **{name}:** {value}" for name, value in rows))
 
 
-def _model_named(entry: Any) -> str | None:
-    """The model an entry switches to: a model change's, an assistant message's (None: no switch)."""
-    if not isinstance(entry, dict):
-        return None
-    message = entry.get("message")
-    if entry.get("type") == "model_change" and nonempty_str(entry.get("model")):
-        return str(entry["model"])
-    if entry.get("type") == "message" and isinstance(message, dict) and message.get("role") == "assistant":
-        return model_of(message)
-    return None
-
-
 class _Unset:
     pass
 
@@ -355,13 +343,14 @@ def _models_at(s: Session, branch: Sequence[int], starts: list[int], counted: Se
 
 
 def _last_model(s: Session, path: Sequence[int], counted: Sequence[int]) -> str | None:
-    """The model in use after the entries of ``path`` (for "model changed" notes on a forked
-    branch): the last one named, found walking back from its end, so few entries are decoded."""
+    """The ``last_model`` rendering ``path`` from its first entry leaves (for the "model changed"
+    notes of a branch forking at its end): found walking back to the entry that set it, so few
+    entries are decoded."""
     for k in reversed(path):
         if counted[k]:
-            model = _model_named(s.peek_entry(k))
-            if model is not None:
-                return model
+            model = _model_set_by(s.peek_entry(k))
+            if model is not _UNSET:
+                return model  # type: ignore[no-any-return]
     return None
 
 
