@@ -4,6 +4,7 @@ call's own."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -147,3 +148,34 @@ def test_pieces_are_cut_by_size_with_at_least_one_item_each() -> None:
     assert split.pieces_of(0, len) == []
     sizes = [5, 1, 1, 9, 0, 0, 2, 30, 1]
     assert split.pieces_of(len(sizes), sizes.__getitem__, 6) == [(0, 2), (2, 4), (4, 8), (8, 9)]
+
+
+def _failing() -> int:
+    raise ValueError("bad record")
+
+
+def test_forked_asked_again_after_a_failure_raises_the_calls_own_error(always: None) -> None:
+    result = split.forked(_failing, 0)
+    with pytest.raises(ValueError, match="bad record"):
+        result()
+    # the child is gone and its pipe closed: the second call must not read, close or wait again
+    with pytest.raises(ValueError, match="bad record"):
+        result()
+
+
+def test_forked_asked_again_after_a_failure_leaves_other_files_alone(always: None, tmp_path: Path) -> None:
+    result = split.forked(_failing, 0)
+    with pytest.raises(ValueError):
+        result()
+    other = tmp_path / "other.txt"
+    other.write_bytes(b"someone else's data")
+    fd = os.open(other, os.O_RDONLY)  # the lowest free number: very likely the pipe's old one
+    try:
+        with pytest.raises(ValueError):
+            result()
+        # the descriptor is still open and still at its start: nothing read it or closed it
+        assert os.lseek(fd, 0, os.SEEK_CUR) == 0
+        assert os.read(fd, 100) == b"someone else's data"
+    finally:
+        with contextlib.suppress(OSError):  # closed already by the bug
+            os.close(fd)

@@ -149,13 +149,20 @@ def forked(fn: Callable[[], T], size: int) -> Callable[[], T]:
     if child is None:
         return _once(fn)
     pid, read_end = child
+    # what the child sent and how it ended, taken once: a call asked again after fn() raised here
+    # must not read, close or wait on a pipe and a child that are gone (the number may be reused)
+    outcome: list[tuple[int, bytes]] = []
 
     def collect() -> T:
-        try:
-            payload = _read_all(read_end)
-        finally:
-            os.close(read_end)
-            _, status = os.waitpid(pid, 0)
+        if not outcome:
+            payload, status = b"", 1
+            try:
+                payload = _read_all(read_end)
+            finally:
+                os.close(read_end)
+                _, status = os.waitpid(pid, 0)
+                outcome.append((status, payload))
+        status, payload = outcome[0]
         if status != 0 or not payload:
             return fn()
         value: T = pickle.loads(payload)
