@@ -47,6 +47,9 @@ from .tree import (
 _TYPED = re.compile(rb"\x02")  # KIND_TYPED in Session.kinds
 _OTHER = re.compile(rb"\x03")  # KIND_OTHER: other roles, or a message without a message object
 _COMPACT_FROM = 4096  # entries; below that the lists cost little and are faster to index
+# lookups by scanning the ids before the id -> index map is built: each scan reads every id, so a
+# caller that looks up many (validate's label and compaction references) would take quadratic time
+_SCANS_BEFORE_INDEX = 256
 
 __all__ = [
     "KIND_ASSISTANT",
@@ -237,6 +240,7 @@ class Session:
             self._migrate()
             self._sanitize_copilot_replay()
         self._index_cache: dict[Any, int] | None = None
+        self._scans = 0
         self._unique_strings = self._ids_are_unique_strings()
         self._pidx: Sequence[int] | None = None
         self._nonlinear: tuple[list[int], bool] | None = None
@@ -604,10 +608,12 @@ class Session:
 
     def index_of(self, entry_id: Any) -> int | None:
         """Index of the last entry with this id (JS Map semantics), or None."""
-        if self._index_cache is None and self._unique_strings and type(entry_id) is str:
-            # distinct string ids: one C-level scan beats building a dict for a single lookup
+        if (self._index_cache is None and self._unique_strings and type(entry_id) is str
+                and self._scans < _SCANS_BEFORE_INDEX):
+            # distinct string ids: one C-level scan beats building a dict for a few lookups
             if self._count and entry_id == self._ids[-1]:
                 return self._count - 1
+            self._scans += 1
             try:
                 return self._ids.index(entry_id)
             except ValueError:
