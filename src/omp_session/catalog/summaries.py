@@ -27,7 +27,7 @@ import hashlib
 import os
 import re
 import zlib
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -43,7 +43,7 @@ from omp_session.model.session import (
     KIND_TYPED,
     Session,
     entry_kinds,
-    may_name_task,
+    is_task_result,
 )
 from omp_session.model.usage import usage_statistics
 from omp_session.paths import cache_dir
@@ -120,8 +120,7 @@ def _merge_models(models: list[str], heads: Iterable[Any]) -> list[str]:
     return list(order)
 
 
-def usage_candidates(kinds: bytearray, types: Sequence[Any], heads: Sequence[Any],
-                      raw: Callable[[int], bytes]) -> list[int]:
+def usage_candidates(kinds: bytearray, types: Sequence[Any], heads: Sequence[Any]) -> list[int]:
     """Entries whose usage omp's sum reads, or on which it may throw; the rest contribute nothing."""
     # KIND_ASSISTANT, KIND_OTHER, KIND_ODD
     picked = [m.start() for m in re.finditer(rb"[\x01\x03\x04]", kinds)]
@@ -129,7 +128,7 @@ def usage_candidates(kinds: bytearray, types: Sequence[Any], heads: Sequence[Any
         picked += [k for k, t in enumerate(types) if t == "model_usage"]
     if KIND_MESSAGE in kinds:
         picked += [k for k, kind in enumerate(kinds) if kind == KIND_MESSAGE
-                   and heads[k + 1].role == "toolResult" and may_name_task(raw(k))]
+                   and is_task_result(heads[k + 1])]
     # other roles with a message object add nothing and cannot throw
     return sorted(k for k in set(picked) if kinds[k] != KIND_OTHER or heads[k + 1] is None)
 
@@ -168,7 +167,7 @@ def _full_state(s: Session) -> _State:
         return _state_from_values(s, list(s.entries))
     kinds = s.kinds
     heads = j.heads
-    candidates = usage_candidates(kinds, types, heads, lambda k: j.raw(k + 1))
+    candidates = usage_candidates(kinds, types, heads)
     usage = _sum_usage(None, (s.entry_at(k) for k in candidates))
     assistants = [m.start() + 1 for m in re.finditer(rb"\x01", kinds)]
     models = _merge_models([], (heads[i] for i in assistants))
@@ -220,7 +219,7 @@ def _append(state: _State, tail: Journal) -> _State | None:
             dangling.add(p)
     heads = [None, *tail.heads]
     kinds = entry_kinds(types, heads, None if tail.loose_heads else shared_heads())
-    candidates = usage_candidates(kinds, types, heads, lambda k: tail.raw(k))
+    candidates = usage_candidates(kinds, types, heads)
     old = state.stats
     usage = None if old.usage is None else _sum_usage(old.usage, (tail.value(k) for k in candidates))
     models = _merge_models(old.models, (heads[m.start() + 1] for m in re.finditer(rb"\x01", kinds)))

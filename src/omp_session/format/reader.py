@@ -53,6 +53,8 @@ class MessageHead(msgspec.Struct, frozen=True):
     role: Any = UNDEFINED
     provider: Any = UNDEFINED
     model: Any = UNDEFINED
+    # a tool result's: the one kind of tool result omp's usage sum reads is the "task" tool's
+    toolName: Any = UNDEFINED  # the JSON key, as msgspec decodes it
 
 
 class _Envelope(msgspec.Struct):
@@ -71,12 +73,12 @@ _HEADS: dict[Any, Any] = {}
 
 
 def _head_of(message: Any) -> Any:
-    """(role, provider, model) of a message, shared between records; None if not an object."""
+    """(role, provider, model, toolName) of a message, shared between records; None if not an object."""
     if isinstance(message, MessageHead):
         key: Any = message
     elif isinstance(message, dict):
         key = MessageHead(message.get("role", UNDEFINED), message.get("provider", UNDEFINED),
-                           message.get("model", UNDEFINED))
+                          message.get("model", UNDEFINED), message.get("toolName", UNDEFINED))
     else:
         return None
     try:
@@ -133,8 +135,8 @@ def _find(items: list[Any], item: Any, start: int) -> int:
         return -1
 
 
-def head_of_fields(role: Any, provider: Any, model: Any) -> Any:
-    return _head_of(MessageHead(role, provider, model))
+def head_of_fields(role: Any, provider: Any, model: Any, tool_name: Any = UNDEFINED) -> Any:
+    return _head_of(MessageHead(role, provider, model, tool_name))
 
 
 def intern_types(values: list[Any]) -> list[Any]:
@@ -684,7 +686,8 @@ class _TwoHalves:
         # (C-level maps: the child's packing is on the critical path)
         distinct = dict(zip(map(id, part.heads), part.heads, strict=True))
         code_of = {ident: k for k, ident in enumerate(distinct)}
-        table = [None if head is None else (head.role, head.provider, head.model) for head in distinct.values()]
+        table = [None if head is None else (head.role, head.provider, head.model, head.toolName)
+                 for head in distinct.values()]
         codes = array("i", map(code_of.__getitem__, map(id, part.heads)))
         import pickle  # only a large file is split: not on a small command's start-up
 

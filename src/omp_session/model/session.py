@@ -60,7 +60,7 @@ __all__ = [
     "EntryList",
     "Session",
     "entry_kinds",
-    "may_name_task",
+    "is_task_result",
     "open_session",
     "read_session",
     "usage_or_model_candidates",
@@ -123,18 +123,17 @@ def _kind_of(t: Any, head: Any) -> int:
     return KIND_MESSAGE if role in ("user", "toolResult") else KIND_ASSISTANT if role == "assistant" else KIND_OTHER
 
 
-def may_name_task(raw: bytes) -> bool:
-    """Whether a record's bytes can hold the string ``"task"``: written as it is, or with a letter
-    \\u-escaped (JSON allows it, JSON.stringify never writes it). Each search is a pass over the
-    bytes, so the rare escape is looked for once, then told apart."""
-    return b'"task"' in raw or (b"\\u00" in raw and (b"\\u007" in raw or b"\\u006" in raw))
+def is_task_result(head: Any) -> bool:
+    """Whether a message with this head (:class:`~omp_session.format.reader.MessageHead`) is a
+    ``task`` tool's result: the only tool result whose usage omp's sum reads."""
+    return bool(head.role == "toolResult" and head.toolName == "task")
 
 
 def usage_or_model_candidates(s: Session) -> bytearray:
     """Per entry, 1 when it may hold usage or name a model (an assistant message, a possible
     ``task`` result, model_change/model_usage, odd shapes), 0 when it cannot: the others can be
     skipped without being decoded. A user message counts as none; a tool result only as a ``task``
-    result, and one whose bytes cannot spell ``"task"`` (:func:`may_name_task`) is none."""
+    result: one whose ``toolName`` (its last, as ``JSON.parse`` keeps it) is ``"task"``."""
     if s.migrated:  # the envelope columns describe the file, not the migrated entries
         return bytearray(b"\x01" * len(s))
     kinds, types, j = s.kinds, s.types, s.journal
@@ -143,7 +142,7 @@ def usage_or_model_candidates(s: Session) -> bytearray:
         if kind == KIND_TYPED:
             out[k] = types[k] in ("model_usage", "model_change")
         elif kind == KIND_MESSAGE:  # a user message is never one; a tool result only a task's
-            out[k] = j.heads[k + 1].role == "toolResult" and may_name_task(j.raw(k + 1))
+            out[k] = is_task_result(j.heads[k + 1])
         else:
             out[k] = 1
     for i in j.values:  # appended or maybe changed in memory: its bytes and envelope say nothing

@@ -20,7 +20,7 @@ from omp_session.format.blobs import BlobReader, resolve_blob_refs
 from omp_session.format.reader import copilot_records
 from omp_session.js import codec
 from omp_session.js.codec import UNDEFINED
-from omp_session.model.session import Session, may_name_task
+from omp_session.model.session import Session, is_task_result
 from omp_session.model.tree import branch_tips
 
 from .subagents import FILE_TRANSCRIPTS, Transcripts, artifacts_dir, find_subagents, task_agent_ids
@@ -156,7 +156,7 @@ class _Document:
                     yield k
             else:
                 head = heads[k + 1]
-                if head is not None and head.role == "toolResult" and may_name_task(j.raw(k + 1)):
+                if head is not None and is_task_result(head):
                     yield k
 
     def entry(self, k: int) -> bytes:

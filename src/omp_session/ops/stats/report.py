@@ -205,7 +205,7 @@ def read_file_usage(path: str | os.PathLike[str], storage: SessionStorage | None
             picked: Sequence[int] = range(n)
         else:
             j = s.journal
-            picked = usage_candidates(s.kinds, s.types, j.heads, lambda k: j.raw(k + 1))
+            picked = usage_candidates(s.kinds, s.types, j.heads)
         on_branch = set(s.branch_indices()) if picked else set()
         parents = s.parent_index if picked else []
         # v1 ids are made up on every load: they identify nothing across files
