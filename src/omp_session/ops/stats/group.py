@@ -156,10 +156,34 @@ def parse_window(since: str | None, until: str | None, tz: tzinfo) -> Window:
     return Window(lo, hi)
 
 
+_MINUTE = 60_000
+# (minute, by, zone) -> period: a session's records come minutes apart at most, and each look-up
+# in a zone costs a few calls to the C library's localtime
+_PERIODS: dict[tuple[int, str, Any], str] = {}
+
+
 def period_key(ms: float | None, by: str, tz: tzinfo) -> str:
     """The calendar day (``2026-03-29``), ISO week (``2026-W13``) or month (``2026-03``) of ``ms`` in ``tz``."""
     if ms is None or not math.isfinite(ms):
         return UNKNOWN
+    minute = int(ms // _MINUTE)
+    # the C library's zone is whatever TZ said at the last tzset(): part of the key
+    key = (minute, by, (tz, _time.tzname, _time.timezone, _time.altzone) if isinstance(tz, _SystemLocal) else tz)
+    got = _PERIODS.get(key)
+    if got is not None:
+        return got
+    # a minute's instants share a period when its first and last millisecond do: a zone's clock
+    # changes at whole seconds, and never twice within a minute
+    first = _period_key(minute * _MINUTE, by, tz)
+    if first != _period_key(minute * _MINUTE + _MINUTE - 1, by, tz):
+        return _period_key(ms, by, tz)
+    if len(_PERIODS) >= 100_000:
+        _PERIODS.clear()
+    _PERIODS[key] = first
+    return first
+
+
+def _period_key(ms: float, by: str, tz: tzinfo) -> str:
     try:
         moment = datetime.fromtimestamp(ms / 1000, tz)
     except (OverflowError, OSError, ValueError):
