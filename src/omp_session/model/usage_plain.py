@@ -97,5 +97,5 @@ def plain_reader(s: Any) -> Callable[[int], PlainAssistant | None]:
     j = s.journal
     changed = set(j.values)
     changed.update(j.blob_records())
-    raw = j.raw
+    raw = j.raw_in_order()  # the sums read every assistant's in file order
     return lambda k: None if k + 1 in changed else plain_assistant(raw(k + 1))
