@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -122,3 +123,16 @@ def test_odd_columns_give_clicks_help(columns: str, monkeypatch: pytest.MonkeyPa
 
         expected = click.Context(cli, info_name="omp-session", help_option_names=["-h", "--help"]).get_help()
         assert out.stdout == expected + "\n"
+
+
+def test_search_json_on_an_index_as_it_is_loads_no_rich_and_no_reader(tmp_path: Path) -> None:
+    # the search a script runs: the index's query and JSON out, neither the terminal's styling nor
+    # the session reader (only an index update reads files)
+    root, index = tmp_path / "sessions", tmp_path / "index.db"
+    root.mkdir()
+    subprocess.run([sys.executable, "-m", "omp_session", "index", "--root", str(root), "--index", str(index)],
+                   check=True, capture_output=True)
+    out, modules = _run("search", "csv", "--index", str(index), "--no-update", "--json")
+    assert json.loads(out) == []
+    assert "rich" not in modules and "omp_session.format.reader" not in modules
+    assert "omp_session.catalog.summaries" not in modules

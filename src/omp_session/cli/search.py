@@ -14,12 +14,9 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-from rich.console import Console
-from rich.markup import escape
-from rich.text import Text
 
 from omp_session.catalog.resolve import resolve_session
 from omp_session.ops.search.index import HIGHLIGHT, IndexReport, SearchIndex, default_index_path
@@ -29,6 +26,9 @@ from omp_session.paths import sessions_dir
 from ._errors import command
 from ._options import json_option, since_option, until_option
 from ._style import clip, terminal_width, width
+
+if TYPE_CHECKING:  # rich only where text is printed: `search --json` never loads it
+    from rich.text import Text
 
 __all__ = ["index_command", "search_command"]
 
@@ -52,6 +52,7 @@ def _progress() -> Iterator[Callable[[int, int], None] | None]:
     if not sys.stderr.isatty():
         yield None
         return
+    from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
     with Progress(TextColumn("indexing sessions"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
@@ -69,6 +70,8 @@ def _progress() -> Iterator[Callable[[int, int], None] | None]:
 
 
 def _highlighted(snippet: str) -> Text:
+    from rich.text import Text
+
     text = Text()
     start, end = HIGHLIGHT
     for i, part in enumerate(snippet.replace(end, start).split(start)):
@@ -81,6 +84,10 @@ def _print_hits(hits: list[SearchHit]) -> None:
     # snippet wraps under its indent, and the project stands for the file's long path (`show ID`
     # prints it). Elsewhere (a pipe, a file) the lines are whole and name the file, as scripts
     # that grep them expect.
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.text import Text
+
     cells = terminal_width()
     console = Console(highlight=False, soft_wrap=cells is None, width=cells)
     if not hits:

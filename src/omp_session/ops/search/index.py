@@ -45,16 +45,17 @@ import zlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Final
+from typing import IO, TYPE_CHECKING, Any, Final
 
 import orjson
 
-from omp_session.catalog.summaries import cache_dir
 from omp_session.errors import IndexBusyError, SearchIndexError
-from omp_session.format.reader import Journal, scan_file
 from omp_session.js.codec import parse_jsonl
 from omp_session.model.search_text import index_text, searchable, time_ms
-from omp_session.paths import sessions_dir
+from omp_session.paths import cache_dir, sessions_dir
+
+if TYPE_CHECKING:
+    from omp_session.format.reader import Journal
 
 __all__ = [
     "FILE_SHIFT",
@@ -504,6 +505,8 @@ class SearchIndex:
     def _full(self, path: str, fd: int, st: os.stat_result, state: dict[str, Any] | None,
               report: IndexReport) -> None:
         """(Re)index a whole file: everything up to its last complete line."""
+        from omp_session.format.reader import scan_file  # a search that updates nothing never reads a file
+
         j = scan_file(f"/dev/fd/{fd}") if os.path.exists(f"/dev/fd/{fd}") else scan_file(path)
         try:
             offset = _line_start(j, j.size)  # just after the last LF: a line after it is still being written
