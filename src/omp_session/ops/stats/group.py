@@ -157,9 +157,12 @@ def parse_window(since: str | None, until: str | None, tz: tzinfo) -> Window:
 
 
 _MINUTE = 60_000
-# (minute, by, zone) -> period: a session's records come minutes apart at most, and each look-up
-# in a zone costs a few calls to the C library's localtime
-_PERIODS: dict[tuple[int, str, Any], str] = {}
+# (minute, by, zone) -> period, for a minute that held two records or more: a session's records
+# often come seconds apart, and each look-up in a zone costs a few calls to the C library's
+# localtime. A minute seen once is only noted (records minutes apart would pay twice otherwise).
+_PERIODS: dict[tuple[int, str, Any], str | None] = {}
+_SEEN: set[tuple[int, str, Any]] = set()
+_ABSENT: Final = object()
 
 
 def period_key(ms: float | None, by: str, tz: tzinfo) -> str:
@@ -169,18 +172,20 @@ def period_key(ms: float | None, by: str, tz: tzinfo) -> str:
     minute = int(ms // _MINUTE)
     # the C library's zone is whatever TZ said at the last tzset(): part of the key
     key = (minute, by, (tz, _time.tzname, _time.timezone, _time.altzone) if isinstance(tz, _SystemLocal) else tz)
-    got = _PERIODS.get(key)
-    if got is not None:
-        return got
-    # a minute's instants share a period when its first and last millisecond do: a zone's clock
-    # changes at whole seconds, and never twice within a minute
-    first = _period_key(minute * _MINUTE, by, tz)
-    if first != _period_key(minute * _MINUTE + _MINUTE - 1, by, tz):
+    got = _PERIODS.get(key, _ABSENT)
+    if got is not _ABSENT:
+        return _period_key(ms, by, tz) if got is None else got  # type: ignore[return-value]
+    if key not in _SEEN:
+        if len(_SEEN) >= 100_000:
+            _SEEN.clear()
+            _PERIODS.clear()
+        _SEEN.add(key)
         return _period_key(ms, by, tz)
-    if len(_PERIODS) >= 100_000:
-        _PERIODS.clear()
-    _PERIODS[key] = first
-    return first
+    # a minute's instants share a period when its first and last millisecond do: a zone's clock
+    # changes at whole seconds, and never twice within a minute (None: this minute is split)
+    first = _period_key(minute * _MINUTE, by, tz)
+    _PERIODS[key] = first if first == _period_key(minute * _MINUTE + _MINUTE - 1, by, tz) else None
+    return _period_key(ms, by, tz) if _PERIODS[key] is None else first
 
 
 def _period_key(ms: float, by: str, tz: tzinfo) -> str:
