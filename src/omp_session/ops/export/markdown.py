@@ -328,8 +328,7 @@ def _models_at(s: Session, branch: Sequence[int], starts: list[int], counted: Se
         n = number[lo]
         waiting: list[int] = []
         while n not in known:
-            found = next((m for m in (_model_set_by(s.peek_entry(k)) for k in reversed(branch[starts[n - 1]:starts[n]])
-                                      if counted[k]) if m is not _UNSET), _UNSET)
+            found = _last_set(s, branch[starts[n - 1]:starts[n]], counted)
             if found is not _UNSET:
                 known[n] = found
                 break
@@ -342,16 +341,22 @@ def _models_at(s: Session, branch: Sequence[int], starts: list[int], counted: Se
     return at
 
 
-def _last_model(s: Session, path: Sequence[int], counted: Sequence[int]) -> str | None:
-    """The ``last_model`` rendering ``path`` from its first entry leaves (for the "model changed"
-    notes of a branch forking at its end): found walking back to the entry that set it, so few
-    entries are decoded."""
-    for k in reversed(path):
+def _last_set(s: Session, entries: Sequence[int], counted: Sequence[int]) -> Any:
+    """The ``last_model`` the last of ``entries`` that sets one sets (:data:`_UNSET`: none does),
+    found walking back from the end, so few entries are decoded."""
+    for k in reversed(entries):
         if counted[k]:
             model = _model_set_by(s.peek_entry(k))
             if model is not _UNSET:
-                return model  # type: ignore[no-any-return]
-    return None
+                return model
+    return _UNSET
+
+
+def _last_model(s: Session, path: Sequence[int], counted: Sequence[int]) -> str | None:
+    """The ``last_model`` rendering ``path`` from its first entry leaves (for the "model changed"
+    notes of a branch forking at its end)."""
+    model = _last_set(s, path, counted)
+    return None if model is _UNSET else model
 
 
 def markdown(session: Session, *, leaf: str | None = None, all_branches: bool = False) -> str:
