@@ -157,12 +157,11 @@ def parse_window(since: str | None, until: str | None, tz: tzinfo) -> Window:
 
 
 _MINUTE = 60_000
-# (minute, by, zone) -> period, for a minute that held two records or more: a session's records
-# often come seconds apart, and each look-up in a zone costs a few calls to the C library's
-# localtime. A minute seen once is only noted (records minutes apart would pay twice otherwise).
-_PERIODS: dict[tuple[int, str, Any], str | None] = {}
-_SEEN: set[tuple[int, str, Any]] = set()
-_ABSENT: Final = object()
+_SPLIT: Final = ""  # a minute whose instants fall in two periods: each is looked up itself
+# the last minute looked up: (minute, by, zone, its period once a second record confirmed it, else
+# None). A report takes a session's records in time order, often seconds apart, and each look-up
+# in a zone costs a few calls to the C library's localtime; records minutes apart pay one look-up.
+_LAST: list[tuple[int, str, Any, str | None]] = [(0, "", None, None)]
 
 
 def period_key(ms: float | None, by: str, tz: tzinfo) -> str:
@@ -170,22 +169,19 @@ def period_key(ms: float | None, by: str, tz: tzinfo) -> str:
     if ms is None or not math.isfinite(ms):
         return UNKNOWN
     minute = int(ms // _MINUTE)
-    # the C library's zone is whatever TZ said at the last tzset(): part of the key
-    key = (minute, by, (tz, _time.tzname, _time.timezone, _time.altzone) if isinstance(tz, _SystemLocal) else tz)
-    got = _PERIODS.get(key, _ABSENT)
-    if got is not _ABSENT:
-        return _period_key(ms, by, tz) if got is None else got  # type: ignore[return-value]
-    if key not in _SEEN:
-        if len(_SEEN) >= 100_000:
-            _SEEN.clear()
-            _PERIODS.clear()
-        _SEEN.add(key)
+    # the C library's zone is whatever TZ said at the last tzset(): part of what must match
+    zone = (tz, _time.tzname, _time.timezone, _time.altzone) if isinstance(tz, _SystemLocal) else tz
+    last_minute, last_by, last_zone, period = _LAST[0]
+    if last_minute != minute or last_by != by or last_zone != zone:
+        _LAST[0] = (minute, by, zone, None)
         return _period_key(ms, by, tz)
-    # a minute's instants share a period when its first and last millisecond do: a zone's clock
-    # changes at whole seconds, and never twice within a minute (None: this minute is split)
-    first = _period_key(minute * _MINUTE, by, tz)
-    _PERIODS[key] = first if first == _period_key(minute * _MINUTE + _MINUTE - 1, by, tz) else None
-    return _period_key(ms, by, tz) if _PERIODS[key] is None else first
+    if period is None:
+        # a minute's instants share a period when its first and last millisecond do: a zone's
+        # clock changes at whole seconds, and never twice within a minute
+        first = _period_key(minute * _MINUTE, by, tz)
+        period = first if first == _period_key(minute * _MINUTE + _MINUTE - 1, by, tz) else _SPLIT
+        _LAST[0] = (minute, by, zone, period)
+    return period if period != _SPLIT else _period_key(ms, by, tz)
 
 
 def _period_key(ms: float, by: str, tz: tzinfo) -> str:
