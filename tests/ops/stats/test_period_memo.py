@@ -60,6 +60,7 @@ def test_the_c_librarys_zone_changed_by_tz_is_not_answered_from_memory(restore_t
     time.tzset()
     tz = group._SystemLocal()
     assert period_key(ms, "day", tz) == "2026-06-01"
+    assert period_key(ms + 1, "day", tz) == "2026-06-01"  # a second record: the minute is remembered
     os.environ["TZ"] = "CET-1CEST,M3.5.0,M10.5.0/3"  # 00:30 the next day there
     time.tzset()
     assert period_key(ms, "day", tz) == "2026-06-02" == _direct(ms, "day", tz)
