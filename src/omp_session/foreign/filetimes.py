@@ -8,7 +8,6 @@ differ in the last bit for a quarter of all times), and on Linux takes the birth
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import os
 from dataclasses import dataclass
 from typing import Any
@@ -35,10 +34,22 @@ def _ms(seconds: int, nanoseconds: int) -> float:
 
 
 def _load_statx() -> Any:
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
-        fn = libc.statx
-    except (OSError, AttributeError):
+    # The process's own symbols first: libc is loaded already, and find_library would import
+    # ctypes.util (subprocess, tempfile, shutil) and run ``ldconfig -p`` in a child (~17 ms).
+    fn = None
+    for where in ("process", "libc"):
+        try:
+            if where == "process":
+                library = ctypes.CDLL(None, use_errno=True)
+            else:
+                from ctypes.util import find_library
+
+                library = ctypes.CDLL(find_library("c"), use_errno=True)
+            fn = library.statx
+            break
+        except (OSError, AttributeError, TypeError):
+            continue
+    if fn is None:
         return None
     fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_uint, ctypes.c_void_p]
     fn.restype = ctypes.c_int
