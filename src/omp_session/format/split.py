@@ -21,7 +21,7 @@ import sys
 from collections.abc import Callable, Iterator
 from typing import Any, Protocol, TypeVar
 
-__all__ = ["Scanner", "forked", "interleaved", "pieces_of", "scan_in_two"]
+__all__ = ["Scanner", "forked", "interleaved", "pieces_of", "scan_in_two", "worth_forking"]
 
 MIN_SPLIT_SIZE = 32 * 1024 * 1024
 
@@ -54,6 +54,11 @@ def _worth_splitting(size: int, body_start: int) -> bool:
     if (os.cpu_count() or 1) < 2 or (threading is not None and threading.active_count() != 1):
         return False
     return size - body_start >= MIN_SPLIT_SIZE
+
+
+def worth_forking(size: int) -> bool:
+    """Whether :func:`forked` would start a child for work on a file of ``size`` bytes."""
+    return _worth_splitting(size, 0)
 
 
 def _midpoint(source: Any, size: int, body_start: int) -> int | None:

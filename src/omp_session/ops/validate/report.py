@@ -57,6 +57,17 @@ class Report:
         elif diagnostic.code not in self._first_over:
             self._first_over[diagnostic.code] = diagnostic
 
+    def take_in(self, later: Report) -> None:
+        """What ``later`` found after this report's findings (its own counts, caps and first
+        finding over a cap), counted as if this report had found it."""
+        for d in later.found:
+            self.keep(d)
+        for code, first in later._first_over.items():
+            kept = sum(1 for d in later.found if d.code == code)
+            self._counts[code] += later._counts[code] - kept  # keep() counted the kept ones
+            # the first over the cap of both is among ``later.found`` unless this report had none
+            self._first_over.setdefault(code, first)
+
     def result(self) -> list[Diagnostic]:
         out = list(self.found)
         for code, first in self._first_over.items():
