@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from omp_session.format.reader import scan_bytes, scan_file
 from omp_session.js.codec import UNDEFINED
@@ -145,3 +147,35 @@ def test_a_deeply_nested_header_version_does_not_raise(tmp_path: Path) -> None:
                   + b',"id":"s","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/w"}\n')
     s = omp_session.open(p)
     assert s.header is not None and s.migrated  # NaN is not >= 3: migrated, as omp would flag it
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.sampled_from([b"a", b"\n", b"xyz", b"\n\n", b'{"k":1}']), max_size=400),
+       st.lists(st.integers(0, 3000), min_size=1, max_size=12))
+def test_line_of_is_the_count_of_line_feeds_before_the_offset(parts: list[bytes], asked: list[int]) -> None:
+    # the line feeds are found as far as asked (a few bytes for a finding on the header's line),
+    # in any order of questions: each answer is what counting from the start gives
+    import omp_session.format.reader as reader
+
+    data = b"".join(parts)
+    j = scan_bytes(data)
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(reader, "_CHUNK", 7)  # several blocks even for a small text
+        for offset in asked:
+            assert j.line_of(offset) == data.count(b"\n", 0, min(offset, len(data))) + 1
+
+
+def test_a_finding_on_the_first_lines_reads_no_more_than_a_block(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(b'{"type":"session","version":3,"id":"s","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/w"}\n'
+                     + b'{"type":"custom","id":"a","parentId":null,"timestamp":"2026-01-01T00:00:00.000Z"}\n' * 200_000)
+    j = scan_file(path)
+    try:
+        read: list[tuple[int, int]] = []
+        real = j.source.read
+        j.source.read = lambda a, b: read.append((a, b)) or real(a, b)  # type: ignore[method-assign]
+        assert j.line_of(100) == 2
+        assert read and max(b for _, b in read) < j.size // 2
+        assert j.line_of(j.size - 1) == 200_001
+    finally:
+        j.close()

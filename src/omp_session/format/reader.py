@@ -245,6 +245,7 @@ class Journal:
     streaming: bool = False
     final_newline: bool = True
     _lfs: array[int] | None = None
+    _lfs_end: int = 0  # the line feeds before this offset are in _lfs
     # called with (index, raw bytes, value) when a record is first decoded; returns the value to keep
     decode_hook: Callable[[int, bytes, Any], Any] | None = None
 
@@ -330,18 +331,22 @@ class Journal:
 
     def line_of(self, offset: int) -> int:
         """1-based physical line holding byte ``offset``."""
+        # the line feeds are found as far as asked: a finding near the start (the header's, the
+        # title slot's) reads a block, not the whole file
         if self._lfs is None:
-            lfs = array("q")
-            pos = 0
-            while pos < self.size:
-                block = self.source.read(pos, pos + _CHUNK)
-                at = block.find(b"\n")
-                while at >= 0:
-                    lfs.append(pos + at)
-                    at = block.find(b"\n", at + 1)
-                pos += len(block)
-            self._lfs = lfs
-        return bisect_left(self._lfs, offset) + 1
+            self._lfs = array("q")
+        lfs, pos = self._lfs, self._lfs_end
+        while pos < offset and pos < self.size:
+            block = self.source.read(pos, pos + _CHUNK)
+            if not block:
+                break
+            at = block.find(b"\n")
+            while at >= 0:
+                lfs.append(pos + at)
+                at = block.find(b"\n", at + 1)
+            pos += len(block)
+        self._lfs_end = pos
+        return bisect_left(lfs, offset) + 1
 
     def close(self) -> None:
         self.source.close()
