@@ -30,9 +30,10 @@ def _outcome(data: bytes) -> Any:
             [(q.line, q.offset, q.raw, q.reason) for q in plan.quarantined])
 
 
-def _one_at_a_time(j: Journal) -> Iterator[blocks.Block]:
-    for k in range(len(j)):
-        yield blocks.Block(k, k, None, False)
+def _one_at_a_time(j: Journal, these: list[tuple[int, int]] | None = None) -> Iterator[blocks.Block]:
+    for i, b in these if these is not None else [(0, len(j) - 1)]:
+        for k in range(i, b + 1):
+            yield blocks.Block(k, k, None, False)
 
 
 @pytest.fixture(scope="module")

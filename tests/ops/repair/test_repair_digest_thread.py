@@ -49,7 +49,7 @@ def test_the_plan_carries_the_files_digest_and_no_thread_is_left(tmp_path: Path)
 def test_an_error_while_planning_stops_the_digest(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = _session(tmp_path / "s.jsonl")
 
-    def failing(j: Any) -> Any:
+    def failing(j: Any, later: Any = None) -> Any:
         raise RuntimeError("disk gone")
 
     monkeypatch.setattr(plan_module, "read_records", failing)

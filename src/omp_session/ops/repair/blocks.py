@@ -21,7 +21,7 @@ from omp_session.format.reader import Journal
 from omp_session.format.utf8 import is_utf8
 from omp_session.js.codec import UNDEFINED
 
-__all__ = ["Block", "blocks", "prove_loads"]
+__all__ = ["Block", "blocks", "prove_loads", "runs"]
 
 _BLOCK: Final = 1024 * 1024
 _WS: Final = b" \t\r\n"
@@ -60,11 +60,17 @@ class Block:
         self.first, self.last, self.data, self.clean = first, last, data, clean
 
 
-def blocks(j: Journal) -> Iterator[Block]:
-    """Every record of ``j`` in order, in runs of records one LF apart (up to a megabyte)."""
+def runs(j: Journal) -> list[tuple[int, int]]:
+    """The (first, last) records of each block :func:`blocks` gives."""
+    return list(j.runs(0, len(j), _BLOCK))
+
+
+def blocks(j: Journal, these: list[tuple[int, int]] | None = None) -> Iterator[Block]:
+    """Every record of ``j`` in order, in runs of records one LF apart (up to a megabyte); or
+    the blocks ``these`` (some of :func:`runs`)."""
     starts, ends = j.starts, j.ends
     plain = not j.invalid_utf8 and j.decode_hook is None
-    for i, b in j.runs(0, len(j), _BLOCK):
+    for i, b in these if these is not None else j.runs(0, len(j), _BLOCK):
         if not plain or (j.values and any(k in j.values for k in range(i, b + 1))):
             yield Block(i, b, None, False)
         else:

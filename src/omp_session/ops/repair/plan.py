@@ -44,7 +44,7 @@ from omp_session.store.locking import publish_lock
 from omp_session.write.ids import iso_timestamp, new_session_id
 
 from .model import Fix, Quarantined, RepairPlan, RepairResult
-from .records import Rec, Records, read_records
+from .records import Later, Rec, Records, prove_later, read_records
 from .tree import break_cycles, drop_duplicates, fresh_ids, quarantine_crashers, reattach_orphans
 
 __all__ = ["Fix", "NotASessionError", "Quarantined", "RepairConflictError", "RepairError", "RepairPlan",
@@ -84,6 +84,7 @@ def plan_repair(path: str | os.PathLike[str], *, blob_store: Any = None) -> Repa
         _refuse(head, st.st_size, blank, name)
         del head
         j = scan_file(name)  # (before the thread below: the scan forks only a single-threaded process)
+        later = prove_later(j)  # (so is this child)
     except FileNotFoundError:
         raise SessionFileError(name, "no such file") from None
     except OSError as e:
@@ -104,7 +105,7 @@ def plan_repair(path: str | os.PathLike[str], *, blob_store: Any = None) -> Repa
             from omp_session.paths import blobs_dir
 
             blob_store = BlobStore(blobs_dir())
-        return _plan(j, name, st.st_size, st.st_mtime_ns, file_digest, blob_store, source=name)
+        return _plan(j, name, st.st_size, st.st_mtime_ns, file_digest, blob_store, source=name, later=later)
     finally:
         digest.cancel()
         j.close()
@@ -149,11 +150,11 @@ def plan_repair_bytes(data: bytes, path: str = "session.jsonl", *, mtime_ns: int
 
 
 def _plan(j: Journal, path: str, size: int, mtime_ns: int, digest: str | Callable[[], str], blob_store: Any,
-          source: str | None) -> RepairPlan:
+          source: str | None, later: Later | None = None) -> RepairPlan:
     """The plan for the scanned file ``j``; ``source`` is its path when it is a file (else the
     repaired bytes are small enough to be kept in memory). ``digest``: the file's SHA-256, or what
     gives it (asked for once the records are read)."""
-    rs = read_records(j)
+    rs = read_records(j, later)
     if j.bom:
         rs.fixes.insert(0, Fix("bom", "leading UTF-8 BOM removed (omp never writes one, and cannot rewrite a "
                                "file that has one)", line=1, offset=0))
@@ -210,7 +211,10 @@ def _unchanged(j: Journal, slot: bytes, recs: list[Rec]) -> bool:
     end, line = len(slot) - 1, 1 if slot else 0  # where the previous line's LF is, and its number
     for rec in recs:
         span = rec.span()
-        if span is None or rec.dirty or span[0] != end + 1 or rec.line != line + 1:
+        # (a record whose line is where it starts in the file is on the next line when it starts
+        # just after the previous one's LF: asking would number every line of the file)
+        if (span is None or rec.dirty or span[0] != end + 1
+                or (not rec.line_is_positional and rec.line != line + 1)):
             return False  # a record that changed, moved, or has something before it on its line
         end, line = span[1], line + 1
     # (each record is one line: one holding a LF is dirty, so the byte after it is its line's LF)
