@@ -26,6 +26,7 @@ import orjson
 from omp_session.errors import EditError, FormatError, SessionError
 from omp_session.format.background import Background
 from omp_session.format.blobs import BLOB_PREFIX
+from omp_session.format.split import forked, worth_forking
 from omp_session.js import codec
 from omp_session.paths import sessions_dir
 
@@ -209,57 +210,32 @@ def analyze_size(path: str | os.PathLike[str], *, archive: bool = True, top: int
     src = os.fspath(path)
     archived = src.endswith(".jsonl.gz")  # reported as the plain file it holds; already archived
     s = open_tree_session(src, archives=True)
-    # in a thread alongside the analysis: zlib compresses without the interpreter lock, and the
-    # compression may be most of the work (after the open: the open's errors come first)
-    gzip = Background(lambda stop: _gzip_size(src, stop), "omp-session-gzip-size") \
-        if archive and not archived else None
+    gzip: Background[tuple[int, bool]] | None = None
     try:
         j = s.journal
         report = SizeReport(src, j.size, entries=len(s))
         report.header_bytes = min(j.end(0) + 1, j.size) if len(j) else 0
-        accounted = report.header_bytes
         on_path = bytearray(len(s))
         for k in s.branch_indices():
             on_path[k] = 1
-        types = s.types
-        longest: list[tuple[Any, str, int]] = []
+        # On a large file a forked child accounts for the later records while this process takes
+        # the first (started before the thread below: a process with threads is not forked)
+        n = len(s)
+        mid = n * 11 // 20 if n >= 2 and worth_forking(j.size) else n
+        later = forked(lambda: _part(s, on_path, mid, n, top), j.size) if mid < n else None
+        # in a thread alongside the analysis: zlib compresses without the interpreter lock, and the
+        # compression may be most of the work (after the open: the open's errors come first)
+        if archive and not archived:
+            gzip = Background(lambda stop: _gzip_size(src, stop), "omp-session-gzip-size")
         ext = ExternalizeResult(src, bytes_before=j.size, bytes_after=j.size)  # the dry run, record by record
-        for k in range(len(s)):
-            start, end = j.start(k + 1), j.end(k + 1)
-            n = min(end + 1, j.size) - start  # the record and its end of line
-            accounted += n
-            t = types[k]
-            report.by_type.setdefault(_name(t, "<no type>"), Bucket()).add(n)
-            if not on_path[k]:
-                report.abandoned.add(n)
-            raw = j.read(start, end)
-            new = externalize_record(j, k + 1, raw, ext, None)
-            if new is not None:
-                ext.bytes_after += len(new) - len(raw)
-            images = b'"image' in raw
-            if t != "message" and not images:
-                continue
-            value = _decode(raw)
-            if not isinstance(value, dict):
-                continue
-            if images:
-                _count_images(value, report)
-            message = value.get("message")
-            if t != "message" or not isinstance(message, dict):
-                continue
-            role = _name(message.get("role"), "<no role>")
-            report.by_role.setdefault(role, Bucket()).add(n)
-            if role == "toolResult":
-                tool = _name(message.get("toolName"), "<no tool name>")
-                report.by_tool.setdefault(tool, Bucket()).add(n)
-                if n > LONG_TOOL_OUTPUT_BYTES:
-                    report.long_tool_outputs.add(n)
-                    longest.append((value.get("id"), tool, n))
-            elif role == "assistant":
-                _thinking(message, report)
+        accounted = report.header_bytes + _account(s, on_path, 0, mid, report, ext)
+        if later is not None:
+            part, part_ext, part_accounted = later()
+            accounted += part_accounted
+            _take_in(report, ext, part, part_ext)
         report.other_bytes = j.size - accounted
-        longest.sort(key=lambda x: -x[2])
-        report.longest_tool_outputs = longest[:top]
+        report.longest_tool_outputs.sort(key=lambda x: -x[2])
+        del report.longest_tool_outputs[top:]
         report.externalize = ext
         try:
             report.prune_saves = plan_prune(s).saved
@@ -276,6 +252,83 @@ def analyze_size(path: str | os.PathLike[str], *, archive: bool = True, top: int
     # prune and externalize write from a plain file: an archive is to be unpacked first
     report.suggestions = [] if archived else _suggest(report)
     return report
+
+
+def _part(s: Any, on_path: bytearray, lo: int, hi: int, top: int) -> tuple[SizeReport, ExternalizeResult, int]:
+    """Entries ``lo``..``hi - 1`` accounted for in a report and a dry run of their own (sent back
+    from a child: see :func:`_take_in`)."""
+    report = SizeReport("", 0)
+    ext = ExternalizeResult("")
+    accounted = _account(s, on_path, lo, hi, report, ext)
+    report.longest_tool_outputs.sort(key=lambda x: -x[2])  # (stable: file order among equals)
+    del report.longest_tool_outputs[top:]
+    return report, ext, accounted
+
+
+def _take_in(report: SizeReport, ext: ExternalizeResult, part: SizeReport, part_ext: ExternalizeResult) -> None:
+    """What :func:`_part` found after ``report``'s entries, added as one pass adds it."""
+    for mine, theirs in ((report.by_type, part.by_type), (report.by_role, part.by_role),
+                         (report.by_tool, part.by_tool)):
+        for name, b in theirs.items():
+            mine.setdefault(name, Bucket()).add(b.bytes, b.count)
+    for mine_b, theirs_b in ((report.abandoned, part.abandoned), (report.inline_images, part.inline_images),
+                             (report.thinking, part.thinking), (report.long_tool_outputs, part.long_tool_outputs)):
+        mine_b.add(theirs_b.bytes, theirs_b.count)
+    report.image_refs += part.image_refs
+    report.longest_tool_outputs += part.longest_tool_outputs  # sorted, stable, once all are in
+    ext.bytes_after += part_ext.bytes_after
+    ext.images_moved += part_ext.images_moved
+    ext.image_bytes_moved += part_ext.image_bytes_moved
+    ext.records_changed += part_ext.records_changed
+    have = set(ext.blobs)
+    ext.blobs += [sha for sha in part_ext.blobs if sha not in have]  # each distinct, in file order
+    ext.new_blobs += part_ext.new_blobs
+    ext.below_threshold += part_ext.below_threshold
+    ext.kept_noncanonical += part_ext.kept_noncanonical
+    ext.kept_frames += part_ext.kept_frames
+
+
+def _account(s: Any, on_path: bytearray, lo: int, hi: int, report: SizeReport, ext: ExternalizeResult) -> int:
+    """Entries ``lo``..``hi - 1`` counted into ``report`` and the dry run ``ext`` (whose
+    ``bytes_after`` takes each record's change in size); the bytes of their lines."""
+    j = s.journal
+    types = s.types
+    longest = report.longest_tool_outputs
+    accounted = 0
+    for k in range(lo, hi):
+        start, end = j.start(k + 1), j.end(k + 1)
+        n = min(end + 1, j.size) - start  # the record and its end of line
+        accounted += n
+        t = types[k]
+        report.by_type.setdefault(_name(t, "<no type>"), Bucket()).add(n)
+        if not on_path[k]:
+            report.abandoned.add(n)
+        raw = j.read(start, end)
+        new = externalize_record(j, k + 1, raw, ext, None)
+        if new is not None:
+            ext.bytes_after += len(new) - len(raw)
+        images = b'"image' in raw
+        if t != "message" and not images:
+            continue
+        value = _decode(raw)
+        if not isinstance(value, dict):
+            continue
+        if images:
+            _count_images(value, report)
+        message = value.get("message")
+        if t != "message" or not isinstance(message, dict):
+            continue
+        role = _name(message.get("role"), "<no role>")
+        report.by_role.setdefault(role, Bucket()).add(n)
+        if role == "toolResult":
+            tool = _name(message.get("toolName"), "<no tool name>")
+            report.by_tool.setdefault(tool, Bucket()).add(n)
+            if n > LONG_TOOL_OUTPUT_BYTES:
+                report.long_tool_outputs.add(n)
+                longest.append((value.get("id"), tool, n))
+        elif role == "assistant":
+            _thinking(message, report)
+    return accounted
 
 
 def _suggest(r: SizeReport) -> list[Suggestion]:
