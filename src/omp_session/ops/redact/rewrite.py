@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import pickle
 import re
 from bisect import bisect_left
 from collections.abc import Iterator, Sequence
@@ -25,6 +26,7 @@ import orjson
 
 from omp_session.errors import PatternError, RedactError, SecretsFileError
 from omp_session.format.blobs import BLOB_PREFIX
+from omp_session.format.split import interleaved
 from omp_session.format.title import TitleSlot, build_title_slot
 from omp_session.js import codec
 from omp_session.model.session import Session
@@ -554,10 +556,11 @@ class _Job:
             probe.findings.clear()
         return probe.removed_calls
 
-    def entries(self) -> Iterator[tuple[Any, bool]]:
-        """Each redacted entry, and whether it is the entry as read (a copy needs no walk)."""
+    def entries(self, lo: int = 0, hi: int | None = None) -> Iterator[tuple[Any, bool]]:
+        """Each redacted entry (of ``lo``..``hi - 1``), and whether it is the entry as read (a copy
+        needs no walk)."""
         s, j, r = self.session, self.session.journal, self.r
-        for k in range(len(s)):
+        for k in range(lo, len(s) if hi is None else hi):
             raw = j.raw(k + 1)
             value = s.peek_entry(k)
             if (self._plain(k, raw) and not any(c in raw for c in self._removed_json)
@@ -571,6 +574,17 @@ class _Job:
             if r.removed_calls:
                 out = self._drop_removed_result(out)
             yield out, False
+
+    def piece(self, lo: int, hi: int) -> bytes:
+        """Entries ``lo``..``hi - 1`` redacted, for :func:`~omp_session.format.split.interleaved`
+        (a forked child makes every other piece of a large file): their lines, and what they
+        reported (taken out of this job: the caller adds each piece's in order), pickled."""
+        r = self.r
+        mark, later = len(r.findings), len(self.deferred)
+        data = b"".join(codec.dumps_line(entry) for entry, _ in self.entries(lo, hi))
+        found, deferred = r.findings[mark:], self.deferred[later:]
+        del r.findings[mark:], self.deferred[later:]
+        return pickle.dumps((data, found, deferred), protocol=pickle.HIGHEST_PROTOCOL)
 
     def _drop_removed_result(self, e: Any) -> Any:
         """A removed tool call takes its result's content with it (the entry stays for the tree)."""
@@ -661,8 +675,12 @@ def redact_to(session: Session | str | os.PathLike[str], rules: RedactRules | No
         with open_output(target, force=force, error=RedactError, source=s.path,
                          in_place="is the input session; redact never writes in place") as f:
             f.write(job.head())
-            for entry, _ in job.entries():
-                f.write(codec.dumps_line(entry))
+            j = s.journal
+            for piece in interleaved(j.entry_pieces(range(len(s))), job.piece, j.size):
+                data, found, deferred = pickle.loads(piece)
+                f.write(data)
+                job.r.findings += found
+                job.deferred += deferred
         return RedactReport(job.finish(), s.path, target)
 
     report: RedactReport = _with_session(session, rules, run)
