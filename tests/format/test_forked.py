@@ -179,3 +179,127 @@ def test_forked_asked_again_after_a_failure_leaves_other_files_alone(always: Non
     finally:
         with contextlib.suppress(OSError):  # closed already by the bug
             os.close(fd)
+
+
+@pytest.fixture
+def children(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The pids of the children split makes while the test runs."""
+    made: list[int] = []
+    real = split._child
+
+    def recorded(work: Callable[[Callable[[bytes], None]], None]) -> tuple[int, int] | None:
+        child = real(work)
+        if child is not None:
+            made.append(child[0])
+        return child
+
+    monkeypatch.setattr(split, "_child", recorded)
+    return made
+
+
+def _reaped(pids: list[int]) -> bool:
+    """Whether each of ``pids`` is gone and waited for (not running, not a zombie)."""
+    for pid in pids:
+        try:
+            os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            continue
+        return False
+    return True
+
+
+def test_a_cancelled_call_stops_and_reaps_its_child(always: None, children: list[int]) -> None:
+    # a child whose result is never asked for (its caller failed) must not be left waiting on a
+    # full pipe, or as a zombie, in a process that goes on (a server)
+    parent = os.getpid()
+    ran_here: list[int] = []
+
+    def slow_and_big() -> bytes:
+        if os.getpid() == parent:
+            ran_here.append(1)
+        return b"x" * (4 << 20)  # more than a pipe holds: the child blocks until read
+
+    result = split.forked(slow_and_big, 0)
+    fds = len(os.listdir("/proc/self/fd"))
+    result.cancel()
+    assert children and _reaped(children) and len(os.listdir("/proc/self/fd")) == fds - 1  # the pipe is closed
+    result.cancel()  # twice: nothing more to do
+    assert not ran_here
+
+
+def test_cancel_after_the_result_changes_nothing(always: None, children: list[int]) -> None:
+    result = split.forked(lambda: 42, 0)
+    assert result() == 42
+    result.cancel()
+    assert result() == 42 and children and _reaped(children)
+
+
+def test_validate_leaves_no_child_when_its_own_part_fails(always: None, tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch, children: list[int]) -> None:
+    from omp_session.ops.validate import entries as validate_entries
+    from omp_session.ops.validate.check import validate
+
+    entries = []
+    parent_id = None
+    for k in range(60):
+        entries.append(entry(f"e{k}", parent_id, message=user(f"question {k} " + "x" * 200)))
+        parent_id = f"e{k}"
+    path = write_session(tmp_path / "s.jsonl", entries)
+    monkeypatch.setattr(validate_entries, "_BLOCK", 500)
+    parent = os.getpid()
+    real = validate_entries._scan_blocks
+
+    def failing_here(*args: Any) -> None:
+        if os.getpid() == parent:
+            raise MemoryError("no more")
+        real(*args)
+
+    monkeypatch.setattr(validate_entries, "_scan_blocks", failing_here)
+    with pytest.raises(MemoryError):
+        validate(path)
+    assert children and _reaped(children)
+
+
+@pytest.mark.parametrize("command", ["stats", "repair", "size"])
+def test_no_child_is_left_when_this_process_fails(always: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                  command: str, children: list[int]) -> None:
+    from omp_session.ops.repair import blocks as repair_blocks
+    from omp_session.ops.repair import records as repair_records
+    from omp_session.ops.repair.plan import plan_repair
+    from omp_session.ops.size import doctor
+    from omp_session.ops.stats import report
+
+    entries = []
+    parent_id = None
+    for k in range(40):
+        entries.append(entry(f"u{k}", parent_id, message=user(f"question {k} " + "x" * 200)))
+        entries.append(entry(f"a{k}", f"u{k}", message=assistant(f"answer {k}")))
+        parent_id = f"a{k}"
+    path = write_session(tmp_path / "s.jsonl", entries)
+    parent = os.getpid()
+
+    def here_only(real: Callable[..., Any]) -> Callable[..., Any]:
+        def failing(*args: Any, **kwargs: Any) -> Any:
+            if os.getpid() == parent:
+                raise MemoryError("no more")
+            return real(*args, **kwargs)
+        return failing
+
+    def run() -> Any:
+        if command == "stats":
+            return report.read_file_usage(path)
+        if command == "repair":
+            return plan_repair(path)
+        return doctor.analyze_size(path, archive=False)
+
+    # each fails in this process's own part, before it asks for the child's
+    if command == "stats":
+        monkeypatch.setattr(report, "_plain_record", here_only(report._plain_record))
+    elif command == "repair":
+        monkeypatch.setattr(repair_blocks, "_BLOCK", 500)
+        monkeypatch.setattr(repair_records, "prove_loads", here_only(repair_records.prove_loads))
+    else:
+        monkeypatch.setattr(doctor, "_account", here_only(doctor._account))
+    with pytest.raises(MemoryError):
+        run()
+    assert children and _reaped(children)

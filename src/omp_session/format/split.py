@@ -19,9 +19,9 @@ import pickle
 import signal
 import sys
 from collections.abc import Callable, Iterator
-from typing import Any, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
-__all__ = ["Scanner", "forked", "interleaved", "pieces_of", "scan_in_two", "worth_forking"]
+__all__ = ["Forked", "Scanner", "forked", "interleaved", "pieces_of", "scan_in_two", "worth_forking"]
 
 MIN_SPLIT_SIZE = 32 * 1024 * 1024
 
@@ -139,52 +139,66 @@ def scan_in_two(j: J, body_start: int, scanner: Scanner[J], *, size: int, source
     return True
 
 
-def forked(fn: Callable[[], T], size: int) -> Callable[[], T]:
+def forked(fn: Callable[[], T], size: int) -> Forked[T]:
     """``fn()`` started in a forked child, for work on a file of ``size`` bytes that this process
-    need not wait for; the function returned gives its result (sent back pickled), the same value
-    each time it is called. Where a child is not worth it (as for :func:`scan_in_two`) or fails
-    (``fn`` raised, the child died), ``fn()`` runs here when the result is first asked for: the
-    result, or the exception, is always ``fn()``'s own.
+    need not wait for; calling what is returned gives its result (sent back pickled), the same
+    value each time. Where a child is not worth it (as for :func:`scan_in_two`) or fails (``fn``
+    raised, the child died), ``fn()`` runs here when the result is first asked for: the result,
+    or the exception, is always ``fn()``'s own.
 
-    The child must only read what it shares with this process (files by ``pread``) and must not
-    be left waiting: ask for the result before leaving (a child left with a full pipe ends when
-    this process does)."""
+    The child must only read what it shares with this process (files by ``pread``). Ask for the
+    result, or :meth:`Forked.cancel` it where this process gives up (an exception): a child left
+    with a full pipe would wait until this process ends, a long time in a server."""
     child = _child(lambda send: send(pickle.dumps(fn(), protocol=pickle.HIGHEST_PROTOCOL))) \
         if _worth_splitting(size, 0) else None
-    if child is None:
-        return _once(fn)
-    pid, read_end = child
-    # what the child sent and how it ended, taken once: a call asked again after fn() raised here
-    # must not read, close or wait on a pipe and a child that are gone (the number may be reused)
-    outcome: list[tuple[int, bytes]] = []
+    return Forked(fn, child)
 
-    def collect() -> T:
-        if not outcome:
+
+class Forked(Generic[T]):
+    """What :func:`forked` returns: call it for the result, or cancel it."""
+
+    def __init__(self, fn: Callable[[], T], child: tuple[int, int] | None) -> None:
+        self._fn = fn
+        self._child = child
+        # what the child sent and how it ended, taken once: a call asked again after fn() raised here
+        # must not read, close or wait on a pipe and a child that are gone (the number may be reused)
+        self._outcome: list[tuple[int, bytes]] = []
+        self._done: list[T] = []
+
+    def __call__(self) -> T:
+        if not self._done:
+            self._done.append(self._collect())
+        return self._done[0]
+
+    def _collect(self) -> T:
+        if self._child is None:
+            return self._fn()
+        if not self._outcome:
+            pid, read_end = self._child
             payload, status = b"", 1
             try:
                 payload = _read_all(read_end)
             finally:
                 os.close(read_end)
                 _, status = os.waitpid(pid, 0)
-                outcome.append((status, payload))
-        status, payload = outcome[0]
+                self._outcome.append((status, payload))
+        status, payload = self._outcome[0]
         if status != 0 or not payload:
-            return fn()
+            return self._fn()
         value: T = pickle.loads(payload)
         return value
 
-    return _once(collect)
-
-
-def _once(fn: Callable[[], T]) -> Callable[[], T]:
-    done: list[T] = []
-
-    def result() -> T:
-        if not done:
-            done.append(fn())
-        return done[0]
-
-    return result
+    def cancel(self) -> None:
+        """No result is wanted: a child still running is stopped and reaped, and nothing runs here
+        (after the result was taken: nothing to do)."""
+        if self._child is None or self._outcome:
+            return
+        pid, read_end = self._child
+        self._outcome.append((1, b""))
+        os.close(read_end)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
 
 
 def pieces_of(count: int, size_of: Callable[[int], int] | None = None, limit: int = 1 << 20) -> list[tuple[int, int]]:

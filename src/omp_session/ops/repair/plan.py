@@ -108,6 +108,8 @@ def plan_repair(path: str | os.PathLike[str], *, blob_store: Any = None) -> Repa
         return _plan(j, name, st.st_size, st.st_mtime_ns, file_digest, blob_store, source=name, later=later)
     finally:
         digest.cancel()
+        if later is not None:
+            later.result.cancel()  # (nothing to do once taken; after an error, the child goes)
         j.close()
 
 

@@ -10,12 +10,12 @@ quarantined, except whitespace and NUL padding, which hold no data.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from omp_session.format.reader import Journal
-from omp_session.format.split import forked, worth_forking
+from omp_session.format.split import Forked, forked, worth_forking
 from omp_session.format.utf8 import is_utf8
 from omp_session.js import codec
 
@@ -213,7 +213,7 @@ def _parse(data: bytes) -> Any:
 class Later:
     """The later blocks of a large file, read and proven by a forked child (:func:`prove_later`)."""
 
-    def __init__(self, every: list[tuple[int, int]], mid: int, result: Callable[[], tuple[bytes, bytes]]) -> None:
+    def __init__(self, every: list[tuple[int, int]], mid: int, result: Forked[tuple[bytes, bytes]]) -> None:
         self.every, self.mid, self.result = every, mid, result
 
 

@@ -26,7 +26,7 @@ import orjson
 from omp_session.errors import EditError, FormatError, SessionError
 from omp_session.format.background import Background
 from omp_session.format.blobs import BLOB_PREFIX
-from omp_session.format.split import forked, worth_forking
+from omp_session.format.split import Forked, forked, worth_forking
 from omp_session.js import codec
 from omp_session.paths import sessions_dir
 
@@ -211,6 +211,7 @@ def analyze_size(path: str | os.PathLike[str], *, archive: bool = True, top: int
     archived = src.endswith(".jsonl.gz")  # reported as the plain file it holds; already archived
     s = open_tree_session(src, archives=True)
     gzip: Background[tuple[int, bool]] | None = None
+    later: Forked[tuple[SizeReport, ExternalizeResult, int]] | None = None
     try:
         j = s.journal
         report = SizeReport(src, j.size, entries=len(s))
@@ -244,6 +245,8 @@ def analyze_size(path: str | os.PathLike[str], *, archive: bool = True, top: int
     except BaseException:
         if gzip is not None:
             gzip.cancel()
+        if later is not None:
+            later.cancel()  # (nothing to do once taken)
         raise
     finally:
         s.close()

@@ -56,6 +56,7 @@ from omp_session.paths import project_dir_name, sessions_dir
 from .blocks import Block, billing_blocks, shown_time
 
 if TYPE_CHECKING:  # what reads sessions is imported where a report reads them: stats --store reads rows
+    from omp_session.format.split import Forked
     from omp_session.model.usage_plain import PlainAssistant
     from omp_session.store.base import SessionStorage
 from .group import (
@@ -195,15 +196,15 @@ class _ReadAhead:
     None where the entry is not that plain shape), read by a forked child while this process
     reads the ones before."""
 
-    def __init__(self, start: int, result: Callable[[], list[_Read]]) -> None:
+    def __init__(self, start: int, result: Forked[list[_Read]]) -> None:
         self.start = start
-        self._result = result
+        self.result = result
         self._got: list[_Read] | None = None
 
     def get(self, n: int) -> _Read:
         got = self._got
         if got is None:
-            got = self._got = self._result()
+            got = self._got = self.result()
         return got[n - self.start]
 
 
@@ -252,6 +253,7 @@ def read_file_usage(path: str | os.PathLike[str], storage: SessionStorage | None
     path = os.fspath(path)
     # no blob store: images do not change any number
     s = read_session(path) if storage is None else read_stored_session(storage, path, blob_store=MemoryBlobStore())
+    ahead: _ReadAhead | None = None
     try:
         header = s.header if isinstance(s.header, dict) else {}
         n = len(s)
@@ -302,6 +304,8 @@ def read_file_usage(path: str | os.PathLike[str], storage: SessionStorage | None
         return FileUsage(path, _str(header.get("id")), s.get_session_name(), cwd if isinstance(cwd, str) else None,
                          _str(header.get("timestamp")), omp, records)
     finally:
+        if ahead is not None:
+            ahead.result.cancel()  # (nothing to do once taken; after an error, the child goes)
         s.close()
 
 

@@ -141,7 +141,12 @@ def scan_entries(j: Journal, report: Report, ids: Any) -> Collected:
             return part, part_report
 
         later = forked(second_part, j.size)
-    _scan_blocks(j, _Checker(j, report, out, ids), blocks[:mid])
+    try:
+        _scan_blocks(j, _Checker(j, report, out, ids), blocks[:mid])
+    except BaseException:
+        if later is not None:
+            later.cancel()
+        raise
     if later is not None:
         part, part_report = later()
         _take_in(out, part)
