@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import os
 import random
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from test_repair import _valid_files, damage
 
-from omp_session.format import split
+from forking import dying_children, one_process, split_watched
 from omp_session.ops.repair import blocks as repair_blocks
 from omp_session.ops.repair import plan as plan_module
 from omp_session.ops.repair import records as repair_records
@@ -38,24 +37,11 @@ def _plans(path: Path) -> tuple[Any, Any, list[int]] | None:
         return p.to_json(), p.output, p.output_size, p.output_sha256
 
     try:
-        with pytest.MonkeyPatch.context() as m:
-            m.setattr(split, "_worth_splitting", lambda size, start: False)
+        with one_process():
             alone = run()
     except NotASessionError:
         return None
-    asked: list[int] = []
-    real = repair_records.forked
-
-    def recorded(fn: Callable[[], Any], size: int) -> Callable[[], Any]:
-        def where() -> Any:
-            asked[-1] = os.getpid()
-            return fn()
-        asked.append(0)
-        return real(where, size)
-
-    with pytest.MonkeyPatch.context() as m:
-        m.setattr(split, "_worth_splitting", lambda size, start: True)
-        m.setattr(repair_records, "forked", recorded)
+    with split_watched(repair_records) as asked:
         two = run()
     return alone, two, asked
 
@@ -92,22 +78,9 @@ def test_damaged_files_plan_the_same(tmp_path: Path, seed: int) -> None:
 def test_a_child_that_dies_leaves_the_plan_whole(tmp_path: Path) -> None:
     path = tmp_path / "s.jsonl"
     path.write_bytes(damage(_VALID[0], random.Random(7), 3))
-    with pytest.MonkeyPatch.context() as m:
-        m.setattr(split, "_worth_splitting", lambda size, start: False)
+    with one_process():
         alone = plan_repair(path)
-    parent = os.getpid()
-    real = repair_records.forked
-
-    def dying(fn: Callable[[], Any], size: int) -> Callable[[], Any]:
-        def where() -> Any:
-            if os.getpid() != parent:
-                os._exit(3)
-            return fn()
-        return real(where, size)
-
-    with pytest.MonkeyPatch.context() as m:
-        m.setattr(split, "_worth_splitting", lambda size, start: True)
-        m.setattr(repair_records, "forked", dying)
+    with dying_children(repair_records):
         two = plan_repair(path)
     assert (two.to_json(), two.output) == (alone.to_json(), alone.output)
 
@@ -137,8 +110,7 @@ def test_the_proofs_are_the_one_process_proofs(tmp_path: Path) -> None:
     j = scan_file(path)
     try:
         alone = repair_records.read_records(j).safe
-        with pytest.MonkeyPatch.context() as m:
-            m.setattr(split, "_worth_splitting", lambda size, start: True)
+        with split_watched(repair_records):
             later = repair_records.prove_later(j)
         assert later is not None and later.mid < len(later.every)
         two = repair_records.read_records(j, later).safe

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
+from forking import one_process, split_watched
 from omp_session.errors import SessionError
-from omp_session.format import split
 from omp_session.ops.size import doctor
 
 GEN_LARGE = Path(__file__).resolve().parents[3] / "bench" / "gen_large.py"
@@ -22,22 +22,9 @@ GEN_LARGE = Path(__file__).resolve().parents[3] / "bench" / "gen_large.py"
 
 def _reports(path: Path, top: int = 10) -> tuple[dict[str, Any], dict[str, Any], list[int]]:
     """(one process, split, one item per child asked for: this pid if its part was done here)."""
-    with pytest.MonkeyPatch.context() as m:
-        m.setattr(split, "_worth_splitting", lambda size, start: False)
+    with one_process():
         alone = doctor.analyze_size(path, archive=False, top=top).to_json()
-    asked: list[int] = []
-    real = doctor.forked
-
-    def recorded(fn: Callable[[], Any], size: int) -> Callable[[], Any]:
-        def where() -> Any:
-            asked[-1] = os.getpid()
-            return fn()
-        asked.append(0)
-        return real(where, size)
-
-    with pytest.MonkeyPatch.context() as m:
-        m.setattr(split, "_worth_splitting", lambda size, start: True)
-        m.setattr(doctor, "forked", recorded)
+    with split_watched(doctor) as asked:
         two = doctor.analyze_size(path, archive=False, top=top).to_json()
     return alone, two, asked
 
@@ -65,8 +52,7 @@ def test_the_corpus_is_accounted_the_same(make_corpus: Callable[[int, int], Path
         try:
             alone, two, asked = _reports(path)
         except SessionError as e:  # what a file refuses (before any split), it refuses split too
-            with pytest.MonkeyPatch.context() as m, pytest.raises(type(e)):
-                m.setattr(split, "_worth_splitting", lambda size, start: True)
+            with split_watched(doctor), pytest.raises(type(e)):
                 doctor.analyze_size(path, archive=False)
             continue
         assert two == alone, path.name

@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_plain_usage import _PLAIN, _PLAIN_AND, _same, _usage
 
+from forking import dying_children, one_process, split_watched
 from omp_session.format import split
 from omp_session.ops.stats import report
 
@@ -21,22 +22,9 @@ from omp_session.ops.stats import report
 def _both(path: Path) -> tuple[Any, Any, list[int]]:
     """(one process, read ahead in a child, one item per child asked for: this pid if the later
     part was read here after all, else 0)."""
-    with pytest.MonkeyPatch.context() as m:
-        m.setattr(split, "_worth_splitting", lambda size, start: False)
+    with one_process():
         alone = report.read_file_usage(path).to_json()
-    asked: list[int] = []
-    real = split.forked
-
-    def recorded(fn: Callable[[], Any], size: int) -> Callable[[], Any]:
-        def where() -> Any:
-            asked[-1] = os.getpid()  # in the child: not seen here
-            return fn()
-        asked.append(0)
-        return real(where, size)
-
-    with pytest.MonkeyPatch.context() as m:
-        m.setattr(split, "_worth_splitting", lambda size, start: True)
-        m.setattr(split, "forked", recorded)
+    with split_watched(split) as asked:
         two = report.read_file_usage(path).to_json()
     return alone, two, asked
 
@@ -77,20 +65,7 @@ def test_odd_usages_agree_on_both_sides_of_the_split(usages: list[str], models: 
 
 def test_a_child_that_dies_leaves_the_records_whole(tmp_path: Path, make_corpus: Callable[[int, int], Path]) -> None:
     path = max(make_corpus(3, 60).glob("*.jsonl"), key=lambda p: p.stat().st_size)
-    with pytest.MonkeyPatch.context() as m:
-        m.setattr(split, "_worth_splitting", lambda size, start: False)
+    with one_process():
         alone = report.read_file_usage(path).to_json()
-    parent = os.getpid()
-    real = split.forked
-
-    def dying(fn: Callable[[], Any], size: int) -> Callable[[], Any]:
-        def where() -> Any:
-            if os.getpid() != parent:
-                os._exit(3)
-            return fn()
-        return real(where, size)
-
-    with pytest.MonkeyPatch.context() as m:
-        m.setattr(split, "_worth_splitting", lambda size, start: True)
-        m.setattr(split, "forked", dying)
+    with dying_children(split):
         assert _same(report.read_file_usage(path).to_json(), alone)

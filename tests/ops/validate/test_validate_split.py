@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from omp_session.format import split
+from forking import dying_children, one_process, split_watched
 from omp_session.ops.validate import entries as validate_entries
 from omp_session.ops.validate import report as validate_report
 from omp_session.ops.validate.check import validate
@@ -30,22 +30,9 @@ def _both(path: Path, monkeypatch: pytest.MonkeyPatch, block: int = 300) -> tupl
     item this process's pid if the part was checked here after all) for ``path``, with blocks of
     ``block`` bytes so that a small file has several."""
     monkeypatch.setattr(validate_entries, "_BLOCK", block)
-    with monkeypatch.context() as m:
-        m.setattr(split, "_worth_splitting", lambda size, start: False)
+    with one_process():
         alone = [_key(d) for d in validate(path, blobs_dir=BLOBS)]
-    pids: list[int] = []
-    real = validate_entries.forked
-
-    def recorded(fn: Callable[[], Any], size: int) -> Callable[[], Any]:
-        def where() -> Any:
-            pids[-1] = os.getpid()  # in the child: not seen here, unless the call ran here
-            return fn()
-        pids.append(0)
-        return real(where, size)
-
-    with monkeypatch.context() as m:
-        m.setattr(split, "_worth_splitting", lambda size, start: True)
-        m.setattr(validate_entries, "forked", recorded)
+    with split_watched(validate_entries) as pids:
         two = [_key(d) for d in validate(path, blobs_dir=BLOBS)]
     return alone, two, pids
 
@@ -115,22 +102,9 @@ def test_the_first_invalid_utf8_byte_is_the_files_first(tmp_path: Path, monkeypa
 def test_a_child_that_dies_leaves_the_report_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = _session(tmp_path, [_entry(k, **({"type": "odd"} if k % 4 == 0 else {})) for k in range(40)])
     monkeypatch.setattr(validate_entries, "_BLOCK", 300)
-    with monkeypatch.context() as m:
-        m.setattr(split, "_worth_splitting", lambda size, start: False)
+    with one_process():
         alone = [_key(d) for d in validate(path, blobs_dir=BLOBS)]
-    parent = os.getpid()
-    real = validate_entries.forked
-
-    def dying(fn: Callable[[], Any], size: int) -> Callable[[], Any]:
-        def where() -> Any:
-            if os.getpid() != parent:
-                os._exit(3)
-            return fn()
-        return real(where, size)
-
-    with monkeypatch.context() as m:
-        m.setattr(split, "_worth_splitting", lambda size, start: True)
-        m.setattr(validate_entries, "forked", dying)
+    with dying_children(validate_entries):
         assert [_key(d) for d in validate(path, blobs_dir=BLOBS)] == alone
 
 
