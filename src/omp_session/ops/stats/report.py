@@ -270,9 +270,9 @@ def read_file_usage(path: str | os.PathLike[str], storage: SessionStorage | None
         total: UsageSum | None = UsageSum()  # omp's getUsageStatistics(); None once omp would throw
         plain = plain_reader(s)
         ahead = _read_ahead(plain, picked, on_branch, keyed, 0 if s.migrated else s.journal.size)
-        for n, k in enumerate(picked):
-            if ahead is not None and n >= ahead.start:
-                got = ahead.get(n)
+        for at, k in enumerate(picked):
+            if ahead is not None and at >= ahead.start:
+                got = ahead.get(at)
                 shaped = got is not None
                 if got is not None:
                     record, numbers = got
