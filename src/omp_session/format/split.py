@@ -21,7 +21,7 @@ import sys
 from collections.abc import Callable, Iterator
 from typing import Any, Generic, Protocol, TypeVar
 
-__all__ = ["Forked", "Scanner", "forked", "interleaved", "pieces_of", "scan_in_two", "worth_forking"]
+__all__ = ["Forked", "Scanner", "forked", "interleaved", "later_part", "pieces_of", "scan_in_two"]
 
 MIN_SPLIT_SIZE = 32 * 1024 * 1024
 
@@ -56,9 +56,12 @@ def _worth_splitting(size: int, body_start: int) -> bool:
     return size - body_start >= MIN_SPLIT_SIZE
 
 
-def worth_forking(size: int) -> bool:
-    """Whether :func:`forked` would start a child for work on a file of ``size`` bytes."""
-    return _worth_splitting(size, 0)
+def later_part(count: int, size: int, percent: int) -> int:
+    """Where the later part of ``count`` items starts, the part a forked child is to take (this
+    process keeps the first ``percent`` % of them: the child is the slower, as its first touch of
+    each shared page copies it and it pickles what it sends), for work on a file of ``size``
+    bytes; ``count`` where no child is worth it (as for :func:`forked`)."""
+    return count * percent // 100 if count >= 2 and _worth_splitting(size, 0) else count
 
 
 def _midpoint(source: Any, size: int, body_start: int) -> int | None:

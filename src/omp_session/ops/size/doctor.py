@@ -26,7 +26,7 @@ import orjson
 from omp_session.errors import EditError, FormatError, SessionError
 from omp_session.format.background import Background
 from omp_session.format.blobs import BLOB_PREFIX
-from omp_session.format.split import Forked, forked, worth_forking
+from omp_session.format.split import Forked, forked, later_part
 from omp_session.js import codec
 from omp_session.paths import sessions_dir
 
@@ -222,7 +222,7 @@ def analyze_size(path: str | os.PathLike[str], *, archive: bool = True, top: int
         # On a large file a forked child accounts for the later records while this process takes
         # the first (started before the thread below: a process with threads is not forked)
         n = len(s)
-        mid = n * 11 // 20 if n >= 2 and worth_forking(j.size) else n
+        mid = later_part(n, j.size, 55)
         later = forked(lambda: _part(s, on_path, mid, n, top), j.size) if mid < n else None
         # in a thread alongside the analysis: zlib compresses without the interpreter lock, and the
         # compression may be most of the work (after the open: the open's errors come first)

@@ -18,7 +18,7 @@ import msgspec
 
 from omp_session.diagnostics import Severity
 from omp_session.format.reader import Journal, decode_record
-from omp_session.format.split import forked, worth_forking
+from omp_session.format.split import forked, later_part
 from omp_session.format.utf8 import first_invalid_utf8
 from omp_session.js.codec import UNDEFINED
 from omp_session.js.date import date_parse
@@ -126,9 +126,7 @@ def scan_entries(j: Journal, report: Report, ids: Any) -> Collected:
     own, in file order, so the report is the one a single pass gives."""
     blocks = list(j.runs(1, len(j), _BLOCK))  # each a block of plain JSON lines
     out = Collected()
-    # the child is the slower: its first touch of each shared page copies it, and it pickles
-    # what it found (measured even at about 55 / 45 on the 1 GB session)
-    mid = len(blocks) * 11 // 20 if len(blocks) >= 2 and worth_forking(j.size) else len(blocks)
+    mid = later_part(len(blocks), j.size, 55)  # (measured even at about 55 / 45 on the 1 GB session)
     later = None
     if mid < len(blocks):
         rest = blocks[mid:]
