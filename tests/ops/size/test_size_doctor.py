@@ -7,7 +7,6 @@ import gzip
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -22,15 +21,6 @@ from omp_session.ops.size.externalize import externalize
 from omp_session.ops.size.prune import prune
 
 ORACLE = Path(os.environ.get("OMP_ORACLE_DIR", Path(__file__).resolve().parents[3] / "tests" / "reference"))
-GEN_LARGE = ORACLE.parents[1] / "bench" / "gen_large.py"
-
-
-@pytest.fixture(scope="module")
-def large(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("large") / "s.jsonl"
-    subprocess.run([sys.executable, str(GEN_LARGE), "--size", "4M", "--seed", "4", "-o", str(out),
-                    "--inline-image-share", "0.9", "--large-inline-share", "0.6"], check=True, capture_output=True)
-    return out
 
 
 def golden(path: Path) -> dict[str, Any]:

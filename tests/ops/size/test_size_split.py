@@ -5,8 +5,6 @@ _take_in): the report must be the one-process report, figure for figure, in the 
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -16,8 +14,6 @@ import pytest
 from forking import one_process, split_watched
 from omp_session.errors import SessionError
 from omp_session.ops.size import doctor
-
-GEN_LARGE = Path(__file__).resolve().parents[3] / "bench" / "gen_large.py"
 
 
 def _reports(path: Path, top: int = 10) -> tuple[dict[str, Any], dict[str, Any], list[int]]:
@@ -29,18 +25,10 @@ def _reports(path: Path, top: int = 10) -> tuple[dict[str, Any], dict[str, Any],
     return alone, two, asked
 
 
-@pytest.fixture(scope="module")
-def images(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    # inline images (some the same picture twice: one blob), long tool outputs, thinking, branches
-    out = tmp_path_factory.mktemp("large") / "s.jsonl"
-    subprocess.run([sys.executable, str(GEN_LARGE), "--size", "3M", "--seed", "9", "-o", str(out),
-                    "--inline-image-share", "0.9", "--large-inline-share", "0.6"], check=True, capture_output=True)
-    return out
-
-
 @pytest.mark.parametrize("top", [1, 3, 10, 1000])
-def test_a_generated_session_is_accounted_the_same(images: Path, top: int) -> None:
-    alone, two, asked = _reports(images, top)
+def test_a_generated_session_is_accounted_the_same(large: Path, top: int) -> None:
+    # inline images (some the same picture twice: one blob), long tool outputs, thinking, branches
+    alone, two, asked = _reports(large, top)
     assert asked and os.getpid() not in asked
     assert two == alone
     assert alone["externalize"]["images_moved"] > 0 and alone["long_tool_outputs"]["count"] > 0
