@@ -260,7 +260,8 @@ def _separator_may_follow_loop(raw: bytes, e: int) -> bool:
     return True
 
 
-def _assignment_loop(low: bytes) -> list[int]:
+def _assignment_loop(low: bytes) -> list[tuple[int, int]]:
+    """The name hints' candidates as the loop found them, each with the end of its name."""
     out = []
     for hint in prefilter_module._NAME_SCAN:
         i = low.find(hint)
@@ -269,8 +270,24 @@ def _assignment_loop(low: bytes) -> list[int]:
             while e < len(low) and low[e] in b"abcdefghijklmnopqrstuvwxyz0123456789_.-":
                 e += 1
             if _separator_may_follow_loop(low, e):
-                out.append(i)
+                out.append((i, e))
             i = low.find(hint, e)
+    return sorted(out)
+
+
+def _hints_loop(raw: bytes) -> list[int]:
+    """Where the other hints may start a match, found by a search of each hint in turn (what the
+    automaton replaced)."""
+    low = raw.lower()
+    out = []
+    for hints, where, bounded in ((prefilter_module._EXACT, raw, False), (prefilter_module._FOLDED, low, False),
+                                  (prefilter_module._BOUNDED, raw, True), ((b"://",) if b"@" in raw else (), raw, False)):
+        for hint in hints:
+            i = where.find(hint)
+            while i >= 0:
+                if not bounded or prefilter_module._may_start_token(raw, i):
+                    out.append(i)
+                i = where.find(hint, i + 1)
     return sorted(out)
 
 
@@ -281,6 +298,36 @@ RAW_BITS = [b"token", b"key", b"pass", b"pwd", b"auth", b"credential", b"x", b"_
 @settings(max_examples=3000, deadline=None)
 @given(st.lists(st.sampled_from(RAW_BITS), max_size=14).map(b"".join))
 def test_name_candidates_are_those_of_the_loop(low: bytes) -> None:
-    found: list[int] = []
-    prefilter_module._assignment_may_match(low, found)
-    assert sorted(found) == _assignment_loop(low)
+    # every candidate of the loop, and no other but one inside a candidate's name (on its line)
+    hints = prefilter_module._hint_positions(low, low)
+    if hints is None:
+        assert _escape_loop(low, False)
+        return
+    names = sorted(hints[1])
+    loop = _assignment_loop(low)
+    assert {i for i, _ in loop} <= set(names)
+    assert all(any(i <= n < e for i, e in loop) for n in names)
+
+
+HINT_BITS = [b"sk-", b"SK-", b"AIza", b"aiza", b"AKIA", b"Asia", b"ABIA", b"ACCA", b"acca", b"ghp_", b"GHO_", b"ghu_",
+             b"ghs_", b"ghr_", b"github_pat_", b"glpat-", b"xox", b"XOX", b"hf_", b"eyJ", b"EYJ", b"_live_",
+             b"_test_", b"_TEST_", b"PRIVATE", b"private", b"Secret", b"AUTHORIZATION", b"://", b"@", b"a", b"Z",
+             b"9", b"_", b"-", b"\\", b"u", b"\\u001b", b"\\u001B", b"\\U0041", b"\\u0041", b"/", b"%2f", b"%", b"n", b" ",
+             b'"', b"\xe2\x84\xaa"]
+
+
+def _escape_loop(raw: bytes, strict: bool) -> bool:
+    """Whether ``raw`` holds an escape that may decode to a hint's character, as the searches the
+    automaton replaced told it."""
+    if b"\\/" in raw or re.search(rb"%[0-9A-Fa-f]{2}", raw) or "\u212a".encode() in raw:
+        return True
+    return b"\\u" in raw and (strict or b"\\\\u" in raw or re.search(rb"\\u(?!00[01][0-9A-Fa-f])", raw) is not None)
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.lists(st.sampled_from(HINT_BITS), max_size=12).map(b"".join), st.booleans())
+def test_hint_positions_are_those_of_a_search_of_each_hint(raw: bytes, strict: bool) -> None:
+    hints = prefilter_module._hint_positions(raw, raw.lower(), strict)
+    assert (hints is None) == _escape_loop(raw, strict)
+    if hints is not None:
+        assert sorted(hints[0]) == _hints_loop(raw)

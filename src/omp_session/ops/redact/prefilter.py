@@ -43,11 +43,12 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import orjson
+from ahocorasick_rs import BytesAhoCorasick
 
 from .assign import NAME_HINTS
 from .detectors import BUILTIN_DETECTORS, secret_key_name
 
-__all__ = ["Prefilter", "escape_may_decode", "u_escape_of_text"]
+__all__ = ["Prefilter", "u_escape_of_text"]
 
 # A hint that starts its token, whose detector requires no word character before it
 # (``_L`` in detectors.py): an occurrence after a letter or digit is no match.
@@ -59,13 +60,6 @@ _WORD = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz01234567
 # ``\\u`` is a \u the string holds, which a decoded view decodes
 _PERCENT = re.compile(rb"%[0-9A-Fa-f]{2}")
 _U_NOT_CONTROL = re.compile(rb"\\u(?!00[01][0-9A-Fa-f])")
-
-
-def escape_may_decode(raw: bytes, strict: bool) -> bool:
-    """Whether ``raw`` holds an escape that may decode to a hint's character (see above)."""
-    if b"\\/" in raw or (b"%" in raw and _PERCENT.search(raw) is not None):
-        return True
-    return b"\\u" in raw and (strict or b"\\\\u" in raw or _U_NOT_CONTROL.search(raw) is not None)
 
 
 def u_escape_of_text(raw: bytes) -> bool:
@@ -105,22 +99,34 @@ _EXACT, _FOLDED = _plain_hints()
 _NAME_SCAN = tuple(h for h in _NAME_HINTS if not any(f in h for f in _FOLDED))
 
 
-def _by_first_byte(hints: Sequence[bytes]) -> tuple[tuple[bytes, ...], tuple[re.Pattern[bytes], ...]]:
-    """``hints`` to look for: those alone with their first byte as they are, the others one regex
-    per first byte, whose matches are where any of them starts (overlapping ones too: a match
-    takes one byte). One pass over a record finds a group: ``AKIA|ASIA|ABIA|ACCA`` takes as long
-    as ``AKIA`` alone."""
-    groups: dict[bytes, list[bytes]] = {}
-    for h in hints:
-        groups.setdefault(h[:1], []).append(h[1:])
-    alone = tuple(first + rests[0] for first, rests in groups.items() if len(rests) == 1)
-    grouped = tuple(re.compile(re.escape(first) + b"(?=" + b"|".join(re.escape(r) for r in rests) + b")")
-                    for first, rests in groups.items() if len(rests) > 1)
-    return alone, grouped
+# Every hint, lowercased, in one automaton run over the record's lowercased bytes (a search of
+# each hint in turn reads the record once per hint: two thirds of the prefilter). A match of a
+# case-sensitive hint is kept where the raw bytes spell it; overlapping matches are all reported
+# ("auth" in "authorization", the same place), so what it finds is what a search of each would.
+# The escapes that may decode to a hint's character (see the module docstring) are found in the
+# same run: a ``\\/``, a ``\\u`` (kept by what follows it), the Kelvin sign.
+_PLAIN, _TOKEN, _URL, _NAME, _ESCAPE, _U = range(6)
 
 
-_EXACT_ALONE, _EXACT_GROUPED = _by_first_byte(_EXACT)
-_BOUNDED_ALONE, _BOUNDED_GROUPED = _by_first_byte(_BOUNDED)
+def _automaton() -> tuple[BytesAhoCorasick, tuple[tuple[tuple[int, bytes], ...], ...]]:
+    kinds: dict[bytes, list[tuple[int, bytes]]] = {}
+    for h in _EXACT:
+        kinds.setdefault(h.lower(), []).append((_PLAIN, h))
+    for h in _FOLDED:
+        kinds.setdefault(h, []).append((_PLAIN, b""))
+    for h in _BOUNDED:
+        kinds.setdefault(h.lower(), []).append((_TOKEN, h))
+    kinds.setdefault(b"://", []).append((_URL, b""))
+    for h in _NAME_SCAN:
+        kinds.setdefault(h, []).append((_NAME, h))
+    for h in (b"\\/", _KELVIN):
+        kinds.setdefault(h, []).append((_ESCAPE, b""))
+    kinds.setdefault(b"\\u", []).append((_U, b"\\u"))
+    patterns = list(kinds)
+    return BytesAhoCorasick(patterns), tuple(tuple(kinds[p]) for p in patterns)
+
+
+_HINTS, _HINT_KINDS = _automaton()
 
 
 def _may_start_token(raw: bytes, i: int) -> bool:
@@ -131,21 +137,6 @@ def _may_start_token(raw: bytes, i: int) -> bool:
             or (i >= 6 and raw[i - 6] == 0x5C and raw[i - 5] == 0x75))
 
 
-def _all(raw: bytes, hint: bytes, found: list[int]) -> None:
-    i = raw.find(hint)
-    while i >= 0:
-        found.append(i)
-        i = raw.find(hint, i + 1)
-
-
-def _bounded(raw: bytes, hint: bytes, found: list[int]) -> None:
-    i = raw.find(hint)
-    while i >= 0:
-        if _may_start_token(raw, i):
-            found.append(i)
-        i = raw.find(hint, i + 1)
-
-
 # The rest of a name (letters, digits, "_", ".", "-"; lowercased) and, looked ahead, what may
 # follow it, in its string or a decoded view of it, up to env-assignment's separator: blanks, "+"
 # (a space in a query), "'", \" or \t (a quote and a tab), then ":", "=", "%", another escape
@@ -153,44 +144,41 @@ def _bounded(raw: bytes, hint: bytes, found: list[int]) -> None:
 _NAME_THEN_SEPARATOR = re.compile(rb"""[a-z0-9_.\-]*+(?=(?:[ +'\t]|\\["t])*+(?:[:=%]|\\[^nrbf/"t]|\\?\Z))""")
 
 
-def _assignment_may_match(low: bytes, found: list[int]) -> None:
-    """Occurrences of a name hint whose name may be followed by an assignment's separator (the
-    first of each name: the others end where it does)."""
-    then = _NAME_THEN_SEPARATOR.match
-    for hint in _NAME_SCAN:
-        n = len(hint)
-        i = low.find(hint)
-        while i >= 0:
-            m = then(low, i + n)
-            if m is not None:
-                found.append(i)
-                i = low.find(hint, m.end())
-            else:
-                i = low.find(hint, i + n)
+_CONTROL_HEX = re.compile(rb"00[01][0-9A-Fa-f]")
 
 
-def _hint_positions(raw: bytes, low: bytes) -> tuple[list[int], list[int]]:
+def _hint_positions(raw: bytes, low: bytes, strict: bool = False) -> tuple[list[int], list[int]] | None:
     """Where a built-in detector may find something: every occurrence of a hint that cannot be
     ruled out by what surrounds it (see the module docstring); those of env-assignment's name
-    hints apart (the second list)."""
+    hints apart (the second list). None when ``raw`` holds an escape that may decode to a hint's
+    character: a ``%XX``, a ``\\/``, a ``\\u`` unless (not ``strict``) it escapes a control
+    character, or the Kelvin sign."""
+    if b"%" in raw and _PERCENT.search(raw) is not None:
+        return None
     found: list[int] = []
-    for h in _EXACT_ALONE:
-        if h in raw:
-            _all(raw, h, found)
-    for rx in _EXACT_GROUPED:
-        found.extend(m.start() for m in rx.finditer(raw))
-    for h in _FOLDED:
-        if h in low:
-            _all(low, h, found)
-    for h in _BOUNDED_ALONE:
-        if h in raw:
-            _bounded(raw, h, found)
-    for rx in _BOUNDED_GROUPED:
-        found.extend(i for i in (m.start() for m in rx.finditer(raw)) if _may_start_token(raw, i))
-    if b"@" in raw:
-        _all(raw, b"://", found)
     names: list[int] = []
-    _assignment_may_match(low, names)
+    url = b"@" in raw
+    then = _NAME_THEN_SEPARATOR.match
+    control = _CONTROL_HEX.match
+    kinds = _HINT_KINDS
+    for which, i, end in _HINTS.find_matches_as_indexes(low, overlapping=True):
+        for kind, hint in kinds[which]:
+            if kind == _NAME:
+                if then(low, end) is not None:
+                    names.append(i)
+            elif kind == _PLAIN:
+                if not hint or raw.startswith(hint, i):
+                    found.append(i)
+            elif kind == _TOKEN:
+                if raw.startswith(hint, i) and _may_start_token(raw, i):
+                    found.append(i)
+            elif kind == _URL:
+                if url:
+                    found.append(i)
+            elif kind == _ESCAPE:
+                return None
+            elif raw.startswith(hint, i) and (strict or (i > 0 and raw[i - 1] == 0x5C) or control(raw, end) is None):
+                return None  # a \u of a letter, or one the string holds ("\\u")
     return found, names
 
 
@@ -384,16 +372,14 @@ class Prefilter:
 
     def may_change(self, raw: bytes, value: Any) -> bool:
         """``raw``: the record's bytes; ``value``: what they decode to (for keys and joined text blocks)."""
-        if self.walk_all or any(w in raw for w in self.words) or _KELVIN in raw:
+        if self.walk_all or any(w in raw for w in self.words):
             return True
-        if escape_may_decode(raw, self.strict):
-            return True
-        if _secret_key_in(value):
+        hints = _hint_positions(raw, raw.lower(), self.strict)
+        if hints is None or _secret_key_in(value):
             return True
         if not self.builtin:
             return False
-        low = raw.lower()
-        if any(text is None or self.hits(text) for text in _texts_at(raw, *_hint_positions(raw, low))):
+        if any(text is None or self.hits(text) for text in _texts_at(raw, *hints)):
             return True
         # a run of two text blocks has "text" twice as a type and twice as a key
         if raw.count(b'"text"') < 4 and raw.count(b'"thinking"') < 4:
