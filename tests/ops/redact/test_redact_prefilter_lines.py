@@ -313,7 +313,7 @@ HINT_BITS = [b"sk-", b"SK-", b"AIza", b"aiza", b"AKIA", b"Asia", b"ABIA", b"ACCA
              b"ghs_", b"ghr_", b"github_pat_", b"glpat-", b"xox", b"XOX", b"hf_", b"eyJ", b"EYJ", b"_live_",
              b"_test_", b"_TEST_", b"PRIVATE", b"private", b"Secret", b"AUTHORIZATION", b"://", b"@", b"a", b"Z",
              b"9", b"_", b"-", b"\\", b"u", b"\\u001b", b"\\u001B", b"\\U0041", b"\\u0041", b"/", b"%2f", b"%", b"n", b" ",
-             b'"', b"\xe2\x84\xaa"]
+             b'"', b"\xe2\x84\xaa", b'"text"', b'"TEXT"', b'"thinking"', b'"text"' * 3, b'"thinking"' * 3]
 
 
 def _escape_loop(raw: bytes, strict: bool) -> bool:
@@ -331,3 +331,4 @@ def test_hint_positions_are_those_of_a_search_of_each_hint(raw: bytes, strict: b
     assert (hints is None) == _escape_loop(raw, strict)
     if hints is not None:
         assert sorted(hints[0]) == _hints_loop(raw)
+        assert hints[2] == (raw.count(b'"text"') >= 4 or raw.count(b'"thinking"') >= 4)

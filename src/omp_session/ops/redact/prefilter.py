@@ -104,8 +104,9 @@ _NAME_SCAN = tuple(h for h in _NAME_HINTS if not any(f in h for f in _FOLDED))
 # case-sensitive hint is kept where the raw bytes spell it; overlapping matches are all reported
 # ("auth" in "authorization", the same place), so what it finds is what a search of each would.
 # The escapes that may decode to a hint's character (see the module docstring) are found in the
-# same run: a ``\\/``, a ``\\u`` (kept by what follows it), the Kelvin sign.
-_PLAIN, _TOKEN, _URL, _NAME, _ESCAPE, _U = range(6)
+# same run: a ``\\/``, a ``\\u`` (kept by what follows it), the Kelvin sign; and the words that
+# tell a run of text (or thinking) blocks, counted.
+_PLAIN, _TOKEN, _URL, _NAME, _ESCAPE, _U, _TEXT, _THINKING = range(8)
 
 
 def _automaton() -> tuple[BytesAhoCorasick, tuple[tuple[tuple[int, bytes], ...], ...]]:
@@ -122,6 +123,8 @@ def _automaton() -> tuple[BytesAhoCorasick, tuple[tuple[tuple[int, bytes], ...],
     for h in (b"\\/", _KELVIN):
         kinds.setdefault(h, []).append((_ESCAPE, b""))
     kinds.setdefault(b"\\u", []).append((_U, b"\\u"))
+    kinds.setdefault(b'"text"', []).append((_TEXT, b'"text"'))
+    kinds.setdefault(b'"thinking"', []).append((_THINKING, b'"thinking"'))
     patterns = list(kinds)
     return BytesAhoCorasick(patterns), tuple(tuple(kinds[p]) for p in patterns)
 
@@ -147,16 +150,18 @@ _NAME_THEN_SEPARATOR = re.compile(rb"""[a-z0-9_.\-]*+(?=(?:[ +'\t]|\\["t])*+(?:[
 _CONTROL_HEX = re.compile(rb"00[01][0-9A-Fa-f]")
 
 
-def _hint_positions(raw: bytes, low: bytes, strict: bool = False) -> tuple[list[int], list[int]] | None:
+def _hint_positions(raw: bytes, low: bytes, strict: bool = False) -> tuple[list[int], list[int], bool] | None:
     """Where a built-in detector may find something: every occurrence of a hint that cannot be
     ruled out by what surrounds it (see the module docstring); those of env-assignment's name
-    hints apart (the second list). None when ``raw`` holds an escape that may decode to a hint's
+    hints apart (the second list); whether the record may hold a run of two text (or thinking)
+    blocks (``"text"`` or ``"thinking"`` four times: twice as a type, twice as a key). None when ``raw`` holds an escape that may decode to a hint's
     character: a ``%XX``, a ``\\/``, a ``\\u`` unless (not ``strict``) it escapes a control
     character, or the Kelvin sign."""
     if b"%" in raw and _PERCENT.search(raw) is not None:
         return None
     found: list[int] = []
     names: list[int] = []
+    texts = thinkings = 0
     url = b"@" in raw
     then = _NAME_THEN_SEPARATOR.match
     control = _CONTROL_HEX.match
@@ -177,9 +182,13 @@ def _hint_positions(raw: bytes, low: bytes, strict: bool = False) -> tuple[list[
                     found.append(i)
             elif kind == _ESCAPE:
                 return None
+            elif kind == _TEXT:
+                texts += raw.startswith(hint, i)
+            elif kind == _THINKING:
+                thinkings += raw.startswith(hint, i)
             elif raw.startswith(hint, i) and (strict or (i > 0 and raw[i - 1] == 0x5C) or control(raw, end) is None):
                 return None  # a \u of a letter, or one the string holds ("\\u")
-    return found, names
+    return found, names, texts >= 4 or thinkings >= 4
 
 
 def _unescaped(raw: bytes, at: int) -> bool:
@@ -379,9 +388,7 @@ class Prefilter:
             return True
         if not self.builtin:
             return False
-        if any(text is None or self.hits(text) for text in _texts_at(raw, *hints)):
+        found, names, runs = hints
+        if any(text is None or self.hits(text) for text in _texts_at(raw, found, names)):
             return True
-        # a run of two text blocks has "text" twice as a type and twice as a key
-        if raw.count(b'"text"') < 4 and raw.count(b'"thinking"') < 4:
-            return False
-        return any(self.hits(text) for text in joined_runs(value))
+        return runs and any(self.hits(text) for text in joined_runs(value))
