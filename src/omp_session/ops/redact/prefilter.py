@@ -154,9 +154,9 @@ def _hint_positions(raw: bytes, low: bytes, strict: bool = False) -> tuple[list[
     """Where a built-in detector may find something: every occurrence of a hint that cannot be
     ruled out by what surrounds it (see the module docstring); those of env-assignment's name
     hints apart (the second list); whether the record may hold a run of two text (or thinking)
-    blocks (``"text"`` or ``"thinking"`` four times: twice as a type, twice as a key). None when ``raw`` holds an escape that may decode to a hint's
-    character: a ``%XX``, a ``\\/``, a ``\\u`` unless (not ``strict``) it escapes a control
-    character, or the Kelvin sign."""
+    blocks (``"text"`` or ``"thinking"`` four times: twice as a type, twice as a key). None when
+    ``raw`` holds an escape that may decode to a hint's character: a ``%XX``, a ``\\/``, a
+    ``\\u`` unless (not ``strict``) it escapes a control character, or the Kelvin sign."""
     if b"%" in raw and _PERCENT.search(raw) is not None:
         return None
     found: list[int] = []
