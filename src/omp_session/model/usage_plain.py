@@ -5,7 +5,8 @@ Nearly every usage record of a real session has that shape. Decoded into the str
 text, thinking and tool calls are skipped by the parser instead of built as Python strings, and
 the record and omp's running sum take the numbers as they are. Anything else (another role, a
 missing or odd field, an ``orchestration`` or ``premiumRequests`` part, an integer beyond 64
-bits) gives None, and the caller reads the entry whole, as before.
+bits, which msgspec keeps and the full decode makes a float; an array or object where a string
+is expected) gives None, and the caller reads the entry whole, as before.
 """
 
 from __future__ import annotations
@@ -55,6 +56,18 @@ class _Entry(msgspec.Struct):
 
 _ENTRY: Final = msgspec.json.Decoder(_Entry)
 _UNDECODABLE: Final = (msgspec.MsgspecError, RecursionError)
+# msgspec keeps a JSON integer of any size; the full decode (orjson, and the exact decoder after
+# it, as js/codec.py) gives a float beyond these, as omp's JSON.parse gives a double
+_INT_MIN: Final = -(2**63)
+_INT_MAX: Final = 2**64 - 1
+
+
+def _as_decoded(value: Any) -> bool:
+    """Whether msgspec gave ``value`` as the full decode gives it (a nested value is not looked into)."""
+    kind = value.__class__
+    if kind is int:
+        return bool(_INT_MIN <= value <= _INT_MAX)
+    return kind is float or kind is str or kind is bool or value is None or value is UNDEFINED
 
 
 class PlainAssistant:
@@ -85,7 +98,12 @@ def plain_assistant(raw: bytes | memoryview) -> PlainAssistant | None:
     usage = message.usage
     if usage is None or usage.orchestration is not _ABSENT or usage.premiumRequests is not _ABSENT:
         return None
-    return PlainAssistant(entry, message, usage)
+    plain = PlainAssistant(entry, message, usage)
+    for value in (*plain.numbers, plain.entry_id, plain.entry_timestamp, plain.message_timestamp, plain.provider,
+                  plain.model):
+        if not _as_decoded(value):
+            return None
+    return plain
 
 
 def plain_reader(s: Any) -> Callable[[int], PlainAssistant | None]:

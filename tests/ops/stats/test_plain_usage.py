@@ -154,3 +154,26 @@ def test_a_task_result_whose_name_is_escaped_is_counted(tmp_path: Path) -> None:
     got = report.read_file_usage(path)
     assert got.omp_usage == want
     assert [r.kind for r in got.records] == ["assistant", "task"]
+
+
+@pytest.mark.parametrize("field", [*_KEYS, "cost"])
+@pytest.mark.parametrize("huge", ["12345678901234567890123", "-12345678901234567890123", "18446744073709551616"])
+def test_an_integer_beyond_64_bits_is_read_as_the_full_decode_reads_it(field: str, huge: str, tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    # msgspec keeps an integer of any size; orjson (and the exact decoder after it) give a float
+    # beyond 64 bits, as omp's JSON.parse gives a double
+    usage = json.loads(_PLAIN)
+    if field == "cost":
+        usage["cost"]["total"] = "HUGE"
+    else:
+        usage[field] = "HUGE"
+    text = json.dumps(usage, separators=(",", ":")).replace('"HUGE"', huge)
+    path = tmp_path / "s.jsonl"
+    path.write_text(
+        '{"type":"session","version":3,"id":"s1","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/w"}\n'
+        '{"type":"message","id":"a0","parentId":null,"timestamp":"2026-01-01T00:00:00.500Z","message":'
+        '{"role":"assistant","content":[{"type":"text","text":"a"}],"provider":"p","model":"m","usage":'
+        + text + ',"stopReason":"stop","timestamp":1}}\n')
+    fast, slow = _both(path, monkeypatch)
+    assert _same(fast, slow)
+    assert plain_assistant(path.read_bytes().splitlines()[1]) is None
