@@ -142,8 +142,9 @@ def _count_images(record: Any, report: SizeReport) -> None:
         if not isinstance(value, dict):
             continue
         data = value.get("data")
+        mime = value.get("mimeType")  # (not str() of it: the repr of a value nested deep raises)
         if isinstance(data, str) and (value.get("type") == "image"
-                                      or str(value.get("mimeType", "")).lower().startswith("image/")):
+                                      or (isinstance(mime, str) and mime.lower().startswith("image/"))):
             if data.startswith(BLOB_PREFIX):
                 report.image_refs += 1
             else:
