@@ -110,3 +110,10 @@ def test_entry_kinds_table_matches_the_plain_rule() -> None:
     types = [rng.choice(["message", "label", "compaction", "custom"]) for _ in range(500)]
     heads = [None] + [rng.choice(heads_pool) for _ in types]
     assert entry_kinds(types, heads) == bytearray(_kind_of(t, heads[k + 1]) for k, t in enumerate(types))
+
+
+@pytest.mark.parametrize("n", [0, 1, 4095, 4096, 4097, 10_000])
+def test_fixed_width_ids_iterate_as_they_index(n: int) -> None:
+    ids = FixedWidthIds(b"".join(b"%08x" % k for k in range(n)), 8)
+    assert list(ids) == [ids[k] for k in range(n)] == [f"{k:08x}" for k in range(n)]
+    assert list(zip(ids, range(3), strict=False)) == [(f"{k:08x}", k) for k in range(min(n, 3))]

@@ -10,9 +10,13 @@ is that entry's position, which the path index already holds.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Any, overload
+from itertools import chain
+from typing import Any, Final, overload
 
 __all__ = ["FixedWidthIds", "Grown", "ParentIds", "compact_ids"]
+
+
+_BLOCK: Final = 4096  # ids decoded at a time by an iteration (a few hundred KB of strings alive)
 
 
 class FixedWidthIds(Sequence[str]):
@@ -43,9 +47,15 @@ class FixedWidthIds(Sequence[str]):
         return self._blob[k * w:(k + 1) * w].decode("ascii")
 
     def __iter__(self) -> Iterator[str]:
-        blob, w = self._blob, self._width
-        for k in range(self._n):
-            yield blob[k * w:(k + 1) * w].decode("ascii")
+        # a block of ids decoded at once and cut as text, the blocks chained in C: a generator
+        # decoding each id took most of building the id index (twice over the ids: 0.38 s at 1 GB)
+        return chain.from_iterable(self._blocks())
+
+    def _blocks(self) -> Iterator[list[str]]:
+        blob, w, n = self._blob, self._width, self._n
+        for lo in range(0, n, _BLOCK):
+            text = blob[lo * w:min(n, lo + _BLOCK) * w].decode("ascii")
+            yield [text[i:i + w] for i in range(0, len(text), w)]
 
     def index(self, value: Any, start: int = 0, stop: int | None = None) -> int:
         if type(value) is not str or len(value) != self._width or not value.isascii():

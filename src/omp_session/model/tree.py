@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from itertools import accumulate, compress
 from typing import Any, Protocol
 
+from omp_session.format.columns import FixedWidthIds
 from omp_session.js.codec import UNDEFINED
 from omp_session.js.date import date_parse
 
@@ -68,7 +69,7 @@ def js_key(value: Any) -> Any:
 
 def build_index(ids: Sequence[Any]) -> dict[Any, int]:
     """id key -> index of the *last* entry with that id (omp's Map overwrites, S1.6.1)."""
-    if set(map(type, ids)) <= {str}:
+    if isinstance(ids, FixedWidthIds) or set(map(type, ids)) <= {str}:  # (a packed column: strings only)
         return dict(zip(ids, range(len(ids)), strict=True))
     return {js_key(i): n for n, i in enumerate(ids)}
 
