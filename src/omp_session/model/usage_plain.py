@@ -62,12 +62,20 @@ _INT_MIN: Final = -(2**63)
 _INT_MAX: Final = 2**64 - 1
 
 
-def _as_decoded(value: Any) -> bool:
-    """Whether msgspec gave ``value`` as the full decode gives it (a nested value is not looked into)."""
-    kind = value.__class__
-    if kind is int:
-        return bool(_INT_MIN <= value <= _INT_MAX)
-    return kind is float or kind is str or kind is bool or value is None or value is UNDEFINED
+_SCALARS: Final = frozenset({str, float, bool, type(None), type(UNDEFINED)})
+
+
+def _as_decoded(plain: PlainAssistant) -> bool:
+    """Whether msgspec gave ``plain``'s values as the full decode gives them (a nested value is not
+    looked into: an array or object where a scalar is expected is left to the full decode)."""
+    numbers = plain.numbers  # ints and floats: two comparisons in C rule out a wide integer
+    if max(numbers) > _INT_MAX or min(numbers) < _INT_MIN:
+        return False
+    for value in (plain.entry_id, plain.entry_timestamp, plain.message_timestamp, plain.provider, plain.model):
+        kind = value.__class__
+        if kind is not str and kind not in _SCALARS and (kind is not int or not _INT_MIN <= value <= _INT_MAX):
+            return False
+    return True
 
 
 class PlainAssistant:
@@ -99,11 +107,7 @@ def plain_assistant(raw: bytes | memoryview) -> PlainAssistant | None:
     if usage is None or usage.orchestration is not _ABSENT or usage.premiumRequests is not _ABSENT:
         return None
     plain = PlainAssistant(entry, message, usage)
-    for value in (*plain.numbers, plain.entry_id, plain.entry_timestamp, plain.message_timestamp, plain.provider,
-                  plain.model):
-        if not _as_decoded(value):
-            return None
-    return plain
+    return plain if _as_decoded(plain) else None
 
 
 def plain_reader(s: Any) -> Callable[[int], PlainAssistant | None]:
