@@ -280,16 +280,7 @@ def _take_in(report: SizeReport, ext: ExternalizeResult, part: SizeReport, part_
         mine_b.add(theirs_b.bytes, theirs_b.count)
     report.image_refs += part.image_refs
     report.longest_tool_outputs += part.longest_tool_outputs  # sorted, stable, once all are in
-    ext.bytes_after += part_ext.bytes_after
-    ext.images_moved += part_ext.images_moved
-    ext.image_bytes_moved += part_ext.image_bytes_moved
-    ext.records_changed += part_ext.records_changed
-    have = set(ext.blobs)
-    ext.blobs += [sha for sha in part_ext.blobs if sha not in have]  # each distinct, in file order
-    ext.new_blobs += part_ext.new_blobs
-    ext.below_threshold += part_ext.below_threshold
-    ext.kept_noncanonical += part_ext.kept_noncanonical
-    ext.kept_frames += part_ext.kept_frames
+    ext.take_in(part_ext)
 
 
 def _account(s: Any, on_path: bytearray, lo: int, hi: int, report: SizeReport, ext: ExternalizeResult) -> int:

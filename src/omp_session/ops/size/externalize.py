@@ -87,6 +87,20 @@ class ExternalizeResult:
     def saved(self) -> int:
         return self.bytes_before - self.bytes_after
 
+    def take_in(self, later: ExternalizeResult) -> None:
+        """The dry run of the records after this one's (a forked child's part) added as one pass
+        over all of them adds it: its change in size, its counts, its distinct blobs after these."""
+        self.bytes_after += later.bytes_after - later.bytes_before
+        self.images_moved += later.images_moved
+        self.image_bytes_moved += later.image_bytes_moved
+        self.records_changed += later.records_changed
+        have = set(self.blobs)
+        self.blobs += [sha for sha in later.blobs if sha not in have]
+        self.new_blobs += later.new_blobs
+        self.below_threshold += later.below_threshold
+        self.kept_noncanonical += later.kept_noncanonical
+        self.kept_frames += later.kept_frames
+
     def to_json(self) -> dict[str, Any]:
         return {
             "source": self.source, "output": self.output, "bytes_before": self.bytes_before,
