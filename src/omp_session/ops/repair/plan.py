@@ -62,7 +62,7 @@ def quarantine_path(target: str | os.PathLike[str]) -> str:
     return os.fspath(target) + QUARANTINE_SUFFIX
 
 
-def plan_repair(path: str | os.PathLike[str], *, blob_store: Any = None) -> RepairPlan:
+def plan_repair(path: str | os.PathLike[str], *, blob_store: Any = None, digest: bool = True) -> RepairPlan:
     """Read ``path`` and work out its repair; writes nothing (a damaged file's repaired bytes are
     kept in a temporary file until the plan is gone).
 
@@ -71,6 +71,10 @@ def plan_repair(path: str | os.PathLike[str], *, blob_store: Any = None) -> Repa
     ``blob_store`` (default: omp's blob directory) is only used to report missing blobs.
     The file is read a chunk at a time and its records decoded one at a time: memory does not
     grow with its size.
+
+    ``digest=False``: a plan to be looked at only. The file's SHA-256 (``sha256``, and
+    ``output_sha256`` when the file is its own repair) is left empty unless deciding needs it,
+    which saves hashing a big file beside the read; :func:`apply_repair` refuses such a plan.
     """
     name = os.fspath(path)
     if os.path.isdir(name):
@@ -91,11 +95,11 @@ def plan_repair(path: str | os.PathLike[str], *, blob_store: Any = None) -> Repa
         raise SessionFileError(name, e.strerror or "cannot be read") from None
     # the file's SHA-256 in a thread while its records are read: hashlib works without the
     # interpreter lock, and a big file's digest took a sixth of the repair
-    digest = Background(lambda stop: _file_digest(name, stop), "omp-session-repair-digest")
+    hashing = Background(lambda stop: _file_digest(name, stop), "omp-session-repair-digest") if digest else None
 
     def file_digest() -> str:
         try:
-            return digest.result()
+            return hashing.result() if hashing is not None else _file_digest(name, threading.Event())
         except OSError as e:
             raise SessionFileError(name, e.strerror or "cannot be read") from None
 
@@ -105,9 +109,11 @@ def plan_repair(path: str | os.PathLike[str], *, blob_store: Any = None) -> Repa
             from omp_session.paths import blobs_dir
 
             blob_store = BlobStore(blobs_dir())
-        return _plan(j, name, st.st_size, st.st_mtime_ns, file_digest, blob_store, source=name, later=later)
+        return _plan(j, name, st.st_size, st.st_mtime_ns, file_digest, blob_store, source=name, later=later,
+                     digest_wanted=digest)
     finally:
-        digest.cancel()
+        if hashing is not None:
+            hashing.cancel()
         if later is not None:
             later.result.cancel()  # (nothing to do once taken; after an error, the child goes)
         j.close()
@@ -152,10 +158,11 @@ def plan_repair_bytes(data: bytes, path: str = "session.jsonl", *, mtime_ns: int
 
 
 def _plan(j: Journal, path: str, size: int, mtime_ns: int, digest: str | Callable[[], str], blob_store: Any,
-          source: str | None, later: Later | None = None) -> RepairPlan:
+          source: str | None, later: Later | None = None, digest_wanted: bool = True) -> RepairPlan:
     """The plan for the scanned file ``j``; ``source`` is its path when it is a file (else the
     repaired bytes are small enough to be kept in memory). ``digest``: the file's SHA-256, or what
-    gives it (asked for once the records are read)."""
+    gives it (asked for once the records are read; without ``digest_wanted``, only when telling
+    whether the repair changes anything needs it)."""
     rs = read_records(j, later)
     if j.bom:
         rs.fixes.insert(0, Fix("bom", "leading UTF-8 BOM removed (omp never writes one, and cannot rewrite a "
@@ -180,13 +187,17 @@ def _plan(j: Journal, path: str, size: int, mtime_ns: int, digest: str | Callabl
         for rec in recs:
             yield rec.out()
 
+    unchanged = _unchanged(j, slot, recs)
+    out_size, out_digest = (size, "") if unchanged else _measure(pieces())
     if callable(digest):
-        digest = digest()
-    out_size, out_digest = (size, digest) if _unchanged(j, slot, recs) else _measure(pieces())
+        # (a changed record may re-serialise to the very bytes it had: only the digests tell)
+        digest = digest() if digest_wanted or (not unchanged and out_size == size) else ""
+    if unchanged:
+        out_digest = digest
     fixes = sorted(rs.fixes, key=lambda f: (f.line is not None, f.line or 0, f.offset or 0))
     plan = RepairPlan(path, size, mtime_ns, digest, pieces, fixes=fixes, quarantined=rs.quarantined,
                       output_size=out_size, output_sha256=out_digest)
-    same = out_size == size and out_digest == digest
+    same = unchanged or (out_size == size and out_digest == digest)
     if same and not plan.quarantined:
         # a record-level fix that re-serialised to the very same bytes changed nothing
         plan.fixes = [f for f in plan.fixes if not f.changes]
@@ -415,6 +426,9 @@ def apply_repair(plan: RepairPlan, *, out: str | os.PathLike[str] | None = None,
     """
     if (out is None) == (not in_place):
         raise ValueError("give exactly one of out= or in_place=True")
+    if not plan.sha256 or not plan.output_sha256:
+        raise RepairError(f"{plan.path}: the plan was made without the file's digest (digest=False), so "
+                          "nothing could tell whether the file changed since; plan again to write")
     if in_place:
         return _apply_in_place(plan)
     assert out is not None
