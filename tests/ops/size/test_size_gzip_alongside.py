@@ -50,7 +50,7 @@ def test_an_error_in_the_analysis_stops_the_compression(tmp_path: Path, monkeypa
     path = _session(tmp_path / "s.jsonl")
     seen: list[int] = []
 
-    def failing(journal: Any, i: int, raw: bytes, result: Any, sink: Any) -> None:
+    def failing(journal: Any, i: int, raw: bytes, result: Any, sink: Any, marks: Any = None) -> None:
         seen.append(i)
         if len(seen) == 50:
             raise RuntimeError("disk gone")

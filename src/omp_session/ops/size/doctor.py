@@ -31,6 +31,7 @@ from omp_session.js import codec
 from omp_session.paths import sessions_dir
 
 from .externalize import ExternalizeResult, externalize_record
+from .marks import IMAGE, record_marks
 from .prune import open_tree_session, plan_prune
 
 __all__ = [
@@ -283,11 +284,22 @@ def _take_in(report: SizeReport, ext: ExternalizeResult, part: SizeReport, part_
     ext.take_in(part_ext)
 
 
+def _heads(s: Any) -> Any:
+    """The reader's message heads of ``s``'s records, or None where they may not be its entries'
+    (a migration may change what an entry holds)."""
+    return None if s.migrated else s.journal.heads
+
+
 def _account(s: Any, on_path: bytearray, lo: int, hi: int, report: SizeReport, ext: ExternalizeResult) -> int:
     """Entries ``lo``..``hi - 1`` counted into ``report`` and the dry run ``ext`` (whose
-    ``bytes_after`` takes each record's change in size); the bytes of their lines."""
+    ``bytes_after`` takes each record's change in size); the bytes of their lines.
+
+    A message's role and tool name are the reader's (its message head, read from the same bytes);
+    a record is decoded only for what the head does not hold: images, an assistant's thinking
+    blocks, a long tool output's id."""
     j = s.journal
     types = s.types
+    heads = _heads(s)
     longest = report.longest_tool_outputs
     accounted = 0
     for k in range(lo, hi):
@@ -299,30 +311,47 @@ def _account(s: Any, on_path: bytearray, lo: int, hi: int, report: SizeReport, e
         if not on_path[k]:
             report.abandoned.add(n)
         raw = j.read(start, end)
-        new = externalize_record(j, k + 1, raw, ext, None)
+        marks = record_marks(raw)
+        new = externalize_record(j, k + 1, raw, ext, None, marks)
         if new is not None:
             ext.bytes_after += len(new) - len(raw)
-        images = b'"image' in raw
+        images = bool(marks & IMAGE)
         if t != "message" and not images:
             continue
-        value = _decode(raw)
-        if not isinstance(value, dict):
-            continue
-        if images:
-            _count_images(value, report)
-        message = value.get("message")
-        if t != "message" or not isinstance(message, dict):
-            continue
-        role = _name(message.get("role"), "<no role>")
+        value: Any = None
+        if images or heads is None:
+            value = _decode(raw)
+            if not isinstance(value, dict):
+                continue
+            if images:
+                _count_images(value, report)
+            message = value.get("message")
+            if t != "message" or not isinstance(message, dict):
+                continue
+            role, tool = message.get("role"), message.get("toolName")
+        else:
+            head = heads[k + 1]
+            if head is None:  # the message is no object
+                continue
+            role, tool = head.role, head.toolName
+        role = _name(role, "<no role>")
         report.by_role.setdefault(role, Bucket()).add(n)
         if role == "toolResult":
-            tool = _name(message.get("toolName"), "<no tool name>")
+            tool = _name(tool, "<no tool name>")
             report.by_tool.setdefault(tool, Bucket()).add(n)
             if n > LONG_TOOL_OUTPUT_BYTES:
                 report.long_tool_outputs.add(n)
-                longest.append((value.get("id"), tool, n))
+                if value is None:
+                    value = _decode(raw)
+                longest.append((value.get("id") if isinstance(value, dict) else None, tool, n))
         elif role == "assistant":
-            _thinking(message, report)
+            # a thinking block's type is written "thinking" or "redactedThinking" (a \u escape
+            # could spell it otherwise: then the record is decoded to know)
+            if value is None and (b'hinking"' in raw or b"\\u" in raw):
+                value = _decode(raw)
+            message = value.get("message") if isinstance(value, dict) else None
+            if isinstance(message, dict):
+                _thinking(message, report)
     return accounted
 
 

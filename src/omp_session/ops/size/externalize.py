@@ -37,6 +37,8 @@ from omp_session.paths import blobs_dir
 from omp_session.store.atomic import copy_mode, write_new_file
 from omp_session.write.persist import BLOB_EXTERNALIZE_MIN, truncate_for_persistence
 
+from .marks import DATA, IMAGE, RESULT, record_marks
+
 __all__ = [
     "ExternalizeResult",
     "externalize",
@@ -44,10 +46,6 @@ __all__ = [
     "externalize_records",
     "write_session_copy",
 ]
-
-# Quick byte tests that rule out most records without decoding them.
-_CANDIDATE_MARKS = (b'"data":"', b'"result":"', b'"image_url":"data:image/')
-
 
 class _Recorder:
     """A blob sink that only remembers what omp would store: blobs are written after the walk,
@@ -247,10 +245,6 @@ def _count_small_images(value: Any, key: str | None) -> int:
 # ----------------------------------------------------------------- records
 
 
-def _is_candidate(raw: bytes) -> bool:
-    return len(raw) >= BLOB_EXTERNALIZE_MIN and any(m in raw for m in _CANDIDATE_MARKS)
-
-
 def _value(journal: Journal, i: int) -> Any:
     """Record ``i`` decoded as the reader decodes it, without keeping it in the journal's cache."""
     cached = journal.is_decoded(i)
@@ -261,28 +255,34 @@ def _value(journal: Journal, i: int) -> Any:
 
 
 def externalize_record(journal: Journal, i: int, raw: bytes, result: ExternalizeResult,
-                       sink: BlobSink | None) -> bytes | None:
+                       sink: BlobSink | None, marks: int | None = None) -> bytes | None:
     """The new bytes of record ``i`` (``raw``, without its end of line), or None when it stays.
 
-    Counts into ``result``; stores the moved blobs in ``sink`` (None: a dry run).
+    Counts into ``result``; stores the moved blobs in ``sink`` (None: a dry run). ``marks``:
+    :func:`~.marks.record_marks` of ``raw``, when the caller has them.
     """
-    small = b'"image"' in raw or b'"images"' in raw
-    if not small and not _is_candidate(raw):
+    if marks is None:
+        marks = record_marks(raw)
+    image = bool(marks & IMAGE)
+    small = image and (b'"image"' in raw or b'"images"' in raw)
+    candidate = len(raw) >= BLOB_EXTERNALIZE_MIN and bool(
+        marks & (DATA | RESULT) or (image and b'"image_url":"data:image/' in raw))
+    if not small and not candidate:
         return None
     # a record nested deep allocates a container per level in every pass below; collections
     # meanwhile would walk all of them again and again (JSON values and the walk's frames make no cycles)
     with gc_paused():
-        return _externalize_candidate(journal, i, raw, small, result, sink)
+        return _externalize_candidate(journal, i, small, candidate, result, sink)
 
 
-def _externalize_candidate(journal: Journal, i: int, raw: bytes, small: bool, result: ExternalizeResult,
+def _externalize_candidate(journal: Journal, i: int, small: bool, candidate: bool, result: ExternalizeResult,
                            sink: BlobSink | None) -> bytes | None:
     value = _value(journal, i)
     if not isinstance(value, dict):
         return None
     if small:
         result.below_threshold += _count_small_images(value, None)
-    if not _is_candidate(raw):
+    if not candidate:
         return None
     recorder = _Recorder()
     graft = _Graft(recorder)
