@@ -19,6 +19,8 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import omp_session
 import omp_session.model.session
@@ -234,6 +236,16 @@ def test_embed_json_keeps_meaning() -> None:
     value = {"a": "</script><!--", "b": "\u2028\u2029", "c": ["<", "<<"]}
     assert json.loads(embed_json(json.dumps(value, ensure_ascii=False))) == value
     assert "</script" not in VIEWER_JS.lower() and "<!--" not in VIEWER_JS
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(["\u2028", "\u2029", "\u2020", "\u2019", "\u202f", "\u2027", "<", "a", "é",
+                                 "\u2080", "\u00a8"]), max_size=30))
+def test_embedding_bytes_is_embedding_the_text(pieces: list[str]) -> None:
+    from omp_session.ops.export.html import _embed_bytes
+
+    text = json.dumps("".join(pieces), ensure_ascii=False)
+    assert _embed_bytes(text.encode()) == embed_json(text).encode()
 
 
 def test_leaf_option_and_unknown_leaf() -> None:

@@ -54,13 +54,26 @@ def embed_json(text: str) -> str:
 
 
 _LS, _PS = "\u2028".encode(), "\u2029".encode()
+_SEPARATORS: list[Any] = []
+
+
+def _separators() -> Any:
+    # An automaton finds either separator about eight times faster than bytes.find: their first
+    # two bytes start every character from U+2000 to U+203F (dashes, quotes, ellipses...), which
+    # sends the byte search into a check at each. Built on first use (importing it takes about a
+    # millisecond).
+    if not _SEPARATORS:
+        from ahocorasick_rs import BytesAhoCorasick
+
+        _SEPARATORS.append(BytesAhoCorasick([_LS, _PS]))
+    return _SEPARATORS[0]
 
 
 def _embed_bytes(data: bytes) -> bytes:
     # embed_json on UTF-8 bytes: "<" and U+2028/U+2029 are the same bytes wherever they occur
     if b"<" in data:
         data = data.replace(b"<", b"\\u003c")
-    if b"\xe2\x80" in data:
+    if b"\xe2\x80" in data and _separators().find_matches_as_indexes(data):
         data = data.replace(_LS, b"\\u2028").replace(_PS, b"\\u2029")
     return data
 
