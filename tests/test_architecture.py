@@ -16,7 +16,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "omp_session"
 
 # The base modules are rank 0; a module may import only a lower rank, or its own package.
 RANKS: dict[str, float] = {
-    "diagnostics": 0, "paths": 0, "_version": 0, "errors": 0.5, "extras": 0.75,  # errors names Diagnostic (types only)
+    "diagnostics": 0, "paths": 0, "_version": 0, "bytesearch": 0, "errors": 0.5, "extras": 0.75,  # errors names Diagnostic (types only)
     "js": 1, "format": 2, "model": 3, "store": 3, "catalog": 4, "write": 5, "foreign": 5.5, "ops": 6, "mcp_server": 6.5, "serve": 6.5, "cli": 7, "__main__": 8,
 }
 

@@ -20,6 +20,7 @@ from typing import Any, Final, NoReturn
 
 import orjson
 
+from omp_session.bytesearch import automaton
 from omp_session.errors import JSONSyntaxError
 
 _scanstring: Callable[[str, int, bool], tuple[str, int]]
@@ -361,17 +362,7 @@ def _number_fix_hits(scan: bytes) -> tuple[list[int], bool]:
 
 
 _SCAN_PATTERNS: Final = (b'0":', b"e+0", b"0.0,")  # (overlapping matches reported: "e+0.0,")
-_SCANNER: list[Any] = []
-
-
-def _scan_automaton() -> Any:
-    """The automaton of ``_SCAN_PATTERNS``, built on first use (the import costs about a
-    millisecond, and most runs of a command write nothing large)."""
-    if not _SCANNER:
-        from ahocorasick_rs import BytesAhoCorasick
-
-        _SCANNER.append(BytesAhoCorasick(list(_SCAN_PATTERNS)))
-    return _SCANNER[0]
+_scan_automaton: Final = automaton(_SCAN_PATTERNS)
 
 
 _NUMBER_CHARS: Final = frozenset(b"0123456789.-+eE")

@@ -14,7 +14,9 @@ others start with, and made the run two and a half times slower: thinking is loo
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Final
+
+from omp_session.bytesearch import automaton
 
 __all__ = ["DATA", "IMAGE", "RESULT", "record_marks"]
 
@@ -22,17 +24,7 @@ IMAGE: Final = 1  # b'"image' (in "image", "images", "image_url", an image data 
 DATA: Final = 2  # b'"data":"'
 RESULT: Final = 4  # b'"result":"'
 
-_PATTERNS: Final = (b'"image', b'"data":', b'"result":')
-_AUTOMATON: list[Any] = []
-
-
-def _automaton() -> Any:
-    # built on first use: importing it costs about a millisecond, and most commands need none
-    if not _AUTOMATON:
-        from ahocorasick_rs import BytesAhoCorasick
-
-        _AUTOMATON.append(BytesAhoCorasick(list(_PATTERNS)))
-    return _AUTOMATON[0]
+_automaton: Final = automaton((b'"image', b'"data":', b'"result":'))
 
 
 def record_marks(raw: bytes) -> int:
