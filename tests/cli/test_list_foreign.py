@@ -68,3 +68,17 @@ def test_foreign_rows_follow_the_project_and_grep_filters(home: Path) -> None:
 def test_foreign_is_refused_with_a_store(home: Path, tmp_path: Path) -> None:
     result = CliRunner().invoke(cli, ["list", "--foreign", "--store", f"sqlite:{tmp_path / 's.db'}"])
     assert result.exit_code in (1, 2) and "Traceback" not in result.output
+
+
+def test_at_80_columns_a_foreign_row_still_says_whose_it_is(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "80")
+    result = CliRunner().invoke(cli, ["import", "codex", "--all"])  # omp's rows first, then the foreign ones
+    assert result.exit_code == 0, result.output
+    shown = CliRunner().invoke(cli, ["list", "--all", "--foreign"])
+    assert shown.exit_code == 0, shown.output
+    lines = shown.stdout.splitlines()
+    assert "status" in lines[0].split() and all(len(line) <= 80 for line in lines)
+    claude = [line for line in lines if "claude:new" in line]
+    assert len(claude) == len([r for r in _rows("--all", "--foreign") if r.get("agent") == "claude"]) > 0
+    plain = CliRunner().invoke(cli, ["list", "--all"])  # without foreign rows, the usual columns
+    assert "status" not in plain.stdout.splitlines()[0].split()

@@ -83,7 +83,10 @@ def table(rows: list[dict[str, Any]], with_stats: bool, cells: int | None,
         def fixed() -> int:
             return sum(widths[c] + len(_GAP) for c in columns if c != "title")
 
-        for name in DROP_ORDER:
+        # a foreign row's status ("claude:new") is what tells it from omp's: kept to the last
+        foreign = any(":" in x["status"] for x in cell_rows)
+        order = [c for c in DROP_ORDER if c != "status"] + ["status"] if foreign else DROP_ORDER
+        for name in order:
             if fixed() + min(title_need, MIN_TITLE) <= cells:
                 break
             if name in columns:
