@@ -82,3 +82,16 @@ def test_at_80_columns_a_foreign_row_still_says_whose_it_is(home: Path, monkeypa
     assert len(claude) == len([r for r in _rows("--all", "--foreign") if r.get("agent") == "claude"]) > 0
     plain = CliRunner().invoke(cli, ["list", "--all"])  # without foreign rows, the usual columns
     assert "status" not in plain.stdout.splitlines()[0].split()
+
+
+def test_import_takes_cwd_as_the_other_commands_do_for_project(home: Path) -> None:
+    rows = [r for r in _rows("--all", "--foreign") if r.get("agent") == "claude"]
+    project = str(rows[0]["cwd"])
+
+    def said(*flag: str) -> object:
+        result = CliRunner().invoke(cli, ["import", "claude", *flag, "--dry-run", "--json"])
+        assert result.exit_code in (0, 1), result.output
+        return json.loads(result.stdout)
+
+    by_project = said("--project", project)
+    assert by_project == said("--cwd", project) and by_project != said("--all")

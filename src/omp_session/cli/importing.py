@@ -62,6 +62,7 @@ def _render(outcomes: list[Outcome], unknown: list[str], verbose: bool) -> None:
 @click.option("--all", "all_projects", is_flag=True, help="Sessions of every project, not only the current "
               "directory's.")
 @click.option("--project", type=click.Path(file_okay=False), help="Only the sessions of this project directory.")
+@click.option("--cwd", "cwd_alias", type=click.Path(file_okay=False), hidden=True)  # --project, as list and search name it
 @since_option("Only sessions modified at or after this time (a date, or 7d / 12h / 30m ago).")
 @click.option("--from", "roots", multiple=True, type=click.Path(exists=True, file_okay=False), metavar="DIR",
               help="Read Claude Code / Codex sessions from DIR (its data folder, e.g. a copy of ~/.claude) instead "
@@ -71,8 +72,9 @@ def _render(outcomes: list[Outcome], unknown: list[str], verbose: bool) -> None:
               "it was imported (the earlier import is left as it is).")
 @click.option("-v", "--verbose", is_flag=True, help="Every warning, and the sessions imported before.")
 @json_option("Print one JSON object: a report per session and the counts.")
-def import_command(kind: str, sources: tuple[str, ...], all_projects: bool, project: str | None, since: int | None,
-                   roots: tuple[str, ...], dry_run: bool, update: bool, verbose: bool, as_json: bool) -> None:
+def import_command(kind: str, sources: tuple[str, ...], all_projects: bool, project: str | None,
+                   cwd_alias: str | None, since: int | None, roots: tuple[str, ...], dry_run: bool, update: bool,
+                   verbose: bool, as_json: bool) -> None:
     """Import Claude Code or Codex sessions into omp, exactly as omp's own importer does.
 
     Each session becomes a new omp session in its project's folder, with the entries, ids and
@@ -95,6 +97,7 @@ def import_command(kind: str, sources: tuple[str, ...], all_projects: bool, proj
       omp-session import codex 0199a1b2 --project ~/src/api
       omp-session import claude --from /mnt/old-laptop/.claude --all
     """
+    project = project or cwd_alias
     if project is not None and all_projects:
         raise click.UsageError("choose one of --project and --all")
     source: Source = "claude" if kind == "claude" else "codex"
