@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import pickle
+import random
 import time
 from typing import Any
 
@@ -709,3 +710,18 @@ def test_number_fixups_skip_look_alikes_in_strings(value: Any) -> None:
     # strings made of quotes, backslashes and number-like text around floats orjson spells unlike
     # JavaScript: the fast path fixes the numbers and only them
     assert stringify(value) == codec._stringify_pure(value)
+
+
+def test_fast_path_numbers_over_every_exponent() -> None:
+    # The fast path relies on orjson placing a double's digits as JavaScript does except at
+    # exponents 16-20 and -6 and for integral values: every decimal exponent, a spread of
+    # mantissas, each alone, in an array, as a member and negated.
+    rng = random.Random(16)
+    for exp in range(-324, 309):
+        for mantissa in (1.0, 1.5, 9.999999999999999, rng.uniform(1, 10), rng.uniform(1, 10)):
+            try:
+                f = float(f"{mantissa!r}e{exp}")
+            except OverflowError:
+                continue
+            for value in (f, -f, [f, 0.5], [0.5, f], {"a": -f, "b": 1}, {"b": 1, "a": f}):
+                assert stringify(value) == codec._stringify_pure(value), (exp, mantissa, value)

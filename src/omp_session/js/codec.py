@@ -298,19 +298,19 @@ def _stringify_pure(value: Any) -> str:
 
 # Fast path: orjson agrees with JSON.stringify on string escapes (verified by the tests: same short
 # escapes, lowercase \u00xx, raw "/", DEL, U+2028/2029) and on most numbers. It refuses (so we fall back)
-# lone surrogates, ints beyond 2**53 (OPT_STRICT_INTEGER), non-str keys, depth > 254. What it spells
-# differently shows up as a byte pattern in its output, searched for after mapping digits to "0",
-# "-" to "+" and "}" / "]" to ",":
-#   "e+0"  a float in exponent form (orjson uses it from 1e16 and below 1e-5; JavaScript from 1e21 / 1e-7),
-#   "0.0," an integral float ("1.0"; JavaScript writes "1") or -0.0,
-#   '0":'  a key ending in a digit: an all-digit key may need JavaScript's integer-key ordering.
+# lone surrogates, ints beyond 2**53 (OPT_STRICT_INTEGER), non-str keys, depth > 254. Both print a
+# double's shortest round-trip digits; they place them differently in three cases only (checked over
+# every exponent by the tests), each with a byte pattern in orjson's output:
+#   "+1" / "+20"  exponents 16 to 20: orjson writes 1e+16 from 1e16, JavaScript from 1e21;
+#   "-6"          exponent -6: orjson writes 1e-6 below 1e-5, JavaScript below 1e-6;
+#   ".0" before ",", "}", "]" or at the end: an integral float (1.0, -0.0; JavaScript 1, 0).
+# And a key ending in a digit (a digit before '":') may be all digits: JavaScript puts those first.
 # Each hit is checked to look like a whole number token (or key); hits inside strings that still pass
 # (e.g. the text "[1.0,") only cost an exact tokenizing pass over the output.
 _UNDEF_MARK: Final = orjson.Fragment(b"\x00")  # a raw NUL never occurs in orjson output otherwise
 _ORJSON_OPTS: Final = (
     orjson.OPT_STRICT_INTEGER | orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS
 )
-_SCAN_MAP: Final = bytes.maketrans(b"123456789-]}", b"000000000+,,")
 _JSON_STR_B = rb'"[^"\\]*+(?:\\.[^"\\]*+)*+"'
 _UNDEF_MEMBER = re.compile(rb"," + _JSON_STR_B + rb":\x00")
 _UNDEF_FIRST_MEMBER = re.compile(rb"\{" + _JSON_STR_B + rb":\x00,?")
@@ -320,7 +320,9 @@ _SKIP_SAME_SPELLING = re.compile(
     rb"(?:" + _JSON_STR_B + rb"|[^\"\-0-9]++|-?[0-9]++(?![0-9.eE])|-?[0-9]++\.[0-9]*[1-9](?![0-9eE]))*+"
 )
 _NUMBER_B = re.compile(rb"-?[0-9]++(?:\.[0-9]++)?+(?:[eE][+-]?+[0-9]++)?+")
-_VALUE_BEFORE: Final = b":,["  # what precedes a value token in compact output (after _SCAN_MAP)
+_DIGITS: Final = frozenset(b"0123456789")
+_MANTISSA: Final = frozenset(b"0123456789.")
+_VALUE_BEFORE: Final = b":,["  # what precedes a value token in compact output
 
 
 def _orjson_default(obj: Any) -> Any:
@@ -329,40 +331,41 @@ def _orjson_default(obj: Any) -> Any:
     raise TypeError
 
 
-def _number_token_before(scan: bytes, last: int) -> bool:
-    """Whether the digits ending at ``scan[last]`` begin where a value token can (not inside text)."""
-    if last < 0 or scan[last] != 0x30:
+def _number_token_before(out: bytes, last: int) -> bool:
+    """Whether the digits ending at ``out[last]`` begin where a value token can (not inside text)."""
+    if last < 0 or out[last] not in _DIGITS:
         return False
     j = last
-    while j > 0 and scan[j - 1] in b"0.":
+    while j > 0 and out[j - 1] in _MANTISSA:
         j -= 1
-    if j > 0 and scan[j - 1] == 0x2B:  # a minus sign
+    if j > 0 and out[j - 1] == 0x2D:  # a minus sign
         j -= 1
-    return j == 0 or scan[j - 1] in _VALUE_BEFORE
+    return j == 0 or out[j - 1] in _VALUE_BEFORE
 
 
-def _number_fix_hits(scan: bytes) -> tuple[list[int], bool]:
-    """Where a number token orjson may spell unlike JavaScript ends or has its exponent: one
-    position inside each such token (inside a string too, when the text looks like one); and
-    whether a key may be index-like (``0":``). One pass of an automaton finds the three patterns
-    (three ``bytes.find`` runs took 0.27 s per 100 MB of output here, the automaton 0.15 s)."""
+# Searched in orjson's own bytes: mapping digits to one digit first (so three patterns did) cost a
+# pass of its own and made every one-decimal number ("0.5,") a hit to check. The automaton finds
+# these six by their first byte, which is rare in JSON but for "." and "-"; the keys' patterns
+# start with any digit and run as a second automaton: one of all sixteen was slower than the two.
+_NUMBER_PATTERNS: Final = (b"+1", b"+20", b"-6", b".0,", b".0}", b".0]")
+_number_automaton: Final = automaton(_NUMBER_PATTERNS)
+_key_automaton: Final = automaton(bytes((d,)) + b'":' for d in b"0123456789")
+
+
+def _number_fix_hits(out: bytes) -> list[int]:
+    """Where a number token orjson may spell unlike JavaScript has a digit: one position inside
+    each such token (inside a string too, when the text looks like one)."""
     hits: list[int] = []
-    keys = False
-    for which, i, _end in _scan_automaton().find_matches_as_indexes(scan, overlapping=True):
-        if which == 0:
-            keys = True
-        elif which == 1:
-            if _number_token_before(scan, i - 1):
-                hits.append(i - 1)
-        elif _number_token_before(scan, i + 2):
-            hits.append(i + 2)
-    if scan.endswith(b"0.0") and _number_token_before(scan, len(scan) - 1):
-        hits.append(len(scan) - 1)
-    return hits, keys
-
-
-_SCAN_PATTERNS: Final = (b'0":', b"e+0", b"0.0,")  # (overlapping matches reported: "e+0.0,")
-_scan_automaton: Final = automaton(_SCAN_PATTERNS)
+    # No pattern's end begins another (nor holds one), so matches cannot overlap.
+    for which, i, _end in _number_automaton().find_matches_as_indexes(out):
+        if which < 3:  # an exponent's sign: "e" and a digit before it
+            if i >= 2 and out[i - 1] == 0x65 and _number_token_before(out, i - 2):
+                hits.append(i - 2)
+        elif _number_token_before(out, i - 1):
+            hits.append(i - 1)
+    if out.endswith(b".0") and _number_token_before(out, len(out) - 3):
+        hits.append(len(out) - 3)
+    return hits
 
 
 _NUMBER_CHARS: Final = frozenset(b"0123456789.-+eE")
@@ -403,16 +406,15 @@ def _fix_numbers_at(out: bytes, hits: list[int]) -> bytes | None:
     return b"".join(parts)
 
 
-def _has_index_like_key(out: bytes, scan: bytes) -> bool:
-    i = scan.find(b'0":')
-    while i != -1:
+def _has_index_like_key(out: bytes) -> bool:
+    """Whether a key may be all digits (JavaScript enumerates those first, in numeric order)."""
+    for _which, i, _end in _key_automaton().find_matches_as_indexes(out):
         j = i
-        while j > 0 and scan[j - 1] == 0x30:
+        while j > 0 and out[j - 1] in _DIGITS:
             j -= 1
         # j is the first digit of the key: an all-digit key is preceded by its quote and "{" or ",".
         if j >= 2 and out[j - 1] == 0x22 and out[j - 2] in b"{,":
             return True
-        i = scan.find(b'0":', i + 3)
     return False
 
 
@@ -450,10 +452,9 @@ def _orjson_stringify(value: Any) -> bytes | None:
         out = _UNDEF_MEMBER.sub(b"", out)
         out = _UNDEF_FIRST_MEMBER.sub(b"{", out)
         out = out.replace(b"\x00", b"null")  # what is left sits in arrays
-    scan = out.translate(_SCAN_MAP)
-    hits, keys = _number_fix_hits(scan)
-    if keys and _has_index_like_key(out, scan):
+    if _has_index_like_key(out):
         return None
+    hits = _number_fix_hits(out)
     if hits:
         fixed = _fix_numbers_at(out, hits)
         return fixed if fixed is not None else _fix_numbers(out)
