@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from forking import one_process, split_watched
+from forking import dying_children, one_process, split_watched
 from omp_session.errors import SessionError
 from omp_session.ops.size import doctor
 
@@ -101,3 +101,33 @@ def test_images_in_both_parts_are_counted_once_each(tmp_path: Path) -> None:
     ext = alone["externalize"]
     assert ext["below_threshold"] == 10 and ext["kept_noncanonical"] == 10 and ext["kept_frames"] == 10
     assert ext["blobs"] == 1 + 10  # BIG once, and each distinct picture
+
+
+def test_pruning_is_planned_in_the_child(large: Path, tmp_path: Path) -> None:
+    # what pruning saves is the child's work: this process only waits for it (and plans it itself
+    # only where no child was made, or the child died)
+    where = tmp_path / "planned-in"
+    real = doctor.plan_prune
+
+    def plan(s: Any) -> Any:
+        with open(where, "a") as f:
+            f.write(f"{os.getpid()}\n")
+        return real(s)
+
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(doctor, "plan_prune", plan)
+        with one_process():
+            alone = doctor.analyze_size(large, archive=False).to_json()
+        assert where.read_text().split() == [str(os.getpid())]
+        where.unlink()
+        with split_watched(doctor) as asked:
+            two = doctor.analyze_size(large, archive=False).to_json()
+        assert asked and os.getpid() not in asked
+        assert where.read_text().split() not in ([], [str(os.getpid())])
+        assert str(os.getpid()) not in where.read_text().split()
+        where.unlink()
+        with dying_children(doctor):
+            died = doctor.analyze_size(large, archive=False).to_json()
+        assert where.read_text().split() == [str(os.getpid())]
+    assert two == alone == died
+    assert alone["prune_saves"] > 0
