@@ -38,6 +38,7 @@ from .tree import (
     js_key,
     js_truthy,
     nonlinear_entries,
+    on_path,
     parent_indices,
     parent_indices_linear,
     path_runs,
@@ -653,6 +654,14 @@ class Session:
         for first, last in runs:
             out.extend(range(first, last + 1))
         return out
+
+    def is_on_path(self, target: int, start: int) -> bool:
+        """Whether entry ``target`` is on the path to entry ``start`` (``target in
+        path_indices(start)``, without building the path where runs tell it)."""
+        nonlinear, forward = self._branch_points()
+        if forward:
+            return target in path_to(start, self.parent_index)
+        return on_path(target, start, self.parent_index, nonlinear)
 
     def path_runs(self, start: int) -> list[tuple[int, int]] | None:
         """The path to ``start`` as runs of consecutive entries, or None when some parent comes

@@ -163,6 +163,19 @@ def path_runs(start: int | None, parent_index: Sequence[int], nonlinear: list[in
     return runs
 
 
+def on_path(target: int, start: int, parent_index: Sequence[int], nonlinear: list[int]) -> bool:
+    """Whether entry ``target`` is on the path root -> ``start``, as :func:`path_runs` would hold
+    it (and only as valid), walked up from ``start`` a run at a time: indices fall along such a
+    path, so the walk stops at the run that reaches ``target`` or passes below it."""
+    cursor = start
+    while cursor >= target >= 0:
+        first = nonlinear[bisect_right(nonlinear, cursor) - 1] if nonlinear and nonlinear[0] <= cursor else 0
+        if first <= target:
+            return True
+        cursor = parent_index[first]
+    return False
+
+
 def path_to(start: int | None, parent_index: Sequence[int]) -> array[int]:
     """Indices root -> ``start``; stops at a missing parent or a repeated entry (S6.3).
 

@@ -367,3 +367,34 @@ def test_deeply_nested_header_values_are_reported_not_raised(tmp_path: Path) -> 
     header = {**_HEADER, "parentSession": "P"}
     path = _write(tmp_path / "b.jsonl", [json.dumps(header).replace('"P"', _DEEP)])
     assert [d.code for d in validate(path)] == ["parent-session"]
+
+
+def test_tool_results_are_matched_to_a_call_on_their_own_branch(tmp_path: Path) -> None:
+    # the call made right above the result (the common case), further up, on another branch, with
+    # an id of another type, and made twice on two branches
+    def entry(i: str, parent: str | None, message: dict[str, object]) -> dict[str, object]:
+        return {"type": "message", "id": i, "parentId": parent, "timestamp": _T, "message": message}
+
+    def call(*ids: object) -> dict[str, object]:
+        return {"role": "assistant", "content": [{"type": "toolCall", "id": c, "name": "bash", "arguments": {}}
+                                                 for c in ids],
+                "usage": {"cost": {"total": 0}}}
+
+    def result(call_id: object) -> dict[str, object]:
+        return {"role": "toolResult", "toolCallId": call_id, "toolName": "bash", "content": [], "isError": False}
+
+    rows = [_HEADER, entry("u", None, {"role": "user", "content": "x"}),
+            entry("a1", "u", call("c1", "c2", "c3")),
+            entry("r1", "a1", result("c1")),            # 4: right below its call
+            entry("r2", "r1", result("c2")),            # 5: further up
+            entry("b1", "u", call("c4", "c5")),         # 6: another branch from u
+            entry("r3", "b1", result("c3")),            # 7: c3 was made on the other branch
+            entry("r4", "b1", result(4)),               # 8: no call 4 (the number): "c4" is a string
+            entry("a2", "r2", call("c5")),              # 9: c5 again, on the first branch
+            entry("r5", "a2", result("c5")),            # 10
+            entry("r6", "b1", result("c5")),            # 11
+            entry("r7", "r3", result("c2")),            # 12: c2 only on the first branch
+            entry("r8", "r5", result("c4"))]            # 13: c4 only on the other branch
+    path = _write(tmp_path / "s.jsonl", [json.dumps(r) for r in rows])
+    orphans = sorted(d.line for d in validate(path) if d.code == "tool-result-orphan")
+    assert orphans == [7, 8, 12, 13]

@@ -94,13 +94,6 @@ def _cycles(s: Session, pidx: Sequence[int], add: Any) -> None:
             state[w] = 2
 
 
-def _is_ancestor(s: Session, target: int, k: int) -> bool:
-    runs = s.path_runs(k)
-    if runs is not None:
-        return any(first <= target <= last for first, last in runs)
-    return target in s.path_indices(k)
-
-
 def _references(s: Session, got: Collected, add: Any) -> None:
     for k, name, ref in got.refs:
         target = s.index_of(ref) if ref is not UNDEFINED else None
@@ -111,7 +104,7 @@ def _references(s: Session, got: Collected, add: Any) -> None:
         if target is None:
             add(k, "compaction-ref-missing", f"compaction {name} {show(ref)} names no entry: "
                 "the compaction keeps no earlier messages")
-        elif not _is_ancestor(s, target, k):
+        elif not s.is_on_path(target, k):
             add(k, "compaction-ref-off-path", f"compaction {name} {show(ref)} is not on the "
                 "compaction's own branch: the compaction keeps no earlier messages")
 
@@ -119,12 +112,17 @@ def _references(s: Session, got: Collected, add: Any) -> None:
 def _tool_pairs(s: Session, pidx: Sequence[int], got: Collected, add: Any) -> None:
     answered: set[Any] = set()
     targets: dict[Any, list[int] | set[int]] = {}
+    calls_of = got.calls.get
     for k, call_id in got.results:
-        key = call_key(call_id)
+        key = call_id if type(call_id) is str else call_key(call_id)
         answered.add(key)
-        calls = got.calls.get(key)
-        if calls is not None and key not in targets:
-            targets[key] = calls if len(calls) < 8 else set(calls)
+        calls = calls_of(key)
+        if calls is not None:
+            # nearly always the result's parent made the call (checked first: a step, no walk)
+            if len(calls) == 1 and pidx[k] == calls[0]:
+                continue
+            if key not in targets:
+                targets[key] = calls if len(calls) < 8 else set(calls)
         if calls is None or not _reaches(pidx, k, targets[key]):
             add(k, "tool-result-orphan", f"a toolResult for call {show(call_id)} that no "
                 "toolCall on its branch made")
