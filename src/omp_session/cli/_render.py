@@ -14,7 +14,8 @@ import math
 import re
 import sys
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
+from itertools import repeat
 from json.encoder import encode_basestring_ascii as _encode_str
 from typing import Any
 
@@ -351,6 +352,10 @@ class _Rows:
         self.nodes: list[int] = []
         self.depth: list[int] = []  # shown ancestors: the JSON ``depth``
         self.parent: list[int] = []  # row index of the shown parent, -1 at the top
+        chains = None if only_messages else s.get_tree().walk_chains()
+        if chains is not None:
+            self._every_row(chains)
+            return
         shown_at: list[int] = []  # nearest shown ancestor's row per tree depth (-1: none)
         for node, d in s.get_tree().walk():
             del shown_at[d:]
@@ -370,6 +375,25 @@ class _Rows:
         for i, p in enumerate(self.parent):  # a parent's row comes before its children's
             siblings = self.kids[p] if p >= 0 else self.top
             self.level[i] = (self.level[p] if p >= 0 else 0) + (siblings[-1] != i)
+
+    def _every_row(self, chains: Iterable[tuple[Sequence[int], int, int, bool]]) -> None:
+        """The same, every entry shown, built a chain of single children at a time (lists extended
+        by ranges, not a step per row: on a long session most rows are in long chains)."""
+        nodes, depth, parent = self.nodes, self.depth, self.parent
+        top: list[int] = []
+        kids: list[list[int]] = []
+        level: list[int] = []
+        self.top, self.kids, self.level = top, kids, level
+        for chain, d, above, last in chains:
+            row, n = len(nodes), len(chain)
+            nodes.extend(chain)
+            depth.extend(range(d, d + n))
+            parent.append(above)
+            parent.extend(range(row, row + n - 1))
+            level.extend(repeat((level[above] if above >= 0 else 0) + (not last), n))
+            (kids[above] if above >= 0 else top).append(row)
+            kids.extend([r] for r in range(row + 1, row + n))
+            kids.append([])
 
 
 def _row_json(row: dict[str, Any], *values: Any) -> str:
@@ -468,10 +492,13 @@ def tree(s: Session, as_json: bool, *, depth: int | None = None, only_messages: 
     while stack:
         i, level, opens = stack.pop()
         order.append((i, _lead(level, opens)))
-        while len(r.kids[i]) == 1:
-            i = r.kids[i][0]
-            order.append((i, _lead(level, False)))
-        fork(r.kids[i], level)
+        kids = r.kids
+        if len(kids[i]) == 1:
+            lead = _lead(level, False)  # the same for the whole run
+            while len(kids[i]) == 1:
+                i = kids[i][0]
+                order.append((i, lead))
+        fork(kids[i], level)
     pieces = interleaved(pieces_of(len(order), limit=_ROWS),
                          lambda lo, hi: _encoded(harmless("".join(draw(*order[n]) + "\n" for n in range(lo, hi)))),
                          s.journal.size)

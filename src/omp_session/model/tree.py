@@ -11,7 +11,7 @@ import math
 import operator
 import re
 from array import array
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -490,6 +490,53 @@ class Tree:
             path.add(node)
             stack.append((~node, depth))
             stack.extend((c, depth + 1) for c in reversed(kids) if c not in path)
+
+    def walk_chains(self) -> Iterator[tuple[Sequence[int], int, int, bool]] | None:
+        """:meth:`walk` a chain at a time, for a tree without cycles or shared nodes (None
+        otherwise: then only :meth:`walk` is exact). A chain is a node and its descendants while
+        each has exactly one child (its last node has none or several): (the chain's nodes, the
+        first's depth, the walk's position of its parent or -1, whether it is its parent's last
+        child or the last root). Where each node's first child is the next entry (the common
+        case, ``_linear``) a chain is a range found by two bisections, not a step per node."""
+        if self.cycle_nodes or self.shared:
+            return None
+        return self._chains()
+
+    def _chains(self) -> Iterator[tuple[Sequence[int], int, int, bool]]:
+        kids_of = self.child_indices
+        n = len(self.ids)
+        if self._linear is not None:
+            breaks, extra = self._linear
+            stops = sorted(breaks)  # a chain ends before a node that is not its predecessor's child
+            forks = sorted(extra)  # or at a node whose children are listed apart
+        roots = self.roots_idx
+        stack: list[tuple[int, int, int, bool]] = [(r, 0, -1, k == len(roots) - 1) for k, r in
+                                                   reversed(list(enumerate(roots)))]
+        at = 0
+        while stack:
+            node, depth, above, last = stack.pop()
+            if self._linear is not None:
+                end = n - 1
+                i = bisect_right(stops, node)
+                if i < len(stops):
+                    end = stops[i] - 1
+                i = bisect_left(forks, node)
+                if i < len(forks) and forks[i] < end:
+                    end = forks[i]
+                chain: Sequence[int] = range(node, end + 1)
+            else:
+                steps = [node]
+                kids = kids_of(node)
+                while len(kids) == 1:
+                    steps.append(kids[0])
+                    kids = kids_of(kids[0])
+                chain = steps
+            yield chain, depth, above, last
+            at += len(chain)
+            kids = kids_of(chain[-1])
+            tail = at - 1
+            below = depth + len(chain)
+            stack.extend((c, below, tail, k == len(kids) - 1) for k, c in reversed(list(enumerate(kids))))
 
     @property
     def row_budget(self) -> int:
