@@ -68,3 +68,27 @@ def test_not_used_for_small_files_or_when_disabled(tmp_path: Path, monkeypatch: 
     assert scan_split._worth_splitting(j.size, 0)
     monkeypatch.setenv("OMP_SESSION_WORKERS", "1")
     assert not scan_split._worth_splitting(j.size, 0)
+
+
+def test_a_child_sends_through_a_pipe_of_a_megabyte() -> None:
+    # pieces of a megabyte or more cross in one write where the system allows such a pipe
+    import fcntl
+
+    limit = int(Path("/proc/sys/fs/pipe-max-size").read_text())
+    data = bytes(range(256)) * 8192  # 2 MiB
+    got: list[int] = []
+
+    def work(send: Any) -> None:
+        send(data)
+
+    child = scan_split._child(work)
+    assert child is not None
+    pid, read_end = child
+    try:
+        got.append(fcntl.fcntl(read_end, fcntl.F_GETPIPE_SZ))
+        assert scan_split._read_all(read_end) == data
+    finally:
+        os.close(read_end)
+        _, status = os.waitpid(pid, 0)
+    assert status == 0
+    assert got == [min(limit, 1 << 20)] and got[0] > 65536
