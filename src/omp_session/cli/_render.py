@@ -488,11 +488,11 @@ def tree(s: Session, as_json: bool, *, depth: int | None = None, only_messages: 
             stack.append((k, level + 1, True))
 
     order: list[tuple[int, str]] = []  # the rows in the order they are drawn, each with its lead
+    kids = r.kids
     fork(r.top, 0)
     while stack:
         i, level, opens = stack.pop()
         order.append((i, _lead(level, opens)))
-        kids = r.kids
         if len(kids[i]) == 1:
             lead = _lead(level, False)  # the same for the whole run
             while len(kids[i]) == 1:

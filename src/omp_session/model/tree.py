@@ -147,6 +147,12 @@ def nonlinear_entries(parent_index: Sequence[int]) -> tuple[list[int], bool]:
     return out, forward
 
 
+def _run_first(k: int, nonlinear: list[int]) -> int:
+    """The first entry of the run of consecutive entries ending at ``k`` on its path: the last
+    entry at or before ``k`` whose parent is not the entry before it (0 if none)."""
+    return nonlinear[bisect_right(nonlinear, k) - 1] if nonlinear and nonlinear[0] <= k else 0
+
+
 def path_runs(start: int | None, parent_index: Sequence[int], nonlinear: list[int]) -> list[tuple[int, int]]:
     """The path root -> ``start`` as runs of consecutive entries ``(first, last)``, root first.
 
@@ -156,7 +162,7 @@ def path_runs(start: int | None, parent_index: Sequence[int], nonlinear: list[in
     runs: list[tuple[int, int]] = []
     cursor = -1 if start is None else start
     while cursor >= 0:
-        first = nonlinear[bisect_right(nonlinear, cursor) - 1] if nonlinear and nonlinear[0] <= cursor else 0
+        first = _run_first(cursor, nonlinear)
         runs.append((first, cursor))
         cursor = parent_index[first]
     runs.reverse()
@@ -169,7 +175,7 @@ def on_path(target: int, start: int, parent_index: Sequence[int], nonlinear: lis
     path, so the walk stops at the run that reaches ``target`` or passes below it."""
     cursor = start
     while cursor >= target >= 0:
-        first = nonlinear[bisect_right(nonlinear, cursor) - 1] if nonlinear and nonlinear[0] <= cursor else 0
+        first = _run_first(cursor, nonlinear)
         if first <= target:
             return True
         cursor = parent_index[first]

@@ -177,9 +177,9 @@ class _Document:
         yield _fields_json(self.fields) + b'"entries":['
         batch: list[bytes] = []
         size = 0
-        record = self.record
+        entry = self.entry
         for k in range(self.count):
-            piece = _embed_bytes(record(k))
+            piece = entry(k)
             batch.append(piece if k == 0 else b"," + piece)
             size += len(piece)
             if size >= _PIECE:
