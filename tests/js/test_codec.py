@@ -725,3 +725,22 @@ def test_fast_path_numbers_over_every_exponent() -> None:
                 continue
             for value in (f, -f, [f, 0.5], [0.5, f], {"a": -f, "b": 1}, {"b": 1, "a": f}):
                 assert stringify(value) == codec._stringify_pure(value), (exp, mantissa, value)
+
+
+def test_orjson_line_is_dumps_line_or_nothing() -> None:
+    """``orjson_line``: the exact line where orjson can write the value, None where it cannot
+    (deeper than 254 levels, a lone surrogate, an all-digit key), never another text."""
+    deep: Any = "x"
+    for _ in range(300):
+        deep = [deep]
+    shallow: Any = "x"
+    for _ in range(250):
+        shallow = {"a": shallow}
+    cases: list[Any] = [{"a": 1.0, "b": [1e21, 1e-7, -0.0]}, {"x": "\ud800"}, {"b": 1, "2": 3}, deep, shallow,
+                        {"t": "é\u2028\x00"}, [None, True, 5]]
+    got = [codec.orjson_line(v) for v in cases]
+    assert [g is None for g in got] == [False, True, True, True, False, False, False]
+    for value, line in zip(cases, got, strict=True):
+        if line is not None:
+            assert line == codec.dumps_line(value)
+    assert codec.orjson_line(UNDEFINED) is None

@@ -418,6 +418,7 @@ def tree(s: Session, as_json: bool, *, depth: int | None = None, only_messages: 
     keep = [depth is None or level <= depth for level in r.level]
     on_branch = set(s.branch_indices())
     labelled = bool(s.labels())  # (worked out here, not once in each process below)
+    peek = s.peek_in_order()  # rows follow the file but at forks: a window of it read at a time
     # On a big file a forked child makes every other piece of rows while this process makes the
     # others (split.interleaved): every row is its entry decoded and summed up, the bulk of the
     # work. A piece is a few thousand rows, written as it comes: memory stays that of a piece.
@@ -426,7 +427,7 @@ def tree(s: Session, as_json: bool, *, depth: int | None = None, only_messages: 
 
         def row_json(i: int) -> str:
             node = r.nodes[i]
-            entry = s.peek_entry(node)  # decoded, not kept
+            entry = peek(node)  # decoded, not kept
             entry_id = ids[node]
             label = s.get_label(entry_id) if labelled else None
             kind = entry.get("type") if isinstance(entry, dict) else None
@@ -457,7 +458,7 @@ def tree(s: Session, as_json: bool, *, depth: int | None = None, only_messages: 
 
     def draw(i: int, lead: str) -> str:
         node = r.nodes[i]
-        entry = s.peek_entry(node)
+        entry = peek(node)
         here = node in on_branch
         kind = entry.get("type") if isinstance(entry, dict) else None
         label = s.get_label(s.ids[node]) if labelled else None

@@ -285,16 +285,34 @@ class Journal:
     def is_decoded(self, i: int) -> bool:
         return i in self.values
 
-    def peek(self, i: int) -> Any:
+    def peek(self, i: int, raw: bytes | None = None) -> Any:
         """Record ``i`` as :meth:`value` gives it, without keeping it decoded (one pass over a big
-        file in bounded memory); a record decoded before, or changed in memory, is the kept one."""
+        file in bounded memory); a record decoded before, or changed in memory, is the kept one.
+        ``raw``: the record's bytes, when the caller has read them already."""
         value = self.values.get(i, _NOT_DECODED)
         if value is _NOT_DECODED:
-            raw = self.raw(i)
+            if raw is None:
+                raw = self.raw(i)
             value = decode_record(raw)
             if self.decode_hook is not None:
                 value = self.decode_hook(i, raw, value)
         return value
+
+    def peek_in_order(self) -> Callable[[int], Any]:
+        """:meth:`peek` for records asked for mostly in file order, their bytes read a window at a
+        time (see :meth:`raw_in_order`)."""
+        raw_of, values, hook = self.raw_in_order(), self.values, self.decode_hook
+
+        def peek(i: int) -> Any:
+            value = values.get(i, _NOT_DECODED)
+            if value is _NOT_DECODED:
+                raw = raw_of(i)
+                value = decode_record(raw)
+                if hook is not None:
+                    value = hook(i, raw, value)
+            return value
+
+        return peek
 
     def runs(self, first: int, end: int, limit: int = _CHUNK) -> Iterator[tuple[int, int]]:
         """Records ``first``..``end - 1`` in order as runs ``(i, b)``: records ``i``..``b`` each one

@@ -476,6 +476,13 @@ def stringify(value: Any) -> str | None:
     return _stringify_pure(value)
 
 
+def orjson_line(value: Any) -> bytes | None:
+    """:func:`dumps_line` when orjson can write ``value`` (with the fix-ups that make its text
+    JavaScript's), else None: nothing deeper than 254 levels, among others."""
+    out = _orjson_stringify(value) if value is not UNDEFINED else None
+    return None if out is None else out + b"\n"
+
+
 def dumps_line(value: Any) -> bytes:
     """One JSONL record as omp writes it: ``JSON.stringify(value) + "\\n"`` in UTF-8."""
     if value is UNDEFINED:

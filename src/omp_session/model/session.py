@@ -6,7 +6,7 @@ import operator
 import os
 import re
 from array import array
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from itertools import islice, repeat
 from typing import Any, overload
 
@@ -417,6 +417,12 @@ class Session:
         """Entry ``k`` as :meth:`entry_at` gives it, not kept decoded: for one pass over a big session
         (an export, a rewrite) whose memory must not grow with it. Never modify what it returns."""
         return self.journal.peek(k + 1)
+
+    def peek_in_order(self) -> Callable[[int], Any]:
+        """:meth:`peek_entry` for a pass that asks for entries mostly in file order (a tree's rows,
+        an export): their bytes are read a window at a time, not one ``pread`` each."""
+        peek = self.journal.peek_in_order()
+        return lambda k: peek(k + 1)
 
     def __len__(self) -> int:
         return self._count

@@ -153,12 +153,13 @@ def _stored_records(session: Session) -> Callable[[int], Any]:
     j = session.journal
     if session.migrated:
         return session.entry_at  # migration decoded and keeps every entry already
+    raw_of = j.raw_in_order()  # entries are asked for in file order: a window read at a time
 
     def stored(k: int) -> Any:
         if session.header is None:
             return session.peek_entry(k)  # no header: nothing was transformed on load
         try:
-            return codec.loads(j.raw(k + 1))
+            return codec.loads(raw_of(k + 1))
         except ValueError:
             return session.peek_entry(k)  # the reader took it; keep what it took
 

@@ -40,6 +40,7 @@ _BATCH = 64  # entries rendered before their text is handed on
 class _Renderer:
     def __init__(self, session: Session) -> None:
         self.s = session
+        self.peek = session.peek_in_order()  # entries asked for in file order but at forks
         self.out: list[str] = []
         self.last_model: str | None = None
 
@@ -79,7 +80,7 @@ class _Renderer:
         return encoded_lines(out)
 
     def entry(self, k: int, level: int) -> None:
-        entry = self.s.peek_entry(k)
+        entry = self.peek(k)
         h = "#" * level
         if not isinstance(entry, dict):
             self.note(k, "Non-object record", inline_code(compact_json(entry)))

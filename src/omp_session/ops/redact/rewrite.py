@@ -26,7 +26,7 @@ import orjson
 
 from omp_session.errors import PatternError, RedactError, SecretsFileError
 from omp_session.format.blobs import BLOB_PREFIX
-from omp_session.format.split import interleaved
+from omp_session.format.split import forked, interleaved, later_part
 from omp_session.format.title import TitleSlot, build_title_slot
 from omp_session.js import codec
 from omp_session.model.session import Session
@@ -52,7 +52,6 @@ _ENVELOPE = frozenset({"type", "id", "parentId", "timestamp", "targetId", "fromI
                        "providerReplayThroughEntryId", "version"})
 _MESSAGE_FIXED = frozenset({"role", "toolCallId", "timestamp"})
 _MARKER = re.compile(r"\[REDACTED[^\]]*\]")  # already redacted (e.g. a file redacted twice)
-_BLOB_PREFIX = BLOB_PREFIX.encode()
 _GROUP_BYTES = 1 << 20  # records read at once when looking for signed tool calls (or one bigger record)
 # Only a whole blob ref or base64 image data URL is skipped: text that merely starts like one is text.
 _NOT_TEXT = re.compile(r"blob:sha256:[0-9a-f]{64}|data:image/[A-Za-z0-9.+\-]+;base64,[A-Za-z0-9+/=]*")
@@ -487,6 +486,7 @@ class _Job:
             drop_images=rules.drop_images, drop_thinking=rules.drop_thinking,
             drop_tool_output=rules.drop_tool_output, drop_custom=rules.drop_custom)
         j = session.journal
+        self._resolved = j.blob_records() if j.decode_hook is not None else set()
         slot = session.title_slot
         if slot is not None:
             r.line = 1
@@ -515,65 +515,107 @@ class _Job:
                               + (f" entry {r.entry_id}" if r.entry_id else "") + ": nested too deeply to redact"
                               ) from None
 
-    def _plain(self, k: int, raw: bytes) -> bool:
-        """Whether entry ``k`` is what its bytes say (not migrated, sanitized or blob-resolved)."""
+    def _plain(self, k: int) -> bool:
+        """Whether entry ``k`` is what its bytes say (not migrated, sanitized or blob-resolved): a
+        record holding a blob reference is one the scan found it in, or one it decoded."""
         j = self.session.journal
-        return not j.is_decoded(k + 1) and (j.decode_hook is None or _BLOB_PREFIX not in raw)
+        return not j.is_decoded(k + 1) and k + 1 not in self._resolved
 
     def _maybe_signed(self) -> Iterator[int]:
         """The entries that may hold a signed tool call, judged a group of records at a time on
         their bytes (read once, with what lies between them): a group without the key, a \\u
         escape that could spell it or an entry decoded before has none. (Resolving a blob ref
-        replaces an image's string, never makes a key.)"""
-        s, j = self.session, self.session.journal
-        n = len(s)
+        replaces an image's string, never makes a key.) On a big file a forked child judges the
+        later half of the bytes meanwhile (split.forked)."""
+        j = self.session.journal
+        n = len(self.session)
+        mid = n if later_part(n, j.size, 50) == n else min(max(bisect_left(j.starts, j.size // 2) - 1, 0), n)
+        later = forked(lambda: self._signed_groups(mid, n), j.size) if mid < n else None
+        try:
+            groups = self._signed_groups(0, mid)
+        except BaseException:
+            if later is not None:
+                later.cancel()
+            raise
+        for first, last in groups + (later() if later is not None else []):
+            yield from range(first, last)
+
+    def _signed_groups(self, first: int, end: int) -> list[tuple[int, int]]:
+        """Of entries ``first``..``end - 1``, the groups (first, last + 1) that may hold a signed call."""
+        j = self.session.journal
         decoded = sorted(i - 1 for i in j.values if i > 0)  # (the header is record 0)
-        first = 0
-        while first < n:
+        groups: list[tuple[int, int]] = []
+        while first < end:
             start, last = j.start(first + 1), first + 1
-            while last < n and j.end(last + 1) - start <= _GROUP_BYTES:
+            while last < end and j.end(last + 1) - start <= _GROUP_BYTES:
                 last += 1
             group = j.read(start, j.end(last))
             if (b"thoughtSignature" in group or u_escape_of_text(group)
                     or bisect_left(decoded, first) < bisect_left(decoded, last)):
-                yield from range(first, last)
+                groups.append((first, last))
             first = last
+        return groups
 
     def _removed_calls(self) -> set[str]:
         """The ids of the signed tool calls the walk removes, known before the first entry is
         written: a tool result can come before its call in the file, and its content goes too."""
-        s, j = self.session, self.session.journal
+        j = self.session.journal
         probe = _Redactor(self.r.rules, self.matcher, self.r.literals)
         for k in self._maybe_signed():
             raw = j.raw(k + 1)
-            if b"thoughtSignature" not in raw and not u_escape_of_text(raw) and self._plain(k, raw):
+            if b"thoughtSignature" not in raw and not u_escape_of_text(raw) and self._plain(k):
                 continue  # no signed tool call (its key is spelled out unless escaped)
-            value = s.peek_entry(k)
-            if not _has_signed_call(value) or (self._plain(k, raw) and not self.prefilter.may_change(raw, value)):
+            value = j.peek(k + 1, raw)
+            if not _has_signed_call(value) or (self._plain(k) and not self.prefilter.may_change(raw, value)):
                 continue
             with contextlib.suppress(RecursionError):  # the main walk reports it, with its line
                 probe.entry(value)
             probe.findings.clear()
         return probe.removed_calls
 
+    def _read(self, lo: int, hi: int | None) -> Iterator[tuple[int, bytes, Any]]:
+        """Entries ``lo``..``hi - 1``: (k, the record's bytes, what they decode to)."""
+        s, j = self.session, self.session.journal
+        raw_of = j.raw_in_order()  # a window of the file read at a time, each record once
+        for k in range(lo, len(s) if hi is None else hi):
+            raw = raw_of(k + 1)
+            yield k, raw, j.peek(k + 1, raw)
+
+    def _copies(self, k: int, raw: bytes, value: Any) -> bool:
+        """Whether entry ``k`` needs no walk, its depth aside (see _shallow)."""
+        return (self._plain(k) and not any(c in raw for c in self._removed_json)
+                and not self.prefilter.may_change(raw, value))
+
+    def _walked(self, k: int, value: Any) -> Any:
+        r = self.r
+        r.line = self.session.line_of_entry(k)
+        eid = value.get("id") if isinstance(value, dict) else None
+        r.entry_id = eid if isinstance(eid, str) else None
+        out = self._guarded(lambda: r.entry(value))
+        return self._drop_removed_result(out) if r.removed_calls else out
+
     def entries(self, lo: int = 0, hi: int | None = None) -> Iterator[tuple[Any, bool]]:
         """Each redacted entry (of ``lo``..``hi - 1``), and whether it is the entry as read (a copy
         needs no walk)."""
-        s, j, r = self.session, self.session.journal, self.r
-        for k in range(lo, len(s) if hi is None else hi):
-            raw = j.raw(k + 1)
-            value = s.peek_entry(k)
-            if (self._plain(k, raw) and not any(c in raw for c in self._removed_json)
-                    and _shallow(raw, value) and not self.prefilter.may_change(raw, value)):
+        for k, raw, value in self._read(lo, hi):
+            if self._copies(k, raw, value) and _shallow(raw, value):
                 yield value, True
-                continue
-            r.line = s.line_of_entry(k)
-            eid = value.get("id") if isinstance(value, dict) else None
-            r.entry_id = eid if isinstance(eid, str) else None
-            out = self._guarded(lambda v=value: r.entry(v))
-            if r.removed_calls:
-                out = self._drop_removed_result(out)
-            yield out, False
+            else:
+                yield self._walked(k, value), False
+
+    def _lines(self, lo: int, hi: int) -> Iterator[bytes]:
+        """:meth:`entries` as lines: a copy that orjson can write is shallow enough to walk (it
+        refuses more than 254 levels), so only the others are measured (see _shallow)."""
+        for k, raw, value in self._read(lo, hi):
+            if self._copies(k, raw, value):
+                line = codec.orjson_line(value)
+                if line is not None:
+                    yield line
+                    continue
+                if _shallow(raw, value):
+                    yield codec.dumps_line(value)
+                    continue
+            yield codec.dumps_line(self._walked(k, value))
 
     def piece(self, lo: int, hi: int) -> bytes:
         """Entries ``lo``..``hi - 1`` redacted, for :func:`~omp_session.format.split.interleaved`
@@ -581,7 +623,7 @@ class _Job:
         reported (taken out of this job: the caller adds each piece's in order), pickled."""
         r = self.r
         mark, later = len(r.findings), len(self.deferred)
-        data = b"".join(codec.dumps_line(entry) for entry, _ in self.entries(lo, hi))
+        data = b"".join(self._lines(lo, hi))
         found, deferred = r.findings[mark:], self.deferred[later:]
         del r.findings[mark:], self.deferred[later:]
         return pickle.dumps((data, found, deferred), protocol=pickle.HIGHEST_PROTOCOL)
