@@ -192,27 +192,38 @@ def _branched(path: Path, *, bad_usage: str | None = None, side: bool = True, si
     return write_session(path, es)
 
 
+@pytest.mark.parametrize("plain", [True, False])
 @pytest.mark.parametrize(("bad_usage", "side", "side_usage"), [
     (None, True, True), ("main", True, True), ("side", True, True), (None, False, False), ("main", False, False),
     (None, True, False)])
 def test_header_figures_are_those_of_two_passes(tmp_path: Path, bad_usage: str | None, side: bool,
-                                                side_usage: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+                                                side_usage: bool, plain: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same figures with each plain assistant read from its bytes (``plain``: none decoded
+    then) or every one decoded (each once, side branch or not)."""
     from omp_session.js.codec import UNDEFINED as LEAF
     from omp_session.model.session import usage_or_model_candidates
 
     path = _branched(tmp_path / "s.jsonl", bad_usage=bad_usage, side=side, side_usage=side_usage)
+    if not plain:
+        monkeypatch.setattr(markdown_usage, "plain_reader", lambda s: lambda k: None)
     with open_session(path) as s:
         branch, counted = s.branch_indices(LEAF), usage_or_model_candidates(s)
         expected = _figures_two_passes(s, branch, counted)
         decoded: list[int] = []
-        peek = s.peek_entry
+        peek, in_order = s.peek_entry, s.peek_in_order
+
+        def counting_in_order() -> Any:
+            read = in_order()
+            return lambda k: decoded.append(k) or read(k)
+
         monkeypatch.setattr(s, "peek_entry", lambda k: decoded.append(k) or peek(k))
+        monkeypatch.setattr(s, "peek_in_order", counting_in_order)
         assert markdown_usage.all_figures(s, branch, counted) == expected
     assert expected[0] == ["anthropic/m0", "anthropic/m1", "anthropic/m2"]
     assert ("unavailable" in expected[1]) == (bad_usage == "main")
     assert ("unavailable" in expected[2]) == (bad_usage is not None)
-    if bad_usage is None:  # one pass, each counted entry decoded once, side branch or not
-        assert len(decoded) == (150 if not (side and side_usage) else 151)
+    if bad_usage is None:  # one pass, each counted entry decoded once at most, side branch or not
+        assert len(decoded) == (0 if plain else 150 if not (side and side_usage) else 151)
         assert len(set(decoded)) == len(decoded)
 
 

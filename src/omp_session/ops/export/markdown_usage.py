@@ -12,6 +12,7 @@ from omp_session.errors import ContextError
 from omp_session.model.session import Session
 from omp_session.model.text import model_of, nonempty_str, usage_line
 from omp_session.model.usage import UsageSum, usage_statistics
+from omp_session.model.usage_plain import plain_reader
 
 __all__ = ["all_figures", "branch_figures", "note_model", "usage_text"]
 
@@ -44,23 +45,33 @@ def branch_figures(s: Session, branch: Sequence[int], counted: Sequence[int]) ->
 
 def all_figures(s: Session, branch: Sequence[int], counted: Sequence[int]) -> tuple[list[str], str, str]:
     """(the models of ``branch``, its usage line, the usage line of every branch), as
-    :func:`branch_figures` and :func:`usage_text` over every counted entry give them. When no
-    entry off the branch is counted (a session without side branches, or whose side branches
-    hold no usage), both sums are over the same entries in the same order: one pass gives both.
-    Otherwise, when the branch is in file order, one pass over every counted entry adds each to
-    the whole sum and the branch's to the branch sum, in the order the two passes would. Only
-    where omp would throw, or on a branch out of file order, are the entries read twice."""
+    :func:`branch_figures` and :func:`usage_text` over every counted entry give them. When the
+    branch is in file order, one pass over every counted entry adds each to the whole sum and the
+    branch's to the branch sum, in the order the two passes would; a plain assistant's usage and
+    model are read from its bytes without building the entry (model/usage_plain.py). Only where
+    omp would throw, or on a branch out of file order, are the entries read twice."""
     every = [k for k in range(len(s)) if counted[k]]
     mine = [k for k in branch if counted[k]]
-    if mine != every and all(a < b for a, b in pairwise(mine)):
+    if all(a < b for a, b in pairwise(mine)):
         # the branch in file order (each entry after its parent, as omp appends): both sums and
-        # the models in one pass over every counted entry, each decoded once
+        # the models in one pass over every counted entry, each decoded once at most
         models: dict[str, None] = {}
         on_branch = set(mine)
         branch_sum, whole = UsageSum(), UsageSum()
+        # a plain assistant's usage and model read from its bytes, its text skipped (usage_plain.py)
+        plain, peek = plain_reader(s), s.peek_in_order()
         try:
             for k in every:
-                entry = s.peek_entry(k)
+                fast = plain(k)
+                if fast is not None and whole.add_numbers(fast.numbers):
+                    if k in on_branch:
+                        model = model_of({"model": fast.model, "provider": fast.provider})
+                        if model:
+                            models.setdefault(model)
+                        if not branch_sum.add_numbers(fast.numbers):
+                            branch_sum.add(peek(k))
+                    continue
+                entry = peek(k)
                 whole.add(entry)
                 if k in on_branch:
                     note_model(models, entry)
