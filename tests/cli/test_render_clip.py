@@ -5,17 +5,23 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from pytest import MonkeyPatch
 
 from omp_session.cli._render import _clip
 
-pieces = st.sampled_from(["a", "word", " ", "  ", "\n", "\t\t", " " * 300, "x" * 90, "é", "\u3000", "\x1c"])
+pieces = st.sampled_from(["a", "word", " ", "  ", "\n", "\t\t", " " * 300, "x" * 90, "é", "\u3000", "\x1c",
+                          "\xa0", "\x85", "\u2028", "\x00"])
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=1000, deadline=None)
 @given(st.lists(pieces, max_size=60).map("".join), st.integers(1, 100))
+@example("a" * 70 + " ", 70)  # the prefix ends in a space the collapse drops: not cut
+@example(" " + "a" * 70, 70)
+@example("ab  " + "a" * 70, 70)
+@example("a\xa0" + "a" * 70, 70)
+@example("a" * 71, 70)
 def test_clip_is_the_whole_text_collapsed_and_cut(text: str, width: int) -> None:
     whole = " ".join(text.split())
     want = whole if len(whole) <= width else whole[: width - 1] + "…"
