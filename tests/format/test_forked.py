@@ -110,15 +110,20 @@ def test_interleaved_gives_the_pieces_in_order_half_of_them_from_the_child(alway
     assert from_child == {k for k in range(count) if (k // piece) % 2} if count > piece else not from_child
 
 
-def test_interleaved_renders_here_what_a_dying_child_did_not_send(always: None) -> None:
+@pytest.mark.parametrize("how", ["exit", "raise"])
+def test_interleaved_renders_here_what_a_dying_child_did_not_send(always: None, how: str) -> None:
     def render(lo: int, hi: int) -> bytes:
-        if os.getpid() != _PARENT and lo >= 9:
-            os._exit(3)  # the child dies before its third piece
+        if os.getpid() != _PARENT and lo >= 9:  # the child fails before its third piece
+            if how == "exit":
+                os._exit(3)  # at once: what its sending thread held is lost (made here again)
+            raise ValueError("bad record")  # what it made before is sent first
         return _pieces(lo, hi)
 
     out = b"".join(split.interleaved(split.pieces_of(30, lambda k: 1, 3), render, 0))
     assert out.replace(b":1>", b":0>") == b"".join(b"<%d:0>" % k for k in range(30))
-    assert b"<3:1>" in out and b"<15:1>" not in out and b"<15:0>" in out
+    assert b"<15:1>" not in out and b"<15:0>" in out
+    if how == "raise":
+        assert b"<3:1>" in out
 
 
 def _children() -> set[int]:
@@ -303,3 +308,77 @@ def test_no_child_is_left_when_this_process_fails(always: None, tmp_path: Path, 
     with pytest.raises(MemoryError):
         run()
     assert children and _reaped(children)
+
+
+# ----- the child's pieces sent from a thread of their own (split._ahead) -------------------------
+
+
+def test_the_maker_goes_on_while_a_send_waits_and_every_piece_arrives_in_order() -> None:
+    import threading
+
+    count = 6  # the maker may run this far ahead (split._AHEAD is 8)
+    made: list[int] = []
+    sent: list[bytes] = []
+    seen: list[int] = []
+    all_made = threading.Event()
+
+    def maker() -> Any:
+        for n in range(count):
+            made.append(n)
+            if len(made) == count:
+                all_made.set()
+            yield b"%d" % n
+
+    def send(data: bytes) -> None:
+        if not sent:  # the first send waits for the pipe: the maker goes on meanwhile
+            all_made.wait(2)
+            seen.append(len(made))
+        sent.append(data)
+
+    split._ahead(maker(), send)
+    assert seen == [count] and sent == [b"%d" % n for n in range(count)]
+
+
+def test_a_failed_send_stops_the_maker_and_is_raised() -> None:
+    made: list[int] = []
+
+    def maker() -> Any:
+        for n in range(10 * split._AHEAD):
+            made.append(n)
+            yield b"x"
+
+    def send(data: bytes) -> None:
+        raise BrokenPipeError("the reader went away")
+
+    with pytest.raises(BrokenPipeError, match="went away"):
+        split._ahead(maker(), send)
+    assert len(made) <= 2 * split._AHEAD + 2  # it stopped soon after, not at the end
+
+
+def test_what_was_made_before_the_maker_failed_is_sent_then_its_error_raised() -> None:
+    sent: list[bytes] = []
+
+    def maker() -> Any:
+        yield b"a"
+        yield b"b"
+        raise ValueError("bad record")
+
+    with pytest.raises(ValueError, match="bad record"):
+        split._ahead(maker(), sent.append)
+    assert sent == [b"a", b"b"]
+
+
+def test_interleaved_pieces_arrive_whole_when_the_child_runs_ahead(always: None) -> None:
+    # pieces of about the pipe's size, the child's made at once, this process's slowly: the child
+    # holds several while the pipe is full, and each arrives whole and in its place
+    import time
+
+    def render(lo: int, hi: int) -> bytes:
+        if os.getpid() == parent:
+            time.sleep(0.01)
+        return bytes([lo % 251]) * (700_000 + lo)
+
+    parent = os.getpid()
+    pieces = [(k, k + 1) for k in range(24)]
+    got = list(split.interleaved(pieces, render, 0))
+    assert got == [bytes([k % 251]) * (700_000 + k) for k in range(24)]

@@ -236,6 +236,44 @@ def pieces_of(count: int, size_of: Callable[[int], int] | None = None, limit: in
     return out
 
 
+_AHEAD = 8  # pieces a child may make before this process takes them
+
+
+def _ahead(made: Iterator[bytes], send: Callable[[bytes], None]) -> None:
+    """``send`` each of ``made`` in order from a thread of its own, up to ``_AHEAD`` of them held:
+    the maker goes on while a full pipe waits for this process, which is then busy with its own
+    piece (with one piece at a time, each side waited for the other about a seventh of the time
+    when the pieces' costs vary: 2.2 s each of `redact -o`'s 15.8 s at 1 GB). An error of either
+    is raised here, after the maker stops."""
+    import queue
+    import threading
+
+    held: queue.Queue[bytes | None] = queue.Queue(maxsize=_AHEAD)
+    failed: list[BaseException] = []
+
+    def sender() -> None:
+        try:
+            while (data := held.get()) is not None:
+                send(data)
+        except BaseException as e:  # handed to the maker's thread, which raises it
+            failed.append(e)
+            while held.get() is not None:  # let the maker finish putting (nothing more is sent)
+                pass
+
+    thread = threading.Thread(target=sender, name="omp-session-send", daemon=True)
+    thread.start()
+    try:
+        for data in made:
+            if failed:
+                break
+            held.put(data)
+    finally:
+        held.put(None)
+        thread.join()
+    if failed:
+        raise failed[0]
+
+
 def interleaved(pieces: list[tuple[int, int]], render: Callable[[int, int], bytes], size: int) -> Iterator[bytes]:
     """``render(lo, hi)`` of each piece (see :func:`pieces_of`), in order, for work on a file of
     ``size`` bytes: where it is worth it (as for :func:`scan_in_two`) a forked child renders every
@@ -248,9 +286,8 @@ def interleaved(pieces: list[tuple[int, int]], render: Callable[[int, int], byte
             yield render(lo, hi)
         return
     def odd_pieces(send: Callable[[bytes], None]) -> None:  # each sent as its length, then its bytes
-        for lo, hi in pieces[1::2]:
-            data = render(lo, hi)
-            send(len(data).to_bytes(8, "little") + data)
+        _ahead(((len(data).to_bytes(8, "little") + data) for data in (render(lo, hi) for lo, hi in pieces[1::2])),
+               send)
 
     child = _child(odd_pieces)
     if child is None:
