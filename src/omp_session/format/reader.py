@@ -301,16 +301,11 @@ class Journal:
     def peek_in_order(self) -> Callable[[int], Any]:
         """:meth:`peek` for records asked for mostly in file order, their bytes read a window at a
         time (see :meth:`raw_in_order`)."""
-        raw_of, values, hook = self.raw_in_order(), self.values, self.decode_hook
+        raw_of, values = self.raw_in_order(), self.values
 
         def peek(i: int) -> Any:
-            value = values.get(i, _NOT_DECODED)
-            if value is _NOT_DECODED:
-                raw = raw_of(i)
-                value = decode_record(raw)
-                if hook is not None:
-                    value = hook(i, raw, value)
-            return value
+            value = values.get(i, _NOT_DECODED)  # (a kept record's bytes are not read)
+            return self.peek(i, raw_of(i)) if value is _NOT_DECODED else value
 
         return peek
 

@@ -285,9 +285,13 @@ def interleaved(pieces: list[tuple[int, int]], render: Callable[[int, int], byte
         for lo, hi in pieces:
             yield render(lo, hi)
         return
-    def odd_pieces(send: Callable[[bytes], None]) -> None:  # each sent as its length, then its bytes
-        _ahead(((len(data).to_bytes(8, "little") + data) for data in (render(lo, hi) for lo, hi in pieces[1::2])),
-               send)
+    def framed() -> Iterator[bytes]:  # each piece as its length, then its bytes
+        for lo, hi in pieces[1::2]:
+            data = render(lo, hi)
+            yield len(data).to_bytes(8, "little") + data
+
+    def odd_pieces(send: Callable[[bytes], None]) -> None:
+        _ahead(framed(), send)
 
     child = _child(odd_pieces)
     if child is None:

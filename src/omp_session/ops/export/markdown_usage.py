@@ -5,13 +5,12 @@ give the same figures: the branch's models and usage, and the usage of every bra
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
-from itertools import pairwise
 from typing import Any
 
 from omp_session.errors import ContextError
 from omp_session.model.session import Session
 from omp_session.model.text import model_of, nonempty_str, usage_line
-from omp_session.model.usage import UsageSum, usage_statistics
+from omp_session.model.usage import branch_and_all_usage, usage_statistics
 from omp_session.model.usage_plain import plain_reader
 
 __all__ = ["all_figures", "branch_figures", "note_model", "usage_text"]
@@ -45,40 +44,38 @@ def branch_figures(s: Session, branch: Sequence[int], counted: Sequence[int]) ->
 
 def all_figures(s: Session, branch: Sequence[int], counted: Sequence[int]) -> tuple[list[str], str, str]:
     """(the models of ``branch``, its usage line, the usage line of every branch), as
-    :func:`branch_figures` and :func:`usage_text` over every counted entry give them. When the
-    branch is in file order, one pass over every counted entry adds each to the whole sum and the
-    branch's to the branch sum, in the order the two passes would; a plain assistant's usage and
-    model are read from its bytes without building the entry (model/usage_plain.py). Only where
-    omp would throw, or on a branch out of file order, are the entries read twice."""
+    :func:`branch_figures` and :func:`usage_text` over every counted entry give them: both sums
+    as ``branch_and_all_usage`` makes them (one pass when the branch is in file order, a plain
+    assistant's usage read from its bytes: model/usage_plain.py), the branch's models noted as
+    its entries pass. Only where omp would throw are the entries read again, each sum on its own
+    so that each says where omp gives up on it."""
     every = [k for k in range(len(s)) if counted[k]]
     mine = [k for k in branch if counted[k]]
-    if all(a < b for a, b in pairwise(mine)):
-        # the branch in file order (each entry after its parent, as omp appends): both sums and
-        # the models in one pass over every counted entry, each decoded once at most
-        models: dict[str, None] = {}
-        on_branch = set(mine)
-        branch_sum, whole = UsageSum(), UsageSum()
-        # a plain assistant's usage and model read from its bytes, its text skipped (usage_plain.py)
-        plain, peek = plain_reader(s), s.peek_in_order()
-        try:
-            for k in every:
-                fast = plain(k)
-                if fast is not None and whole.add_numbers(fast.numbers):
-                    if k in on_branch:
-                        model = model_of({"model": fast.model, "provider": fast.provider})
-                        if model:
-                            models.setdefault(model)
-                        if not branch_sum.add_numbers(fast.numbers):
-                            branch_sum.add(peek(k))
-                    continue
-                entry = peek(k)
-                whole.add(entry)
-                if k in on_branch:
-                    note_model(models, entry)
-                    branch_sum.add(entry)
-            return list(models), usage_line(branch_sum.result()), usage_line(whole.result())
-        except ContextError:
-            pass  # each sum on its own below, so that each says where omp gives up on it
+    models: dict[str, None] = {}
+    on_branch = set(mine)
+    plain, peek = plain_reader(s), s.peek_in_order()
+
+    def numbers(k: int) -> Sequence[int | float] | None:
+        fast = plain(k)
+        if fast is None:
+            return None
+        if k in on_branch:
+            model = model_of({"model": fast.model, "provider": fast.provider})
+            if model:
+                models.setdefault(model)
+        return fast.numbers
+
+    def entry(k: int) -> Any:
+        value = peek(k)
+        if k in on_branch:
+            note_model(models, value)
+        return value
+
+    try:
+        branch_usage, whole = branch_and_all_usage(entry, mine, every, numbers)
+        return list(models), usage_line(branch_usage), usage_line(whole)
+    except ContextError:
+        pass
     models_seen, usage = branch_figures(s, branch, counted)
     if mine == every:
         return models_seen, usage, usage

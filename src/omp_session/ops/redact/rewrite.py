@@ -526,10 +526,10 @@ class _Job:
         their bytes (read once, with what lies between them): a group without the key, a \\u
         escape that could spell it or an entry decoded before has none. (Resolving a blob ref
         replaces an image's string, never makes a key.) On a big file a forked child judges the
-        later half of the bytes meanwhile (split.forked)."""
+        later entries meanwhile (split.forked)."""
         j = self.session.journal
         n = len(self.session)
-        mid = n if later_part(n, j.size, 50) == n else min(max(bisect_left(j.starts, j.size // 2) - 1, 0), n)
+        mid = later_part(n, j.size, 55)  # (the other commands' split: the child is the slower)
         later = forked(lambda: self._signed_groups(mid, n), j.size) if mid < n else None
         try:
             groups = self._signed_groups(0, mid)
