@@ -382,3 +382,27 @@ def test_interleaved_pieces_arrive_whole_when_the_child_runs_ahead(always: None)
     pieces = [(k, k + 1) for k in range(24)]
     got = list(split.interleaved(pieces, render, 0))
     assert got == [bytes([k % 251]) * (700_000 + k) for k in range(24)]
+
+
+def test_a_child_collects_without_walking_what_it_inherits(always: None) -> None:
+    # a full collection in the child would walk every object this process holds (a session's
+    # columns) and copy the pages they are on; this process goes on collecting them
+    import gc
+
+    held = [[k] for k in range(1000)]  # containers this process holds when it forks
+    in_child = split.forked(lambda: (gc.get_freeze_count(), any(o is held for o in gc.get_objects())), 0)()
+    assert in_child[0] >= len(held) and not in_child[1]
+    assert gc.get_freeze_count() == 0 and any(o is held for o in gc.get_objects())
+
+
+def test_a_childs_child_leaves_what_its_parent_inherited_frozen(always: None) -> None:
+    import gc
+
+    def in_child() -> tuple[int, int]:
+        inherited = gc.get_freeze_count()
+        assert split.forked(lambda: 1, 0)() == 1  # the child forks a child of its own
+        return inherited, gc.get_freeze_count()
+
+    inherited, after = split.forked(in_child, 0)()
+    assert inherited > 0 and after >= inherited
+    assert gc.get_freeze_count() == 0

@@ -134,3 +134,26 @@ def test_reused_call_ids_keep_their_order_across_the_parts(tmp_path: Path, monke
     assert pids and os.getpid() not in pids
     assert two == alone
     assert sum(k[0] == "tool-call-dangling" for k in alone) >= 6
+
+
+def test_the_entry_pass_runs_without_cyclic_collection_and_restores_it(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    # what the pass collects (a list per tool call id) is walked by every full collection: none
+    # runs during the pass, here or in the child; afterwards collection is on again
+    import gc
+
+    path = _session(tmp_path, [_entry(k) for k in range(40)])
+    seen: list[tuple[int, bool]] = []
+    scan = validate_entries._scan_blocks
+
+    def watched(*args: Any) -> None:
+        seen.append((os.getpid(), gc.isenabled()))
+        scan(*args)
+
+    monkeypatch.setattr(validate_entries, "_scan_blocks", watched)
+    monkeypatch.setattr(validate_entries, "_BLOCK", 300)
+    with split_watched(validate_entries) as pids:
+        validate(path, blobs_dir=BLOBS)
+    assert pids and os.getpid() not in pids  # (the child's part: it inherits the pause)
+    assert seen == [(os.getpid(), False)]
+    assert gc.isenabled()

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import math
 import re
+from array import array
 from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
 
 from omp_session.diagnostics import Severity
-from omp_session.format.reader import Journal, decode_record
+from omp_session.format.reader import Journal, decode_record, gc_paused
 from omp_session.format.split import forked, later_part
 from omp_session.format.utf8 import first_invalid_utf8
 from omp_session.js.codec import UNDEFINED
@@ -123,7 +124,16 @@ def scan_entries(j: Journal, report: Report, ids: Any) -> Collected:
 
     On a large file a forked child checks the second part while this process checks the first
     (:func:`~omp_session.format.split.forked`); what it found is taken in after this process's
-    own, in file order, so the report is the one a single pass gives."""
+    own, in file order, so the report is the one a single pass gives.
+
+    No cyclic garbage collection meanwhile (nor in the child, which inherits that): the pass
+    makes no cycles, and what it collects (a list per tool call id, a tuple per result) is walked
+    again by every full collection, a tenth of the pass on a 1 GB session."""
+    with gc_paused():
+        return _scan_entries(j, report, ids)
+
+
+def _scan_entries(j: Journal, report: Report, ids: Any) -> Collected:
     blocks = list(j.runs(1, len(j), _BLOCK))  # each a block of plain JSON lines
     out = Collected()
     mid = later_part(len(blocks), j.size, 55)  # (measured even at about 55 / 45 on the 1 GB session)
@@ -131,12 +141,12 @@ def scan_entries(j: Journal, report: Report, ids: Any) -> Collected:
     if mid < len(blocks):
         rest = blocks[mid:]
 
-        def second_part() -> tuple[Collected, Report]:
+        def second_part() -> tuple[_Flat, Report]:
             part_report = Report(report.path, report.journal)
             part = Collected()
             _scan_blocks(j, _Checker(j, part_report, part, ids), rest)
             part_report.journal = None  # not sent back: this process has it
-            return part, part_report
+            return _flat(part), part_report
 
         later = forked(second_part, j.size)
     try:
@@ -146,16 +156,39 @@ def scan_entries(j: Journal, report: Report, ids: Any) -> Collected:
             later.cancel()
         raise
     if later is not None:
-        part, part_report = later()
-        _take_in(out, part)
+        flat, part_report = later()
+        _take_in(out, _unflat(flat))
         report.take_in(part_report)
     return out
 
 
+# What the child sends of its Collected: each tool call id's entry (a list only where there are
+# several), and the results' entry indices and call ids apart. Taking it in is on the critical
+# path (this process waits for the child first), and these unpickle in a third of the time of a
+# dict of one-entry lists and a list of pairs (0.06 s against 0.21 s for 80,000 calls and results).
+_Flat = tuple[Collected, dict[Any, "int | list[int]"], "array[int]", list[Any]]
+
+
+def _flat(part: Collected) -> _Flat:
+    calls = {key: at[0] if len(at) == 1 else at for key, at in part.calls.items()}
+    at, ids = array("q", [k for k, _ in part.results]), [c for _, c in part.results]
+    part.calls, part.results = {}, []
+    return part, calls, at, ids
+
+
+def _unflat(flat: _Flat) -> Collected:
+    part, calls, at, ids = flat
+    part.calls = {key: [k] if isinstance(k, int) else k for key, k in calls.items()}
+    part.results = list(zip(at, ids, strict=True))
+    return part
+
+
 def _take_in(out: Collected, part: Collected) -> None:
     """``part`` (what the blocks after ``out``'s found) added to ``out`` as one pass finds it."""
-    for call, where in part.calls.items():
-        out.calls.setdefault(call, []).extend(where)
+    calls = part.calls
+    for call in calls.keys() & out.calls.keys():  # an id both parts call (rare): its entries in order
+        calls[call] = out.calls[call] + calls[call]
+    out.calls.update(calls)  # (a key already there keeps its place, as setdefault would)
     out.results += part.results
     out.refs += part.refs
     out.last_is_object = part.last_is_object
