@@ -17,7 +17,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from itertools import repeat
 from json.encoder import encode_basestring_ascii as _encode_str
-from typing import Any
+from typing import Any, cast
 
 import orjson
 
@@ -368,9 +368,9 @@ class _Rows:
             self.parent.append(above)
             self.depth.append(self.depth[above] + 1 if above >= 0 else 0)
         self.top: list[int] = []
-        self.kids: list[list[int]] = [[] for _ in self.nodes]
+        self.kids: list[Sequence[int]] = [[] for _ in self.nodes]
         for i, p in enumerate(self.parent):
-            (self.kids[p] if p >= 0 else self.top).append(i)
+            cast(list[int], self.kids[p] if p >= 0 else self.top).append(i)
         self.level = [0] * len(self.nodes)
         for i, p in enumerate(self.parent):  # a parent's row comes before its children's
             siblings = self.kids[p] if p >= 0 else self.top
@@ -381,9 +381,13 @@ class _Rows:
         by ranges, not a step per row: on a long session most rows are in long chains)."""
         nodes, depth, parent = self.nodes, self.depth, self.parent
         top: list[int] = []
-        kids: list[list[int]] = []
+        kids: list[Sequence[int]] = []
         level: list[int] = []
         self.top, self.kids, self.level = top, kids, level
+        # within a chain a row's one child is the next row: a tuple, which collections stop
+        # walking once they have seen it holds only numbers (a list per row was walked by every
+        # full collection, a tenth of a second each on a 1 GB session); a chain's last row may
+        # become a fork, so it has a list
         for chain, d, above, last in chains:
             row, n = len(nodes), len(chain)
             nodes.extend(chain)
@@ -391,8 +395,8 @@ class _Rows:
             parent.append(above)
             parent.extend(range(row, row + n - 1))
             level.extend(repeat((level[above] if above >= 0 else 0) + (not last), n))
-            (kids[above] if above >= 0 else top).append(row)
-            kids.extend([r] for r in range(row + 1, row + n))
+            cast(list[int], kids[above] if above >= 0 else top).append(row)  # (a chain's last row)
+            kids.extend((r,) for r in range(row + 1, row + n))
             kids.append([])
 
 
@@ -450,7 +454,7 @@ def tree(s: Session, as_json: bool, *, depth: int | None = None, only_messages: 
     cells = terminal_width()
     title = _one_line(_shown(s.get_session_name() or (s.header or {}).get("id", s.path)))
 
-    def fork_note(kids: list[int]) -> str:
+    def fork_note(kids: Sequence[int]) -> str:
         if len(kids) < 2:
             return ""
         hidden = sum(not keep[k] for k in kids)
@@ -481,7 +485,7 @@ def tree(s: Session, as_json: bool, *, depth: int | None = None, only_messages: 
     # the indent grows only with side branches of side branches, never along a long session.
     stack: list[tuple[int, int, bool]] = []
 
-    def fork(kids: list[int], level: int) -> None:
+    def fork(kids: Sequence[int], level: int) -> None:
         shown = [k for k in kids if keep[k]]
         if shown and shown[-1] == kids[-1]:
             stack.append((shown.pop(), level, False))
