@@ -10,13 +10,11 @@ path that reproduces Bun's ``JSONL.parseChunk`` loop as omp drives it.
 
 from __future__ import annotations
 
-import gc
 import operator
 import os
 from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
@@ -27,6 +25,7 @@ from omp_session.errors import JSONSyntaxError
 from omp_session.js import codec
 from omp_session.js.codec import UNDEFINED
 
+from .gc_pause import gc_paused
 from .split import pieces_of, scan_in_two
 from .title import TitleSlot, parse_title_slot
 from .utf8 import is_utf8
@@ -371,23 +370,6 @@ def decode_record(raw: bytes) -> Any:
     except orjson.JSONDecodeError:
         with gc_paused():
             return codec.loads(raw.decode("utf-8", "replace"))
-
-
-@contextmanager
-def gc_paused() -> Iterator[None]:
-    """No cyclic garbage collection while the exact parser builds a value (JSON makes no cycles).
-
-    A record nested 100,000 levels deep is 100,000 live containers; every collection the
-    allocations trigger walks all of them again, which made one such line cost more than linear
-    time (issue 16: a 1.6 M-level line parsed in 7.5 s, 2.8 s without collections)."""
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
 
 
 def _envelope_of(value: Any) -> tuple[Any, Any, Any]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -51,3 +52,23 @@ def test_the_claimed_output_is_the_output(which: int, slot: bool, gaps: list[byt
     assert plan.output == in_memory.output
     if not any(gaps[: len(lines)]) and not indent and not crlf:
         assert plan.output == data  # nothing to move: the file is its own repair
+
+
+def test_records_are_read_and_mended_without_cyclic_collection(tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    # a record each (Rec) for the whole file: every full collection walked them all; none runs
+    # while they are read and mended, and afterwards collection is on again
+    import gc
+
+    seen: list[bool] = []
+    real = plan_module.read_records
+
+    def watched(*args: Any) -> Any:
+        seen.append(gc.isenabled())
+        return real(*args)
+
+    monkeypatch.setattr(plan_module, "read_records", watched)
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(_VALID[0])
+    plan_repair(str(path))
+    assert seen == [False] and gc.isenabled()

@@ -683,3 +683,30 @@ def test_a_symlinked_artifacts_folder_is_not_counted(family: dict[str, Path], tm
     assert report.files == 1
     (row,) = report.groups
     assert row.billed.input == 100 + 200 + 7 + 300 + 1000 + 50  # the task results' own usage
+
+
+def test_records_are_read_and_placed_without_cyclic_collection(tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    # every full collection walked all the records made so far: none runs while a file's records
+    # are read or while they are placed and grouped; afterwards collection is on again
+    import gc
+
+    from omp_session.ops.stats import report as stats_report
+
+    b = Builder("eeee6666", "2026-01-02T00:00:00.000Z")
+    b.user("2026-01-02T00:00:01.000Z")
+    b.assistant("2026-01-02T00:01:00.000Z", usage(10, 3, 0.1))
+    path = b.write(tmp_path / "s.jsonl")
+    seen: dict[str, bool] = {}
+    for name in ("read_file_usage", "_place", "group_items"):
+        real = getattr(stats_report, name)
+
+        def watched(*args: Any, _real: Any = real, _name: str = name, **kwargs: Any) -> Any:
+            seen[_name] = gc.isenabled()
+            return _real(*args, **kwargs)
+
+        monkeypatch.setattr(stats_report, name, watched)
+    (row,) = stats([path], tz="UTC", cache=False).groups
+    assert row.billed.to_dict()["requests"] == 1
+    assert seen == {"read_file_usage": False, "_place": False, "group_items": False}
+    assert gc.isenabled()

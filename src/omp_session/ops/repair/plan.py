@@ -34,6 +34,7 @@ from omp_session.errors import (
     WriteConflictError,
 )
 from omp_session.format.background import Background
+from omp_session.format.gc_pause import gc_paused
 from omp_session.format.migrate import needs_migration
 from omp_session.format.reader import Journal, scan_bytes, scan_file
 from omp_session.format.title import TITLE_SLOT_BYTES, build_title_slot
@@ -163,6 +164,12 @@ def _plan(j: Journal, path: str, size: int, mtime_ns: int, digest: str | Callabl
     repaired bytes are small enough to be kept in memory). ``digest``: the file's SHA-256, or what
     gives it (asked for once the records are read; without ``digest_wanted``, only when telling
     whether the repair changes anything needs it)."""
+    with gc_paused():  # a record each, no cycles: every full collection walked them all (see gc_pause)
+        return _planned(j, path, size, mtime_ns, digest, blob_store, source, later, digest_wanted)
+
+
+def _planned(j: Journal, path: str, size: int, mtime_ns: int, digest: str | Callable[[], str], blob_store: Any,
+             source: str | None, later: Later | None, digest_wanted: bool) -> RepairPlan:
     rs = read_records(j, later)
     if j.bom:
         rs.fixes.insert(0, Fix("bom", "leading UTF-8 BOM removed (omp never writes one, and cannot rewrite a "

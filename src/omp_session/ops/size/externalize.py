@@ -31,7 +31,8 @@ from typing import Any
 
 from omp_session.errors import EditError, FormatError
 from omp_session.format.blobs import BLOB_PREFIX, BlobSink, BlobStore, b64encode, parse_blob_ref
-from omp_session.format.reader import Journal, gc_paused, scan_file
+from omp_session.format.gc_pause import gc_paused
+from omp_session.format.reader import Journal, scan_file
 from omp_session.js import codec
 from omp_session.paths import blobs_dir
 from omp_session.store.atomic import copy_mode, write_new_file

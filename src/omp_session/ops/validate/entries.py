@@ -18,7 +18,8 @@ from typing import Any
 import msgspec
 
 from omp_session.diagnostics import Severity
-from omp_session.format.reader import Journal, decode_record, gc_paused
+from omp_session.format.gc_pause import gc_paused
+from omp_session.format.reader import Journal, decode_record
 from omp_session.format.split import forked, later_part
 from omp_session.format.utf8 import first_invalid_utf8
 from omp_session.js.codec import UNDEFINED
