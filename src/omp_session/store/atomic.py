@@ -176,14 +176,67 @@ def open_output(out: str | os.PathLike[str], *, force: bool, error: Callable[[st
 
 def write_new_file(out: str | os.PathLike[str], pieces: Iterable[bytes], *, force: bool,
                    error: Callable[[str], Exception], source: str | os.PathLike[str] | None = None,
-                   in_place: str = _IN_PLACE, stdout: bool = False, mode: int = SHARED_MODE) -> int:
-    """Write ``pieces`` to ``out`` through :func:`open_output`; returns the bytes written."""
+                   in_place: str = _IN_PLACE, stdout: bool = False, mode: int = SHARED_MODE,
+                   overlap: bool = False) -> int:
+    """Write ``pieces`` to ``out`` through :func:`open_output`; returns the bytes written.
+
+    ``overlap``: the writes go on in a thread of their own while the next pieces are made (see
+    :func:`_overlapped`), for a caller whose pieces fork no child once the first is made (a
+    process with a thread forks none: see format/split.py)."""
     written = 0
     with open_output(out, force=force, error=error, source=source, in_place=in_place, stdout=stdout,
                      mode=mode) as f:
+        if overlap:
+            return _overlapped(f, pieces)
         for piece in pieces:
             f.write(piece)
             written += len(piece)
+    return written
+
+
+_AHEAD: Final = 8  # pieces made and not yet written, at most (a megabyte or so each)
+
+
+def _overlapped(f: IO[bytes], pieces: Iterable[bytes]) -> int:
+    """``pieces`` written to ``f`` by a thread, the writes (the kernel's copy into the page cache,
+    without the interpreter lock) overlapping the making of the next pieces: on a big export a
+    fifth of the time. Every write is done before this returns or raises; a failed write is
+    raised here (no write after it, and the maker stopped at the next piece); an exception
+    making a piece is raised once the pieces before it are written."""
+    import queue
+    import threading
+
+    it = iter(pieces)
+    first = next(it, None)  # (a generator that forks does so on its first step: before the thread)
+    if first is None:
+        return 0
+    ahead: queue.Queue[bytes | None] = queue.Queue(maxsize=_AHEAD)
+    failed: list[BaseException] = []
+
+    def write() -> None:
+        while (piece := ahead.get()) is not None:
+            if not failed:
+                try:
+                    f.write(piece)
+                except BaseException as e:  # (raised by the maker's thread, below)
+                    failed.append(e)
+
+    writer = threading.Thread(target=write, name="omp-session-write", daemon=True)
+    writer.start()
+    written = 0
+    try:
+        ahead.put(first)
+        written += len(first)
+        for piece in it:
+            if failed:
+                break
+            ahead.put(piece)
+            written += len(piece)
+    finally:
+        ahead.put(None)
+        writer.join()
+    if failed:
+        raise failed[0]
     return written
 
 

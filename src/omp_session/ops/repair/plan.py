@@ -451,7 +451,9 @@ def apply_repair(plan: RepairPlan, *, out: str | os.PathLike[str] | None = None,
                           "output; write the repair to a file")
     quarantine = _write_quarantine(plan, target)
     # a copy of a session is never more readable than the session itself
-    write_new_file(target, _as_planned(plan), force=force, error=RepairError, mode=copy_mode(plan.path))
+    # (the pieces are read back and hashed, without forking: their writes overlap that)
+    write_new_file(target, _as_planned(plan), force=force, error=RepairError, mode=copy_mode(plan.path),
+                   overlap=True)
     return RepairResult(target, None, quarantine)
 
 
