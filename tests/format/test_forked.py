@@ -406,3 +406,19 @@ def test_a_childs_child_leaves_what_its_parent_inherited_frozen(always: None) ->
     inherited, after = split.forked(in_child, 0)()
     assert inherited > 0 and after >= inherited
     assert gc.get_freeze_count() == 0
+
+
+def test_a_program_that_froze_objects_itself_is_left_as_it_was(always: None) -> None:
+    import gc
+
+    held = [[k] for k in range(100)]
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        assert split.forked(lambda: 1, 0)() == 1
+        fresh = [[k] for k in range(100)]  # made after: nothing more is frozen by a fork
+        assert split.forked(lambda: 2, 0)() == 2
+        assert gc.get_freeze_count() == frozen and any(o is fresh for o in gc.get_objects())
+    finally:
+        gc.unfreeze()
+    assert held

@@ -93,6 +93,9 @@ def _widen(fd: int) -> None:
         fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, _PIPE_BYTES)
 
 
+_in_child = False  # this process is a child _child made
+
+
 def _child(work: Callable[[Callable[[bytes], None]], None]) -> tuple[int, int] | None:
     """A forked child running ``work(send)``, ``send`` writing bytes down a pipe to this process;
     (its pid, the pipe's reading end), or None when no child could be made. The child leaves
@@ -103,21 +106,25 @@ def _child(work: Callable[[Callable[[bytes], None]], None]) -> tuple[int, int] |
     # The child's collections skip what it inherits: a full one otherwise walks every object of
     # this process, a session's columns each hundreds of thousands of items long (60 ms each on
     # a 1 GB session, half a second per child), and writes into each, which copies the page it
-    # is on. This process collects as before, unless it is itself such a child (a child's own
-    # child: what it inherited stays frozen).
-    thawed = not gc.get_freeze_count()
-    gc.freeze()
+    # is on. This process collects as before: it unfreezes what it froze, unless it is itself
+    # such a child (short-lived: what it inherited stays frozen). A program that froze objects
+    # of its own is left as it was (nothing frozen here, nothing thawed).
+    global _in_child
+    freeze = _in_child or not gc.get_freeze_count()
+    if freeze:
+        gc.freeze()
     try:
         pid = os.fork()
     except OSError:
         pid = None
-    if pid != 0 and thawed:
+    if pid != 0 and freeze and not _in_child:
         gc.unfreeze()
     if pid is None:
         os.close(read_end)
         os.close(write_end)
         return None
     if pid == 0:
+        _in_child = True
         status = 1
         try:
             os.close(read_end)
