@@ -10,6 +10,7 @@ import os
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -22,6 +23,27 @@ from omp_session.store.atomic import write_new_file
 
 def _left(tmp_path: Path) -> list[str]:
     return sorted(p.name for p in tmp_path.iterdir())
+
+
+class _Wrapped:
+    """The temporary file ``write_new_file`` opens, its ``write`` replaced by a subclass."""
+
+    def __init__(self, f: Any) -> None:
+        self.f = f
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.f, name)
+
+    def __enter__(self) -> _Wrapped:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.f.close()
+
+
+def _wrap_files(monkeypatch: pytest.MonkeyPatch, kind: type[_Wrapped]) -> None:
+    real_fdopen = os.fdopen
+    monkeypatch.setattr(atomic.os, "fdopen", lambda fd, mode: kind(real_fdopen(fd, mode)))
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -49,29 +71,17 @@ def test_the_writes_go_on_while_the_next_pieces_are_made(tmp_path: Path, monkeyp
     # the first write waits until the maker has made every piece: without a thread of its own
     # for the writes, the maker would never get there
     made = threading.Event()
-    real_fdopen = os.fdopen
 
-    class Slow:
-        def __init__(self, f: object) -> None:
-            self.f = f
-            self.first = True
+    class Slow(_Wrapped):
+        first = True
 
         def write(self, data: bytes) -> int:
             if self.first:
                 self.first = False
                 assert made.wait(10), "the maker did not go on while a write was waiting"
-            return self.f.write(data)  # type: ignore[attr-defined,no-any-return]
+            return int(self.f.write(data))
 
-        def __getattr__(self, name: str) -> object:
-            return getattr(self.f, name)
-
-        def __enter__(self) -> Slow:
-            return self
-
-        def __exit__(self, *exc: object) -> None:
-            self.f.close()  # type: ignore[attr-defined]
-
-    monkeypatch.setattr(atomic.os, "fdopen", lambda fd, mode: Slow(real_fdopen(fd, mode)))
+    _wrap_files(monkeypatch, Slow)
 
     def pieces() -> Iterator[bytes]:
         for n in range(atomic._AHEAD):
@@ -84,29 +94,16 @@ def test_the_writes_go_on_while_the_next_pieces_are_made(tmp_path: Path, monkeyp
 
 def test_a_failed_write_is_raised_stops_the_maker_and_leaves_nothing(tmp_path: Path,
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
-    real_fdopen = os.fdopen
-
-    class Full:
-        def __init__(self, f: object) -> None:
-            self.f = f
-            self.n = 0
+    class Full(_Wrapped):
+        n = 0
 
         def write(self, data: bytes) -> int:
             self.n += 1
             if self.n == 3:
                 raise OSError(28, "No space left on device")
-            return self.f.write(data)  # type: ignore[attr-defined,no-any-return]
+            return int(self.f.write(data))
 
-        def __getattr__(self, name: str) -> object:
-            return getattr(self.f, name)
-
-        def __enter__(self) -> Full:
-            return self
-
-        def __exit__(self, *exc: object) -> None:
-            self.f.close()  # type: ignore[attr-defined]
-
-    monkeypatch.setattr(atomic.os, "fdopen", lambda fd, mode: Full(real_fdopen(fd, mode)))
+    _wrap_files(monkeypatch, Full)
     made: list[int] = []
 
     def pieces() -> Iterator[bytes]:

@@ -39,7 +39,7 @@ from omp_session.store.derived.tables import DerivedTables
 
 from .blocks import BLOCK_MS
 from .group import GROUPINGS, TIME_GROUPINGS, Group, Totals, order_groups, parse_window, period_key, zone
-from .report import FileUsage, StatsItem, StatsReport, UsageRecord, group_items, session_extra
+from .report import FileUsage, StatsItem, StatsReport, UsageRecord, group_items, session_extra, total_of
 
 __all__ = ["known_zone", "stats_in_tables", "zone_sql_name"]
 
@@ -186,12 +186,7 @@ def _placed(tables: DerivedTables, sel: Selection, by: str, tz: tzinfo, window: 
         items.append(StatsItem(record, top, json.loads(project), key, bool(billed), bool(current)))
     report_sessions = [_head(t) for t in tops(tables, sel)]
     _n, files = counts(tables, sel)
-    total = Group("total")
-    for item in items:
-        if item.billed:
-            total.billed.add(item.record)
-        if item.current:
-            total.current.add(item.record)
+    total = total_of(items)
     groups = group_items(items, report_sessions, by, tz, window)
     return StatsReport(by, tz, window, groups, total, items, report_sessions, files, [],
                        _outside(tables, sel, window.since))

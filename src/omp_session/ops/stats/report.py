@@ -76,7 +76,7 @@ from .group import (
 )
 
 __all__ = ["CACHE_NAME", "FileUsage", "StatsCache", "StatsItem", "StatsOptionError", "StatsReport", "UsageRecord",
-           "group_items", "read_file_usage", "session_extra", "stats"]
+           "group_items", "read_file_usage", "session_extra", "stats", "total_of"]
 
 CACHE_NAME: Final = "stats-usage.json"
 _VERSION: Final = 3  # 2: task results without usage, model ids with a colon, omp NaN as null; 3: task models
@@ -631,14 +631,20 @@ def stats(sessions: Iterable[str | os.PathLike[str]] | None = None, *, all_sessi
         items, outside = _place(read, window)
         report_sessions = [u[t.path] for t, u in read]
         groups = group_items(items, report_sessions, by, zone_, window)
-        total = Group("total")
-        for item in items:
-            if item.billed:
-                total.billed.add(item.record)
-            if item.current:
-                total.current.add(item.record)
+        total = total_of(items)
     return StatsReport(by, zone_, window, groups, total, items, report_sessions, done - len(problems), problems,
                        outside)
+
+
+def total_of(items: Iterable[StatsItem]) -> Group:
+    """The ``total`` row: every billed record, every record on a current branch."""
+    total = Group("total")
+    for item in items:
+        if item.billed:
+            total.billed.add(item.record)
+        if item.current:
+            total.current.add(item.record)
+    return total
 
 
 def _place(read: list[tuple[_Node, dict[str, FileUsage]]],
