@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -84,12 +85,42 @@ def test_the_writes_go_on_while_the_next_pieces_are_made(tmp_path: Path, monkeyp
     _wrap_files(monkeypatch, Slow)
 
     def pieces() -> Iterator[bytes]:
-        for n in range(atomic._AHEAD):
+        for n in range(8):
             yield b"x%d" % n
         made.set()
 
     write_new_file(tmp_path / "out", pieces(), force=False, error=SessionError, overlap=True)
-    assert (tmp_path / "out").read_bytes() == b"".join(b"x%d" % n for n in range(atomic._AHEAD))
+    assert (tmp_path / "out").read_bytes() == b"".join(b"x%d" % n for n in range(8))
+
+
+@pytest.mark.parametrize("size", [atomic._AHEAD // 2, 1, 3 * atomic._AHEAD])
+def test_what_waits_is_bounded_in_bytes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, size: int) -> None:
+    # the first write waits while the maker makes what it may: a piece being written, what waits
+    # (``_AHEAD`` bytes with each piece's overhead, or one piece bigger than that), one being made
+    made: list[int] = []
+    seen: list[int] = []
+
+    class Slow(_Wrapped):
+        first = True
+
+        def write(self, data: bytes) -> int:
+            if self.first:
+                self.first = False
+                time.sleep(0.3)
+                seen.append(len(made))
+            return int(self.f.write(data))
+
+    _wrap_files(monkeypatch, Slow)
+    count = 3 * atomic._AHEAD // (size + atomic._OVERHEAD) + 8
+
+    def pieces() -> Iterator[bytes]:
+        for n in range(count):
+            made.append(n)
+            yield b"%d" % (n % 10) * size
+
+    write_new_file(tmp_path / "out", pieces(), force=False, error=SessionError, overlap=True)
+    assert seen[0] <= 1 + max(1, atomic._AHEAD // (size + atomic._OVERHEAD)) + 1 < count
+    assert (tmp_path / "out").stat().st_size == count * size
 
 
 def test_a_failed_write_is_raised_stops_the_maker_and_leaves_nothing(tmp_path: Path,
@@ -107,14 +138,14 @@ def test_a_failed_write_is_raised_stops_the_maker_and_leaves_nothing(tmp_path: P
     made: list[int] = []
 
     def pieces() -> Iterator[bytes]:
-        for n in range(10_000):
+        for n in range(100):
             made.append(n)
-            yield b"piece"
+            yield b"p" * (atomic._AHEAD // 4)
 
     with pytest.raises(SessionError, match="No space left on device"):
         write_new_file(tmp_path / "out", pieces(), force=False, error=SessionError, overlap=True)
     assert _left(tmp_path) == [] and threading.active_count() == 1
-    assert len(made) < 3 + atomic._AHEAD + 3  # it stopped soon after the failure
+    assert len(made) < 3 + 4 + 3  # it stopped soon after the failure
 
 
 def test_a_failing_maker_is_raised_after_the_writes_and_leaves_nothing(tmp_path: Path) -> None:

@@ -194,7 +194,8 @@ def write_new_file(out: str | os.PathLike[str], pieces: Iterable[bytes], *, forc
     return written
 
 
-_AHEAD: Final = 8  # pieces made and not yet written, at most (a megabyte or so each)
+_AHEAD: Final = 2 << 20  # bytes made and not yet handed to the writer, at most (see below)
+_OVERHEAD: Final = 64  # counted for each waiting piece besides its bytes: many tiny ones cost too
 
 
 def _overlapped(f: IO[bytes], pieces: Iterable[bytes]) -> int:
@@ -202,38 +203,64 @@ def _overlapped(f: IO[bytes], pieces: Iterable[bytes]) -> int:
     without the interpreter lock) overlapping the making of the next pieces: on a big export a
     fifth of the time. Every write is done before this returns or raises; a failed write is
     raised here (no write after it, and the maker stopped at the next piece); an exception
-    making a piece is raised once the pieces before it are written."""
-    import queue
+    making a piece is raised once the pieces before it are written.
+
+    What waits is bounded in bytes, not pieces: a maker faster than the disk (repair -o copying
+    megabyte blocks of the file) would otherwise hold as many pieces as a count allows, whatever
+    their size. At most ``_AHEAD`` bytes wait, plus the piece being written and the one being
+    made (a piece bigger than ``_AHEAD`` waits alone); each waiting piece counts ``_OVERHEAD``
+    bytes more, for its object."""
     import threading
+    from collections import deque
 
     it = iter(pieces)
     first = next(it, None)  # (a generator that forks does so on its first step: before the thread)
     if first is None:
         return 0
-    ahead: queue.Queue[bytes | None] = queue.Queue(maxsize=_AHEAD)
+    waiting: deque[bytes | None] = deque()
+    state = {"bytes": 0}
+    turn = threading.Condition()
     failed: list[BaseException] = []
 
     def write() -> None:
-        while (piece := ahead.get()) is not None:
+        while True:
+            with turn:
+                while not waiting:
+                    turn.wait()
+                piece = waiting.popleft()
+                if piece is not None:
+                    state["bytes"] -= len(piece) + _OVERHEAD
+                turn.notify()
+            if piece is None:
+                return
             if not failed:
                 try:
                     f.write(piece)
                 except BaseException as e:  # (raised by the maker's thread, below)
                     failed.append(e)
 
+    def hand(piece: bytes | None) -> None:
+        with turn:
+            cost = 0 if piece is None else len(piece) + _OVERHEAD
+            while cost and waiting and state["bytes"] + cost > _AHEAD:
+                turn.wait()
+            waiting.append(piece)
+            state["bytes"] += cost
+            turn.notify()
+
     writer = threading.Thread(target=write, name="omp-session-write", daemon=True)
     writer.start()
     written = 0
     try:
-        ahead.put(first)
+        hand(first)
         written += len(first)
         for piece in it:
             if failed:
                 break
-            ahead.put(piece)
+            hand(piece)
             written += len(piece)
     finally:
-        ahead.put(None)
+        hand(None)
         writer.join()
     if failed:
         raise failed[0]
