@@ -15,9 +15,11 @@ and imports, for the commands and for the baseline alike.
   issue 15's memory target (peak RSS <= 0.2x omp's).
 * floors (unless ``--no-floors``): ``read`` (the file read in 1 MiB pieces), ``orjson`` (every
   line parsed by ``orjson.loads``), the fair yardstick of a command that must read every record,
-  and ``roundtrip`` (every line parsed and written back with ``orjson.dumps``), the least a command
-  that rewrites every record does; each command's time is also printed as a ratio to them, and each
-  floor's as a ratio to the baseline (a floor above a target's ratio: no command can meet it).
+  ``roundtrip`` (every line parsed and written back with ``orjson.dumps``), the least a command
+  that rewrites every record does, and ``copy`` (the bytes read and written back as they are), what
+  writing a file of the session's size costs on this machine; each command's time is also printed
+  as a ratio to them, and each floor's as a ratio to the baseline (a floor above a target's ratio:
+  no command can meet it).
 
 Peak RSS is the child's own ``ru_maxrss`` (``os.wait4``). A child that exceeds ``--mem-limit``
 (address space, default 6G) fails instead of pushing a shared machine into the OOM killer; it is
@@ -65,6 +67,10 @@ FLOOR_CODE = {
     "roundtrip": ("import sys, orjson\nout = sys.stdout.buffer\nwith open(sys.argv[1], 'rb') as f:\n"
                   "    for line in f:\n        try:\n            out.write(orjson.dumps(orjson.loads(line)) + b'\\n')\n"
                   "        except orjson.JSONDecodeError:\n            pass\n"),
+    # the bytes read and written (to stdout, a file) as they are: what the machine charges for
+    # writing a file of the session's size, the least `cat --whole-file` and `repair -o` do (on
+    # some machines here a new gigabyte of page cache costs seconds, on others a fraction of one)
+    "copy": "import sys\nout = sys.stdout.buffer\nwith open(sys.argv[1], 'rb') as f:\n    while b := f.read(1 << 20):\n        out.write(b)\n",
 }
 # name -> (arguments after the program, output file name or None, stdout captured into a file)
 # {s} is the session, {o} the output path inside the run's temporary directory
@@ -206,7 +212,7 @@ def summarize(label: str, size: int, runs: dict[str, list[dict]]) -> dict:
 
 def print_table(report: dict) -> None:
     print("whole processes, medians, contenders interleaved; ratio = time / baseline (open + context + tree); "
-          "/orjson, /read = time / floor")
+          "/orjson, /read, /roundtrip, /copy = time / floor")
     print(f"targets: peak RSS <= {RSS_LIMIT / MB:.0f} MB and time <= {TIME_ALL:g}x for every command; "
           f"<= {TIME_TIGHT:g}x and RSS <= {OMP_RSS_SHARE:g}x omp's open for {', '.join(sorted(TIGHT))}")
     for s in report["sizes"]:
@@ -224,12 +230,12 @@ def print_table(report: dict) -> None:
                     line += f" ({seconds / base['seconds']:.2f}x baseline)"
         print(line)
         print(f"  {'command':<12} {'time s':>8} {'ratio':>7} {'limit':>6} {'/orjson':>8} {'/read':>7} "
-              f"{'/roundtrip':>10} {'peak RSS':>10}  result")
+              f"{'/roundtrip':>10} {'/copy':>6} {'peak RSS':>10}  result")
         for r in s["rows"]:
             t = "-" if r["seconds"] is None else f"{r['seconds']:.2f}"
             ratio = "-" if r["ratio"] is None else f"{r['ratio']:.2f}x"
             floor = " ".join("-".rjust(w) if r.get(f"ratio_{f}") is None else f"{r[f'ratio_{f}']:.2f}x".rjust(w)
-                             for f, w in (("orjson", 8), ("read", 7), ("roundtrip", 10)))
+                             for f, w in (("orjson", 8), ("read", 7), ("roundtrip", 10), ("copy", 6)))
             rss = f"{r['peak_rss'] / MB:.0f} MB"
             verdict = "PASS" if r["pass"] else "MISS " + ",".join(k for k, v in r["checks"].items() if v is not True)
             if r["failed"]:
@@ -244,7 +250,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--commands", default=",".join(COMMANDS), help="subset of " + ",".join(COMMANDS))
     ap.add_argument("--no-omp", action="store_true", help="leave omp's open out (no Bun needed)")
-    ap.add_argument("--no-floors", action="store_true", help="leave the read and orjson floors out")
+    ap.add_argument("--no-floors", action="store_true", help="leave the floors out (read, orjson, roundtrip, copy)")
     ap.add_argument("--mem-limit", default="6G", help="address-space limit per child (default 6G)")
     ap.add_argument("--data-dir", type=Path, default=DATA_DIR, help=f"data cache (default {DATA_DIR})")
     ap.add_argument("--keep-data", action="store_true", help="keep data this run generates, for later runs")
