@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import io
 import json
 from pathlib import Path
 
@@ -121,3 +122,73 @@ def test_cat_type_keeps_only_those_entries_even_with_all(tmp_path: Path) -> None
     code, out, err = _cat(str(path), "--whole-file", "--type", "message")
     assert code == 0, err
     assert [json.loads(x)["id"] for x in out.decode().splitlines()] == ["u1", "a1", "u2"]
+
+
+# --whole-file of a plain file whose first megabyte shows it a session copies it without reading
+# it as a session first (a 1 GB copy took the open's scan and then the copy: 3.8x our open)
+
+
+def _no_reading(monkeypatch: pytest.MonkeyPatch) -> None:
+    from omp_session.cli import cat as cat_module
+
+    def refuse(path: object) -> object:
+        raise AssertionError(f"{path} was read as a session")
+
+    monkeypatch.setattr(cat_module, "open_one", refuse)
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_a_whole_file_copy_is_not_read_as_a_session_first(tmp_path: Path, name: str,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "2026-01-01T00-00-00-000Z_s.jsonl"
+    path.write_bytes(CASES[name])
+    _no_reading(monkeypatch)
+    code, out, err = _cat(str(path), "--whole-file")
+    assert code == 0, err
+    assert out == CASES[name]
+
+
+NOT_SESSIONS = {
+    "empty": b"",
+    "blank": b"\n  \n\x00\x00",
+    "binary": bytes(range(256)) * 64,
+    "quarantine": b'{"line":3,"offset":120,"reason":"malformed","text":"{\\"type\\":"}\n',
+    "no object": b"just some text\n" * 10,
+}
+
+
+@pytest.mark.parametrize("name", list(NOT_SESSIONS))
+def test_what_is_no_session_is_refused_as_reading_it_would(tmp_path: Path, name: str,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    from omp_session.cli import cat as cat_module
+
+    path = tmp_path / "2026-01-01T00-00-00-000Z_s.jsonl"
+    path.write_bytes(NOT_SESSIONS[name])
+    read = _cat(str(path), "--whole-file", "--type", "message")  # (--type: always read as a session)
+    monkeypatch.setattr(cat_module, "_copied", lambda path, out: False)
+    assert _cat(str(path), "--whole-file") == read
+    monkeypatch.undo()
+    _no_reading(monkeypatch)
+    code, out, err = _cat(str(path), "--whole-file")
+    assert (code, out, err) == read and code == 1 and out == b""
+    assert err.count("\n") == 1 and "not an omp session file" in err
+
+
+def test_a_start_that_does_not_tell_is_read_as_a_session(tmp_path: Path) -> None:
+    # objects without a "type" in the first megabyte: only the records tell (here: a session whose
+    # header comes after a megabyte of other objects is none, as omp reads the first record)
+    path = tmp_path / "2026-01-01T00-00-00-000Z_s.jsonl"
+    data = b'{"a":1}\n' * 140_000 + CASES["plain"]
+    path.write_bytes(data)
+    from omp_session.cli import cat as cat_module
+
+    assert not cat_module._copied(path, io.BytesIO())  # (the decision, without the command)
+    code, out, err = _cat(str(path), "--whole-file")
+    read = _cat(str(path), "--whole-file", "--type", "message")
+    assert code == read[0] and (code != 0 or out == data), err
+
+
+def test_a_missing_file_and_a_folder_say_so_as_before(tmp_path: Path) -> None:
+    for target in (tmp_path / "2026-01-01T00-00-00-000Z_none.jsonl", tmp_path):
+        code, out, err = _cat(str(target), "--whole-file")
+        assert code != 0 and out == b"" and err.count("\n") == 1 and "Traceback" not in err

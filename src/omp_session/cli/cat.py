@@ -7,13 +7,18 @@ malformed and blank lines, a missing final newline), not the records joined agai
 
 from __future__ import annotations
 
+import os
+import stat
 import sys
+from typing import BinaryIO
 
 import click
 
+from omp_session.errors import FormatError
+
 from ._errors import command
 from ._options import session_argument
-from ._store import open_one, resolve_any, store_option
+from ._store import active_store, open_one, resolve_any, store_option
 
 __all__ = ["cat"]
 
@@ -47,8 +52,11 @@ def cat(session: str, scope: str, old_all: bool, types: tuple[str, ...]) -> None
     """
     if old_all:
         raise click.UsageError("cat's --all is now --whole-file (--all means every project in every command)")
-    s = open_one(resolve_any(session))  # a file that is not a session is one line, exit 1
+    path = resolve_any(session)
     out = sys.stdout.buffer
+    if scope == "all" and not types and _copied(path, out):
+        return
+    s = open_one(path)  # a file that is not a session is one line, exit 1
     with s:
         j = s.journal
         if scope == "all" and not types:
@@ -65,3 +73,41 @@ def cat(session: str, scope: str, old_all: bool, types: tuple[str, ...]) -> None
             out.write(j.raw(i))
             out.write(b"\n")
     out.flush()
+
+
+def _copied(path: str | os.PathLike[str], out: BinaryIO) -> bool:
+    """Whether the plain file at ``path`` was copied to ``out`` as its first megabyte showed it a
+    session (omp's, damaged or not), without reading it as one first: the copy is the file's bytes
+    up to its size when opened, the snapshot a scan would have seen (even if omp appends
+    meanwhile). A file the start shows is no session is refused here in the words the reading
+    would use; False when the start does not tell (or for an archive, a store's key, a file that
+    cannot be opened): the caller reads it as a session, which says why."""
+    from omp_session.catalog.not_a_session import not_a_session_message, why_not_by_start
+
+    name = os.path.expanduser(os.fspath(path))
+    if active_store() is not None or name.endswith(".jsonl.gz"):
+        return False
+    try:
+        f = open(name, "rb")  # noqa: SIM115 - closed below, on every path
+    except OSError:
+        return False
+    with f:
+        fd = f.fileno()
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return False
+        size = st.st_size
+        decided, reason = why_not_by_start(lambda start, end: os.pread(fd, end - start, start), size)
+        if not decided:
+            return False
+        if reason is not None:
+            raise FormatError(not_a_session_message(reason), path=name)
+        pos = 0
+        while pos < size:
+            block = os.pread(fd, min(_CHUNK, size - pos), pos)
+            if not block:  # cut shorter meanwhile: what there was
+                break
+            out.write(block)
+            pos += len(block)
+    out.flush()
+    return True
