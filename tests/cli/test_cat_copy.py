@@ -3,10 +3,14 @@
 
 from __future__ import annotations
 
+import errno
 import gzip
 import hashlib
 import io
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -192,3 +196,71 @@ def test_a_missing_file_and_a_folder_say_so_as_before(tmp_path: Path) -> None:
     for target in (tmp_path / "2026-01-01T00-00-00-000Z_none.jsonl", tmp_path):
         code, out, err = _cat(str(target), "--whole-file")
         assert code != 0 and out == b"" and err.count("\n") == 1 and "Traceback" not in err
+
+
+# the copy of a plain file goes by sendfile where the output has a descriptor that takes it, and by
+# reading and writing where it does not (a stream without one, a file opened to append, a
+# terminal): the bytes are the same
+
+
+def _subprocess_cat(path: Path, stdout: int, env_dir: Path) -> subprocess.CompletedProcess[bytes]:
+    env = {**os.environ, "PI_CODING_AGENT_DIR": str(env_dir), "XDG_CACHE_HOME": str(env_dir / "cache")}
+    return subprocess.run([sys.executable, "-m", "omp_session", "cat", str(path), "--whole-file"], stdout=stdout,
+                          stderr=subprocess.PIPE, env=env, timeout=120)
+
+
+@pytest.mark.parametrize("mode", ["file", "append", "pipe"])
+def test_a_copy_into_a_file_or_a_pipe_is_the_file(tmp_path: Path, mode: str) -> None:
+    big = [entry(f"e{n}", f"e{n - 1}" if n else None, timestamp=stamp(n % 60), message=user("é" * 3000))
+           for n in range(1500)]
+    data = SLOT + b"\n".join(_lines([header(), *big])) + b"\n"
+    path = tmp_path / "2026-01-01T00-00-00-000Z_big.jsonl"
+    path.write_bytes(data)
+    copy = tmp_path / "copy.jsonl"
+    if mode == "pipe":
+        done = subprocess.run(f'"{sys.executable}" -m omp_session cat "{path}" --whole-file | cat > "{copy}"',
+                              shell=True, stderr=subprocess.PIPE, timeout=120,
+                              env={**os.environ, "PI_CODING_AGENT_DIR": str(tmp_path / "agent")})
+    else:
+        if mode == "append":
+            copy.write_bytes(b"before\n")
+        with open(copy, "ab" if mode == "append" else "wb") as f:
+            done = _subprocess_cat(path, f.fileno(), tmp_path / "agent")
+    assert done.returncode == 0 and done.stderr == b"", done.stderr
+    assert copy.read_bytes() == (b"before\n" if mode == "append" else b"") + data
+
+
+def test_a_copy_the_kernel_cannot_finish_is_finished_by_writes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from omp_session.cli import cat as cat_module
+
+    data = CASES["everything"] * 50
+    calls: list[int] = []
+    real = os.sendfile
+
+    def sendfile(out: int, fd: int, offset: int, count: int) -> int:
+        calls.append(offset)
+        if len(calls) > 1:
+            raise OSError(errno.EINVAL, "Invalid argument")
+        return real(out, fd, offset, min(count, 1000))  # a first part, then it cannot
+
+    monkeypatch.setattr(cat_module.os, "sendfile", sendfile)
+    path = tmp_path / "2026-01-01T00-00-00-000Z_s.jsonl"
+    path.write_bytes(data)
+    copy = tmp_path / "copy.jsonl"
+    with open(path, "rb") as src, open(copy, "wb") as out:
+        pos = cat_module._sent(src.fileno(), out, len(data))
+        assert pos == 1000 and calls == [0, 1000]
+        out.write(data[pos:])
+    assert copy.read_bytes() == data
+
+
+def test_a_closed_pipe_ends_a_whole_file_copy_quietly(tmp_path: Path) -> None:
+    path = tmp_path / "2026-01-01T00-00-00-000Z_s.jsonl"
+    path.write_bytes(CASES["everything"] * 2000)
+    reader, writer = os.pipe()
+    os.close(reader)  # nobody reads: the first write fails with EPIPE
+    try:
+        done = _subprocess_cat(path, writer, tmp_path / "agent")
+    finally:
+        os.close(writer)
+    assert (done.returncode, done.stderr) == (0, b"")
