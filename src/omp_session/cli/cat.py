@@ -116,7 +116,7 @@ def _copied(path: str | os.PathLike[str], out: BinaryIO) -> bool:
     return True
 
 
-# sendfile cannot write to this output (a terminal, an old kernel, a file system without it)
+# sendfile cannot write to this output (a file opened to append, an old kernel, a file system without it)
 _CANNOT_SEND: Final = frozenset({errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.EXDEV, errno.ESPIPE})
 
 
