@@ -264,33 +264,9 @@ def _ahead(made: Iterator[bytes], send: Callable[[bytes], None]) -> None:
     piece (with one piece at a time, each side waited for the other about a seventh of the time
     when the pieces' costs vary: 2.2 s each of `redact -o`'s 15.8 s at 1 GB). An error of either
     is raised here, after the maker stops."""
-    import queue
-    import threading
+    from .handoff import handed_on
 
-    held: queue.Queue[bytes | None] = queue.Queue(maxsize=_AHEAD)
-    failed: list[BaseException] = []
-
-    def sender() -> None:
-        try:
-            while (data := held.get()) is not None:
-                send(data)
-        except BaseException as e:  # handed to the maker's thread, which raises it
-            failed.append(e)
-            while held.get() is not None:  # let the maker finish putting (nothing more is sent)
-                pass
-
-    thread = threading.Thread(target=sender, name="omp-session-send", daemon=True)
-    thread.start()
-    try:
-        for data in made:
-            if failed:
-                break
-            held.put(data)
-    finally:
-        held.put(None)
-        thread.join()
-    if failed:
-        raise failed[0]
+    handed_on(made, send, limit=_AHEAD, cost=lambda _piece: 1, name="omp-session-send")
 
 
 def interleaved(pieces: list[tuple[int, int]], render: Callable[[int, int], bytes], size: int) -> Iterator[bytes]:

@@ -210,61 +210,10 @@ def _overlapped(f: IO[bytes], pieces: Iterable[bytes]) -> int:
     their size. At most ``_AHEAD`` bytes wait, plus the piece being written and the one being
     made (a piece bigger than ``_AHEAD`` waits alone); each waiting piece counts ``_OVERHEAD``
     bytes more, for its object."""
-    import threading
-    from collections import deque
+    from omp_session.format.handoff import handed_on
 
-    it = iter(pieces)
-    first = next(it, None)  # (a generator that forks does so on its first step: before the thread)
-    if first is None:
-        return 0
-    waiting: deque[bytes | None] = deque()
-    state = {"bytes": 0}
-    turn = threading.Condition()
-    failed: list[BaseException] = []
-
-    def write() -> None:
-        while True:
-            with turn:
-                while not waiting:
-                    turn.wait()
-                piece = waiting.popleft()
-                if piece is not None:
-                    state["bytes"] -= len(piece) + _OVERHEAD
-                turn.notify()
-            if piece is None:
-                return
-            if not failed:
-                try:
-                    f.write(piece)
-                except BaseException as e:  # (raised by the maker's thread, below)
-                    failed.append(e)
-
-    def hand(piece: bytes | None) -> None:
-        with turn:
-            cost = 0 if piece is None else len(piece) + _OVERHEAD
-            while cost and waiting and state["bytes"] + cost > _AHEAD:
-                turn.wait()
-            waiting.append(piece)
-            state["bytes"] += cost
-            turn.notify()
-
-    writer = threading.Thread(target=write, name="omp-session-write", daemon=True)
-    writer.start()
-    written = 0
-    try:
-        hand(first)
-        written += len(first)
-        for piece in it:
-            if failed:
-                break
-            hand(piece)
-            written += len(piece)
-    finally:
-        hand(None)
-        writer.join()
-    if failed:
-        raise failed[0]
-    return written
+    return handed_on(pieces, f.write, limit=_AHEAD, cost=lambda piece: len(piece) + _OVERHEAD,
+                     name="omp-session-write")
 
 
 def _open_stream(path: str, error: Callable[[str], Exception]) -> IO[bytes]:
