@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from omp_session.model.session import Session
 
 __all__ = ["NOT_A_SESSION", "SNIFF", "is_quarantine", "not_a_session_message", "why_not_a_session",
-           "why_not_a_session_file", "why_not_by_head", "why_not_by_start"]
+           "why_not_a_session_file", "why_not_by_fd", "why_not_by_head", "why_not_by_start"]
 
 NOT_A_SESSION = "not an omp session file"
 SNIFF = 1024 * 1024  # how much of the file the rule looks at first
@@ -92,6 +92,11 @@ def why_not_by_start(read: Callable[[int, int], bytes], size: int) -> tuple[bool
     return decided, reason
 
 
+def why_not_by_fd(fd: int, size: int) -> tuple[bool, str | None]:
+    """:func:`why_not_by_start` of the open file ``fd`` of ``size`` bytes, read with ``pread``."""
+    return why_not_by_start(lambda start, end: os.pread(fd, end - start, start), size)
+
+
 def _why_not_by_records(session: Session) -> str | None:
     if session.header is not None or session.title_slot is not None:
         return None
@@ -123,8 +128,7 @@ def why_not_a_session_file(path: str | os.PathLike[str]) -> str | None:
         if not os.fspath(path).endswith(".jsonl.gz"):
             with open(path, "rb") as f:
                 fd = f.fileno()
-                decided, reason = why_not_by_start(lambda start, end: os.pread(fd, end - start, start),
-                                                    os.fstat(fd).st_size)
+                decided, reason = why_not_by_fd(fd, os.fstat(fd).st_size)
             if decided:
                 return reason
         with open_session(path) as s:

@@ -245,12 +245,12 @@ def open_one(path: str | os.PathLike[str]) -> Session:
 def refuse_non_session(s: Session, path: str | os.PathLike[str] | None = None) -> None:
     """FormatError (``PATH: not an omp session file: <why>``, exit 1) when ``s`` was read from
     something that is not an omp session; a damaged session passes."""
-    from omp_session.catalog.not_a_session import not_a_session_message, why_not_a_session
+    from omp_session.catalog.not_a_session import why_not_a_session
 
     reason = why_not_a_session(s)
     if reason is not None:
         where = s.path if s.path is not None else (os.fspath(path) if path is not None else None)
-        raise FormatError(not_a_session_message(reason), path=where)
+        raise not_a_session_error(reason, where)
 
 
 def refuse_non_session_file(path: str | os.PathLike[str]) -> None:
@@ -260,8 +260,16 @@ def refuse_non_session_file(path: str | os.PathLike[str]) -> None:
     if active_store() is not None:
         open_one(path).close()
         return
-    from omp_session.catalog.not_a_session import not_a_session_message, why_not_a_session_file
+    from omp_session.catalog.not_a_session import why_not_a_session_file
 
     reason = why_not_a_session_file(path)
     if reason is not None:
-        raise FormatError(not_a_session_message(reason), path=os.path.expanduser(os.fspath(path)))
+        raise not_a_session_error(reason, os.path.expanduser(os.fspath(path)))
+
+
+def not_a_session_error(reason: str, path: str | None) -> FormatError:
+    """What a command raises for a file that is no session: ``PATH: not an omp session file: <why>``,
+    one line, exit 1."""
+    from omp_session.catalog.not_a_session import not_a_session_message
+
+    return FormatError(not_a_session_message(reason), path=path)

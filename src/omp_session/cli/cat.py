@@ -15,11 +15,9 @@ from typing import BinaryIO, Final
 
 import click
 
-from omp_session.errors import FormatError
-
 from ._errors import command
 from ._options import session_argument
-from ._store import active_store, open_one, resolve_any, store_option
+from ._store import active_store, not_a_session_error, open_one, resolve_any, store_option
 
 __all__ = ["cat"]
 
@@ -84,7 +82,7 @@ def _copied(path: str | os.PathLike[str], out: BinaryIO) -> bool:
     meanwhile). A file the start shows is no session is refused here in the words the reading
     would use; False when the start does not tell (or for an archive, a store's key, a file that
     cannot be opened): the caller reads it as a session, which says why."""
-    from omp_session.catalog.not_a_session import not_a_session_message, why_not_by_start
+    from omp_session.catalog.not_a_session import why_not_by_fd
 
     name = os.path.expanduser(os.fspath(path))
     if active_store() is not None or name.endswith(".jsonl.gz"):
@@ -99,11 +97,11 @@ def _copied(path: str | os.PathLike[str], out: BinaryIO) -> bool:
         if not stat.S_ISREG(st.st_mode):
             return False
         size = st.st_size
-        decided, reason = why_not_by_start(lambda start, end: os.pread(fd, end - start, start), size)
+        decided, reason = why_not_by_fd(fd, size)
         if not decided:
             return False
         if reason is not None:
-            raise FormatError(not_a_session_message(reason), path=name)
+            raise not_a_session_error(reason, name)
         out.flush()
         pos = _sent(fd, out, size)
         while pos < size:

@@ -19,6 +19,7 @@ from omp_session.catalog.not_a_session import (
     is_quarantine,
     not_a_session_message,
     why_not_a_session,
+    why_not_by_fd,
     why_not_by_start,
 )
 from omp_session.catalog.quarantine import QUARANTINE_SUFFIX
@@ -70,7 +71,7 @@ def validate(path_or_session: str | os.PathLike[str] | Session, *, blobs_dir: st
                 size = os.fstat(fd).st_size
                 head = f.read(SNIFF)
                 # the rule every command opens by (past a megabyte of padding, as omp reads)
-                _decided, reason = why_not_by_start(lambda start, end: os.pread(fd, end - start, start), size)
+                _decided, reason = why_not_by_fd(fd, size)
         if is_quarantine(head):
             return [_quarantine_finding(path)]
         if reason:  # decided by the first megabyte: the file is not scanned
