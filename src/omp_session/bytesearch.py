@@ -15,17 +15,23 @@ from typing import Any
 __all__ = ["automaton"]
 
 
-def automaton(patterns: Iterable[bytes]) -> Callable[[], Any]:
+def automaton(patterns: Iterable[bytes], *, leftmost: bool = False) -> Callable[[], Any]:
     """What gives the ``BytesAhoCorasick`` of ``patterns`` (pattern ``k`` is reported as ``k``),
-    made on the first call and kept."""
+    made on the first call and kept.
+
+    ``leftmost``: leftmost-first matching, which lets the search skip ahead with a vectorized
+    prefilter (two to three times as fast on JSON for a few short patterns, see js/codec.py); it
+    reports what the standard search does only where no match can start inside another one's
+    bytes, which the caller must make sure of. No overlapping search then."""
     wanted = list(patterns)
     made: list[Any] = []
 
     def get() -> Any:
         if not made:
-            from ahocorasick_rs import BytesAhoCorasick
+            from ahocorasick_rs import MATCHKIND_LEFTMOST_FIRST, BytesAhoCorasick
 
-            made.append(BytesAhoCorasick(wanted))
+            made.append(BytesAhoCorasick(wanted, matchkind=MATCHKIND_LEFTMOST_FIRST) if leftmost
+                        else BytesAhoCorasick(wanted))
         return made[0]
 
     return get

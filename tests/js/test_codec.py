@@ -14,6 +14,7 @@ import random
 import time
 from typing import Any
 
+import orjson
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -744,3 +745,50 @@ def test_orjson_line_is_dumps_line_or_nothing() -> None:
         if line is not None:
             assert line == codec.dumps_line(value)
     assert codec.orjson_line(UNDEFINED) is None
+
+
+def _fix_hits_by_two_standard_searches(out: bytes) -> list[int] | None:
+    """What the fast path's one leftmost-first search must find, found the slow way: every
+    occurrence of each pattern (overlapping ones too), an all-digit key giving None."""
+    import re as _re
+
+    for m in _re.finditer(rb'(?=[0-9]":)', out):
+        j = m.start()
+        while j > 0 and out[j - 1] in b"0123456789":
+            j -= 1
+        if j >= 2 and out[j - 1] == 0x22 and out[j - 2] in b"{,":
+            return None
+    hits: set[int] = set()
+    for pattern in codec._NUMBER_PATTERNS:
+        for m in _re.finditer(b"(?=" + _re.escape(pattern) + b")", out):
+            i = m.start()
+            if pattern[0] in b"+-":
+                if i >= 2 and out[i - 1] == 0x65 and codec._number_token_before(out, i - 2):
+                    hits.add(i - 2)
+            elif codec._number_token_before(out, i - 1):
+                hits.add(i - 1)
+    if out.endswith(b".0") and codec._number_token_before(out, len(out) - 3):
+        hits.add(len(out) - 3)
+    return sorted(hits)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.recursive(st.one_of(_NUMBERY, _FLOATS, st.integers(-5, 5)),
+                    lambda inner: st.lists(inner, max_size=5) | st.dictionaries(_NUMBERY, inner, max_size=5),
+                    max_leaves=20))
+def test_one_leftmost_search_finds_what_every_pattern_search_does(value: Any) -> None:
+    # the number and key patterns are searched in one leftmost-first pass, which skips a match
+    # starting inside another: it must give the very hits of searching each pattern everywhere
+    out = orjson.dumps(value)
+    hits = codec._number_fix_hits(out)
+    assert (sorted(set(hits)) if hits is not None else None) == _fix_hits_by_two_standard_searches(out)
+
+
+@pytest.mark.parametrize(("value", "index_like"), [
+    ({"+1": 1.0, "12": 2}, True),  # a number pattern's "+1" right before the key: the key still found
+    ({"x+1": 1.0}, False), ({"-6": 1e-6}, False), ({"a": "1e+20\":"}, False), ({"0": 0}, True),
+    ([{"b": 1}, {"1e+1": 2}, {"7": 1}], True), ({"a": "+20\":", "b": {"20": 1.0}}, True),
+])
+def test_all_digit_keys_found_next_to_number_patterns(value: Any, index_like: bool) -> None:
+    assert (codec._number_fix_hits(orjson.dumps(value)) is None) is index_like
+    assert stringify(value) == codec._stringify_pure(value)

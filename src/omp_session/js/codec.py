@@ -344,21 +344,33 @@ def _number_token_before(out: bytes, last: int) -> bool:
 
 
 # Searched in orjson's own bytes: mapping digits to one digit first (so three patterns did) cost a
-# pass of its own and made every one-decimal number ("0.5,") a hit to check. The automaton finds
-# these six by their first byte, which is rare in JSON but for "." and "-"; the keys' patterns
-# start with any digit and run as a second automaton: one of all sixteen was slower than the two.
+# pass of its own and made every one-decimal number ("0.5,") a hit to check. One automaton finds
+# the six number patterns (first bytes "+", "-", "."), then the ten of keys ending in a digit, in
+# one leftmost-first pass: its vectorized prefilter made the one pass a third of the two standard
+# passes this took before (0.09 s against 0.30 s for 200 MB of records). Leftmost-first reports
+# every match the standard search would where none can start inside another: none of the number
+# patterns can; a key's pattern can start inside a number's ("+1" then '1":'), and then its digits
+# follow a "+", "-" or "." and so are no key of digits only, the one kind that matters.
 _NUMBER_PATTERNS: Final = (b"+1", b"+20", b"-6", b".0,", b".0}", b".0]")
-_number_automaton: Final = automaton(_NUMBER_PATTERNS)
-_key_automaton: Final = automaton(bytes((d,)) + b'":' for d in b"0123456789")
+_KEY_AFTER: Final = len(_NUMBER_PATTERNS)  # patterns from here on are keys ending in a digit
+_fix_automaton: Final = automaton(_NUMBER_PATTERNS + tuple(bytes((d,)) + b'":' for d in b"0123456789"),
+                                  leftmost=True)
 
 
-def _number_fix_hits(out: bytes) -> list[int]:
+def _number_fix_hits(out: bytes) -> list[int] | None:
     """Where a number token orjson may spell unlike JavaScript has a digit: one position inside
-    each such token (inside a string too, when the text looks like one)."""
+    each such token (inside a string too, when the text looks like one); None when a key may be
+    all digits (JavaScript enumerates those first, in numeric order: orjson's order is not its)."""
     hits: list[int] = []
-    # No pattern's end begins another (nor holds one), so matches cannot overlap.
-    for which, i, _end in _number_automaton().find_matches_as_indexes(out):
-        if which < 3:  # an exponent's sign: "e" and a digit before it
+    for which, i, _end in _fix_automaton().find_matches_as_indexes(out):
+        if which >= _KEY_AFTER:
+            j = i
+            while j > 0 and out[j - 1] in _DIGITS:
+                j -= 1
+            # j is the key's first digit: an all-digit key is preceded by its quote and "{" or ","
+            if j >= 2 and out[j - 1] == 0x22 and out[j - 2] in b"{,":
+                return None
+        elif which < 3:  # an exponent's sign: "e" and a digit before it
             if i >= 2 and out[i - 1] == 0x65 and _number_token_before(out, i - 2):
                 hits.append(i - 2)
         elif _number_token_before(out, i - 1):
@@ -406,18 +418,6 @@ def _fix_numbers_at(out: bytes, hits: list[int]) -> bytes | None:
     return b"".join(parts)
 
 
-def _has_index_like_key(out: bytes) -> bool:
-    """Whether a key may be all digits (JavaScript enumerates those first, in numeric order)."""
-    for _which, i, _end in _key_automaton().find_matches_as_indexes(out):
-        j = i
-        while j > 0 and out[j - 1] in _DIGITS:
-            j -= 1
-        # j is the first digit of the key: an all-digit key is preceded by its quote and "{" or ",".
-        if j >= 2 and out[j - 1] == 0x22 and out[j - 2] in b"{,":
-            return True
-    return False
-
-
 def _fix_numbers(out: bytes) -> bytes | None:
     parts: list[bytes] = []
     last = pos = 0
@@ -452,9 +452,9 @@ def _orjson_stringify(value: Any) -> bytes | None:
         out = _UNDEF_MEMBER.sub(b"", out)
         out = _UNDEF_FIRST_MEMBER.sub(b"{", out)
         out = out.replace(b"\x00", b"null")  # what is left sits in arrays
-    if _has_index_like_key(out):
-        return None
     hits = _number_fix_hits(out)
+    if hits is None:
+        return None
     if hits:
         fixed = _fix_numbers_at(out, hits)
         return fixed if fixed is not None else _fix_numbers(out)
