@@ -58,8 +58,9 @@ _LS, _PS = "\u2028".encode(), "\u2029".encode()
 # an automaton finds either separator about eight times faster than bytes.find: their first two
 # bytes start every character from U+2000 to U+203F (dashes, quotes, ellipses...), which sends the
 # byte search into a check at each (a search for those two bytes first, to skip the automaton
-# where they are absent, cost three times the automaton: in prose they are rarely absent)
-_separators: Final = automaton((_LS, _PS))
+# where they are absent, cost three times the automaton: in prose they are rarely absent);
+# leftmost-first (only whether there is a match matters here) a quarter faster again
+_separators: Final = automaton((_LS, _PS), leftmost=True)
 
 
 def _embed_bytes(data: bytes) -> bytes:
