@@ -264,3 +264,42 @@ def test_a_closed_pipe_ends_a_whole_file_copy_quietly(tmp_path: Path) -> None:
     finally:
         os.close(writer)
     assert (done.returncode, done.stderr) == (0, b"")
+
+
+def test_a_start_that_cannot_be_read_is_left_to_the_reading_not_a_traceback(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the first megabyte's pread fails (EIO: a failing disk, a sysfs attribute): the copy leaves
+    # what it cannot tell to the reading, which reports a read error in one line (here it works)
+    path = tmp_path / "2026-01-01T00-00-00-000Z_s.jsonl"
+    data = _file()
+    path.write_bytes(data)
+    real = os.pread
+
+    def pread(fd: int, n: int, offset: int) -> bytes:
+        if os.path.samestat(os.fstat(fd), os.stat(path)):
+            raise OSError(errno.EIO, os.strerror(errno.EIO))
+        return real(fd, n, offset)
+
+    monkeypatch.setattr(os, "pread", pread)
+    result = builders.invoke(cli, "cat", str(path), "--whole-file")
+    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
+    assert (result.exit_code, result.stdout_bytes) == (0, data)
+
+
+def test_an_output_sendfile_refuses_as_macos_does_is_copied_by_writes(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    # macOS's and the BSDs' sendfile writes only to a socket (ENOTSOCK for a file or a pipe): the
+    # copy goes on by reading and writing, as for the errors Linux gives
+    from omp_session.cli import cat as cat_module
+
+    def sendfile(out: int, fd: int, offset: int, count: int) -> int:
+        raise OSError(errno.ENOTSOCK, os.strerror(errno.ENOTSOCK))
+
+    monkeypatch.setattr(cat_module.os, "sendfile", sendfile)
+    path = tmp_path / "2026-01-01T00-00-00-000Z_s.jsonl"
+    data = _file()
+    path.write_bytes(data)
+    copy = tmp_path / "copy.jsonl"
+    with open(copy, "wb") as out:
+        assert cat_module._copied(path, out)
+    assert copy.read_bytes() == data

@@ -97,7 +97,10 @@ def _copied(path: str | os.PathLike[str], out: BinaryIO) -> bool:
         if not stat.S_ISREG(st.st_mode):
             return False
         size = st.st_size
-        decided, reason = why_not_by_fd(fd, size)
+        try:
+            decided, reason = why_not_by_fd(fd, size)
+        except OSError:  # the start cannot be read: the caller's reading says why
+            return False
         if not decided:
             return False
         if reason is not None:
@@ -114,8 +117,10 @@ def _copied(path: str | os.PathLike[str], out: BinaryIO) -> bool:
     return True
 
 
-# sendfile cannot write to this output (a file opened to append, an old kernel, a file system without it)
-_CANNOT_SEND: Final = frozenset({errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.EXDEV, errno.ESPIPE})
+# sendfile cannot write to this output (a file opened to append, an old kernel, a file system without it;
+# on macOS and the BSDs anything but a socket: ENOTSOCK, and ENOTSUP is not EOPNOTSUPP there)
+_CANNOT_SEND: Final = frozenset({errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.EXDEV, errno.ESPIPE,
+                                 errno.ENOTSOCK, getattr(errno, "ENOTSUP", errno.EOPNOTSUPP)})
 
 
 def _sent(fd: int, out: BinaryIO, size: int) -> int:
