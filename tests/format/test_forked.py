@@ -12,6 +12,8 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from builders import assistant, entry, user, write_session
 from omp_session.cli import cli
@@ -104,7 +106,7 @@ _PARENT = os.getpid()
 @pytest.mark.parametrize(("count", "piece"), [(0, 3), (1, 3), (3, 3), (4, 3), (10, 3), (100, 7), (64, 1)])
 def test_interleaved_gives_the_pieces_in_order_half_of_them_from_the_child(always: None, count: int,
                                                                            piece: int) -> None:
-    out = b"".join(split.interleaved(split.pieces_of(count, lambda k: 1, piece), _pieces, 0))
+    out = b"".join(split.interleaved(split.pieces_of(count, [1] * count, piece), _pieces, 0))
     assert out.replace(b":1>", b":0>") == b"".join(b"<%d:0>" % k for k in range(count))
     from_child = {k for k in range(count) if b"<%d:1>" % k in out}
     assert from_child == {k for k in range(count) if (k // piece) % 2} if count > piece else not from_child
@@ -119,7 +121,7 @@ def test_interleaved_renders_here_what_a_dying_child_did_not_send(always: None, 
             raise ValueError("bad record")  # what it made before is sent first
         return _pieces(lo, hi)
 
-    out = b"".join(split.interleaved(split.pieces_of(30, lambda k: 1, 3), render, 0))
+    out = b"".join(split.interleaved(split.pieces_of(30, [1] * 30, 3), render, 0))
     assert out.replace(b":1>", b":0>") == b"".join(b"<%d:0>" % k for k in range(30))
     assert b"<15:1>" not in out and b"<15:0>" in out
     if how == "raise":
@@ -136,7 +138,7 @@ def _children() -> set[int]:
 
 def test_interleaved_stopped_early_leaves_no_child(always: None) -> None:
     before = _children()
-    pieces = split.interleaved(split.pieces_of(1000, lambda k: 1, 2), _pieces, 0)
+    pieces = split.interleaved(split.pieces_of(1000, [1] * 1000, 2), _pieces, 0)
     assert next(pieces) == b"<0:0><1:0>" and next(pieces) == b"<2:1><3:1>"
     assert len(_children() - before) == 1
     pieces.close()
@@ -145,14 +147,37 @@ def test_interleaved_stopped_early_leaves_no_child(always: None) -> None:
 
 def test_interleaved_without_a_child_renders_every_piece_here(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(split, "_worth_splitting", lambda size, start: False)
-    assert b"".join(split.interleaved(split.pieces_of(10, lambda k: 1, 3), _pieces, 1 << 40)) == \
+    assert b"".join(split.interleaved(split.pieces_of(10, [1] * 10, 3), _pieces, 1 << 40)) == \
         b"".join(b"<%d:0>" % k for k in range(10))
 
 
 def test_pieces_are_cut_by_size_with_at_least_one_item_each() -> None:
-    assert split.pieces_of(0, len) == []
+    assert split.pieces_of(0, []) == []
     sizes = [5, 1, 1, 9, 0, 0, 2, 30, 1]
-    assert split.pieces_of(len(sizes), sizes.__getitem__, 6) == [(0, 2), (2, 4), (4, 8), (8, 9)]
+    assert split.pieces_of(len(sizes), sizes, 6) == [(0, 2), (2, 4), (4, 8), (8, 9)]
+    assert split.pieces_of(len(sizes), iter(sizes), 6) == [(0, 2), (2, 4), (4, 8), (8, 9)]
+    assert split.pieces_of(3, [0, 0, 0], 1) == [(0, 3)]
+    assert split.pieces_of(3, [7, 7, 7], 0) == [(0, 1), (1, 2), (2, 3)]
+
+
+def _pieces_step_by_step(sizes: list[int], limit: int) -> list[tuple[int, int]]:
+    out: list[tuple[int, int]] = []
+    lo = held = 0
+    for k, size in enumerate(sizes):
+        held += size
+        if held >= limit:
+            out.append((lo, k + 1))
+            lo, held = k + 1, 0
+    if lo < len(sizes):
+        out.append((lo, len(sizes)))
+    return out
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.integers(0, 50), max_size=60), st.integers(-2, 120))
+def test_pieces_by_running_sums_are_those_of_a_step_per_item(sizes: list[int], limit: int) -> None:
+    # each piece ends with the item that brings it to the limit, as a step per item cuts it
+    assert split.pieces_of(len(sizes), sizes, limit) == _pieces_step_by_step(sizes, limit)
 
 
 def _failing() -> int:

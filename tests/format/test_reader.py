@@ -179,3 +179,29 @@ def test_a_finding_on_the_first_lines_reads_no_more_than_a_block(tmp_path: Path)
         assert j.line_of(j.size - 1) == 200_001
     finally:
         j.close()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(0, 40), min_size=0, max_size=30), st.integers(1, 200), st.data())
+def test_entry_pieces_cut_the_records_as_stored(lengths: list[int], limit: int, data: st.DataObject) -> None:
+    # each entry weighs its record's bytes (one byte where no record of the file stands for it);
+    # a run of entries in file order and any other selection are cut alike
+    body = b"".join(b'{"type":"x","id":"%d","parentId":null,"t":"%s"}\n' % (k, b"a" * n)
+                    for k, n in enumerate(lengths))
+    j = scan_bytes(b'{"type":"session","version":3,"id":"s"}\n' + body)
+    last = len(j.starts) - 1
+    lo = data.draw(st.integers(0, len(lengths)))
+    hi = data.draw(st.integers(lo, len(lengths) + 3))  # past the file's records: one byte each
+    picked = data.draw(st.lists(st.integers(0, len(lengths) + 2), max_size=20))
+    for entries in (range(lo, hi), picked, list(range(lo, hi))):
+        sizes = [j.ends[k + 1] - j.starts[k + 1] if k < last else 1 for k in entries]
+        want: list[tuple[int, int]] = []
+        start = held = 0
+        for n, size in enumerate(sizes):
+            held += size
+            if held >= limit:
+                want.append((start, n + 1))
+                start, held = n + 1, 0
+        if start < len(sizes):
+            want.append((start, len(sizes)))
+        assert j.entry_pieces(entries, limit) == want

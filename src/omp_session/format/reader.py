@@ -14,7 +14,7 @@ import operator
 import os
 from array import array
 from bisect import bisect_left, bisect_right
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
@@ -328,8 +328,13 @@ class Journal:
         (made by a migration or an edit) counts one byte."""
         starts, ends = self.starts, self.ends
         last = len(starts) - 1
-        return pieces_of(len(entries), lambda n: ends[entries[n] + 1] - starts[entries[n] + 1]
-                         if entries[n] < last else 1, limit)
+        sizes: Iterable[int]
+        if isinstance(entries, range) and entries.step == 1 and entries.start >= 0 and entries.stop <= last:
+            sizes = map(operator.sub, ends[entries.start + 1:entries.stop + 1],
+                        starts[entries.start + 1:entries.stop + 1])
+        else:
+            sizes = [ends[k + 1] - starts[k + 1] if k < last else 1 for k in entries]
+        return pieces_of(len(entries), sizes, limit)
 
     def blob_records(self) -> set[int]:
         """The records the scan found a blob reference in. A record holding one but not among them
