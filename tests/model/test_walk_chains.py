@@ -75,8 +75,26 @@ def test_chains_flatten_to_the_walk_and_make_the_same_rows(tmp_path: Path, links
     with pytest.MonkeyPatch.context() as m:
         m.setattr(Tree, "walk_chains", lambda self: None)
         slow = _render._Rows(s, False)
-    # (a row's children are a tuple inside a chain, where nothing is added to them)
-    assert {**vars(fast), "kids": [list(k) for k in fast.kids]} == vars(slow)
+    # (a row's children are a tuple inside a chain, where nothing is added to them; the chains'
+    # first rows are known, the other rows of a chain following its first one by one)
+    assert {**vars(fast), "kids": [list(k) for k in fast.kids], "chain_starts": []} == vars(slow)
+    assert fast.chain_starts == [i for i in range(len(fast.nodes)) if not i or type(fast.kids[i - 1]) is not tuple]
+    assert all(k == (i + 1,) for i, k in enumerate(fast.kids) if type(k) is tuple)
+    # and the drawing, which jumps over a chain's rows at once, is the drawing row by row
+    drawn = _drawn(s)
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(Tree, "walk_chains", lambda self: None)
+        assert _drawn(s) == drawn
+
+
+def _drawn(s: Any) -> str:
+    import contextlib
+    import io
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        _render.tree(s, False)
+    return out.getvalue()
 
 
 def test_a_long_session_is_a_few_chains(tmp_path: Path) -> None:

@@ -13,10 +13,12 @@ import json
 import math
 import re
 import sys
+from bisect import bisect_right
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from itertools import repeat
 from json.encoder import encode_basestring_ascii as _encode_str
+from operator import itemgetter
 from typing import Any, cast
 
 import orjson
@@ -352,6 +354,7 @@ class _Rows:
         self.nodes: list[int] = []
         self.depth: list[int] = []  # shown ancestors: the JSON ``depth``
         self.parent: list[int] = []  # row index of the shown parent, -1 at the top
+        self.chain_starts: list[int] = []  # (every row shown) each chain's first row, in order
         chains = None if only_messages else s.get_tree().walk_chains()
         if chains is not None:
             self._every_row(chains)
@@ -396,8 +399,9 @@ class _Rows:
             parent.extend(range(row, row + n - 1))
             level.extend(repeat((level[above] if above >= 0 else 0) + (not last), n))
             cast(list[int], kids[above] if above >= 0 else top).append(row)  # (a chain's last row)
-            kids.extend((r,) for r in range(row + 1, row + n))
+            kids.extend(zip(range(row + 1, row + n)))  # (r,) each, made in C
             kids.append([])
+            self.chain_starts.append(row)
 
 
 def _row_json(row: dict[str, Any], *values: Any) -> str:
@@ -493,7 +497,7 @@ def tree(s: Session, as_json: bool, *, depth: int | None = None, only_messages: 
             stack.append((k, level + 1, True))
 
     order: list[tuple[int, str]] = []  # the rows in the order they are drawn, each with its lead
-    kids = r.kids
+    kids, starts = r.kids, r.chain_starts
     fork(r.top, 0)
     while stack:
         i, level, opens = stack.pop()
@@ -501,8 +505,15 @@ def tree(s: Session, as_json: bool, *, depth: int | None = None, only_messages: 
         if len(kids[i]) == 1:
             lead = _lead(level, False)  # the same for the whole run
             while len(kids[i]) == 1:
-                i = kids[i][0]
-                order.append((i, lead))
+                if kids[i].__class__ is tuple:  # inside a chain, whose rows follow one another
+                    c = bisect_right(starts, i)
+                    last = starts[c] - 1 if c < len(starts) else len(kids) - 1
+                    # (each row number taken from its tuple: new ints would be 11 MB at 1 GB)
+                    order.extend(zip(map(_first, kids[i:last]), repeat(lead)))
+                    i = last
+                else:
+                    i = kids[i][0]
+                    order.append((i, lead))
         fork(kids[i], level)
     pieces = interleaved(pieces_of(len(order), limit=_ROWS),
                          lambda lo, hi: _encoded(harmless("".join(draw(*order[n]) + "\n" for n in range(lo, hi)))),
@@ -516,6 +527,7 @@ def tree(s: Session, as_json: bool, *, depth: int | None = None, only_messages: 
 
 
 _ROWS = 2048  # rows in a piece of tree's output
+_first = itemgetter(0)
 
 
 def _encoded(text: str) -> bytes:
