@@ -48,6 +48,13 @@ def test_undefined_is_a_falsy_singleton_distinct_from_none() -> None:
     assert pickle.loads(pickle.dumps(UNDEFINED)) is UNDEFINED
 
 
+def test_dumps_bytes_of_undefined_is_refused_as_dumps_line_refuses_it() -> None:
+    with pytest.raises(ValueError):
+        codec.dumps_bytes(UNDEFINED)
+    with pytest.raises(ValueError):
+        dumps_line(UNDEFINED)
+
+
 def test_stringify_undefined_top_level() -> None:
     assert stringify(UNDEFINED) is None
     with pytest.raises(ValueError):
@@ -142,6 +149,7 @@ STRINGIFY_CASES: list[tuple[Any, str]] = [
 def test_stringify_golden(value: Any, expected: str) -> None:
     assert stringify(value) == expected
     assert dumps_line(value) == (expected + "\n").encode()
+    assert codec.dumps_bytes(value) == expected.encode()
     # The exact encoder must agree on its own, whichever path stringify took.
     assert codec._stringify_pure(value) == expected
 

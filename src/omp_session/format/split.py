@@ -262,7 +262,7 @@ def pieces_of(count: int, sizes: Iterable[int] | None = None, limit: int = 1 << 
     return out
 
 
-_AHEAD = 8  # pieces a child may make before this process takes them
+_AHEAD = 16  # sends a child may make before this process takes them: 8 pieces, each its length, then its bytes
 
 
 def _ahead(made: Iterator[bytes], send: Callable[[bytes], None]) -> None:
@@ -287,10 +287,11 @@ def interleaved(pieces: list[tuple[int, int]], render: Callable[[int, int], byte
         for lo, hi in pieces:
             yield render(lo, hi)
         return
-    def framed() -> Iterator[bytes]:  # each piece as its length, then its bytes
+    def framed() -> Iterator[bytes]:  # each piece as its length, then its bytes (not joined: a copy)
         for lo, hi in pieces[1::2]:
             data = render(lo, hi)
-            yield len(data).to_bytes(8, "little") + data
+            yield len(data).to_bytes(8, "little")
+            yield data
 
     def odd_pieces(send: Callable[[bytes], None]) -> None:
         _ahead(framed(), send)

@@ -137,7 +137,7 @@ def _json(value: Any) -> str:
 
 def _json_bytes(value: Any) -> bytes:
     """``_json(value)`` in UTF-8 (JSON.stringify escapes lone surrogates, so it always encodes)."""
-    return b"null" if value is UNDEFINED else codec.dumps_line(value)[:-1]
+    return b"null" if value is UNDEFINED else codec.dumps_bytes(value)
 
 
 # ----- faithful JSON ----------------------------------------------------------------------------
@@ -201,6 +201,8 @@ def faithful_json_chunks(session: Session, *, leaf: str | None = None) -> Iterat
     yield ("{\n" + "".join(f"{_json(key)}: {value},\n" for key, value in head) + '"entries": ').encode()
 
     def piece(lo: int, hi: int) -> bytes:
+        # (a record with its separator is a copy the size of the text: orjson's own output holds
+        # several times that, a megabyte piece of them several megabytes)
         return b"".join((b",\n" if k else b"[\n") + _json_bytes(stored(k)) for k in range(lo, hi))
 
     # a big file's entries in two processes, a piece each in turn (split.interleaved), pieces of
