@@ -158,6 +158,8 @@ def test_pieces_are_cut_by_size_with_at_least_one_item_each() -> None:
     assert split.pieces_of(len(sizes), iter(sizes), 6) == [(0, 2), (2, 4), (4, 8), (8, 9)]
     assert split.pieces_of(3, [0, 0, 0], 1) == [(0, 3)]
     assert split.pieces_of(3, [7, 7, 7], 0) == [(0, 1), (1, 2), (2, 3)]
+    with pytest.raises(ValueError, match="2 sizes for 3 items"):  # never a piece short of an item
+        split.pieces_of(3, [1, 1], 6)
 
 
 def _pieces_step_by_step(sizes: list[int], limit: int) -> list[tuple[int, int]]:

@@ -249,13 +249,14 @@ def pieces_of(count: int, sizes: Iterable[int] | None = None, limit: int = 1 << 
     # the running sums bisected, a cut at a time: a step per item in Python was a tenth of a
     # second on a 1 GB session, before the pieces could start
     total = list(accumulate(sizes))
-    n = min(count, len(total))
+    if len(total) != count:  # (a piece short of an item would leave it out of the output)
+        raise ValueError(f"{len(total)} sizes for {count} items")
     out: list[tuple[int, int]] = []
     lo = base = 0
-    while lo < n:
-        k = bisect_left(total, base + limit, lo, n)  # the first item that brings the piece to limit
-        if k >= n:
-            out.append((lo, n))
+    while lo < count:
+        k = bisect_left(total, base + limit, lo)  # the first item that brings the piece to limit
+        if k >= count:
+            out.append((lo, count))
             break
         out.append((lo, k + 1))
         lo, base = k + 1, total[k]
