@@ -281,7 +281,7 @@ def interleaved(pieces: list[tuple[int, int]], render: Callable[[int, int], byte
     """``render(lo, hi)`` of each piece (see :func:`pieces_of`), in order, for work on a file of
     ``size`` bytes: where it is worth it (as for :func:`scan_in_two`) a forked child renders every
     other piece while this process renders the others, so the two CPUs share the work and a few
-    pieces are held at a time (the child's, up to ``_AHEAD``, see :func:`_ahead`). ``render`` must give a piece's bytes from the piece alone (any
+    pieces are held at a time (the child's, up to ``_AHEAD // 2``, see :func:`_ahead`). ``render`` must give a piece's bytes from the piece alone (any
     state carried from the items before it worked out from them). If the child fails, this
     process renders the pieces it has not sent."""
     if len(pieces) < 2 or not _worth_splitting(size, 0):

@@ -486,13 +486,7 @@ def orjson_line(value: Any) -> bytes | None:
 
 def dumps_line(value: Any) -> bytes:
     """One JSONL record as omp writes it: ``JSON.stringify(value) + "\\n"`` in UTF-8."""
-    if value is UNDEFINED:
-        raise ValueError("UNDEFINED has no JSON text")
-    out = _orjson_stringify(value)
-    if out is not None:
-        return out + b"\n"
-    # Lone surrogates were escaped, so the text always encodes.
-    return (_stringify_pure(value) + "\n").encode()
+    return dumps_bytes(value) + b"\n"  # (the one copy, to the text's size: see dumps_bytes)
 
 
 def dumps_bytes(value: Any) -> bytes:
@@ -502,6 +496,7 @@ def dumps_bytes(value: Any) -> bytes:
     if value is UNDEFINED:
         raise ValueError("UNDEFINED has no JSON text")
     out = _orjson_stringify(value)
+    # (lone surrogates were escaped, so the exact encoder's text always encodes)
     return out if out is not None else _stringify_pure(value).encode()
 
 
