@@ -81,6 +81,33 @@ def test_only_the_start_of_long_arguments_is_written(monkeypatch: MonkeyPatch) -
     assert max(written) <= 161
 
 
+_flat_items = st.one_of(st.none(), st.booleans(), st.integers(-(2**70), 2**70), st.floats(),
+                       st.lists(st.sampled_from(["a", " ", "\n", "é", "😀", '"', "\\", "\x00", "x" * 30]),
+                                max_size=40).map("".join))
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.dictionaries(st.text(max_size=8), _flat_items, max_size=12), st.one_of(st.integers(1, 60), st.integers(1, 400)))
+@example({"path": "x" * 100}, 50)  # a string longer than n: cut, yet its start written to n
+def test_an_object_of_scalars_is_written_an_item_at_a_time_as_json_dumps_starts(value: dict[str, object],
+                                                                                 n: int) -> None:
+    import json
+
+    from omp_session.cli._render import _flat_head, _json_head
+
+    assert _flat_head(value, n) == json.dumps(value)[:n]  # the fast path, taken for every such object
+    assert _json_head(value, n) == json.dumps(value)[:n]
+
+
+def test_an_object_holding_a_container_or_a_non_string_key_is_left_to_the_walk() -> None:
+    from omp_session.cli._render import _flat_head, _json_head
+
+    assert _flat_head({"a": "x", "b": [1]}, 100) is None
+    assert _flat_head({1: "x"}, 100) is None
+    assert _json_head({"a": "x", "b": [1, {"c": None}]}, 100) == '{"a": "x", "b": [1, {"c": null}]}'
+    assert _json_head({1: "x"}, 100) is None  # json.dumps would write 1 as "1": the caller dumps it
+
+
 _file_values = st.recursive(_scalars, lambda inner: st.one_of(  # what a decoded file holds: string keys
     st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=5), inner, max_size=4)), max_leaves=20)
 

@@ -26,3 +26,11 @@ _TEXT = st.text(st.one_of(
 def test_the_fast_path_gives_what_the_search_gives(text: str) -> None:
     assert inert(text) == _CONTENT_CONTROL.sub("\ufffd", text)
     assert harmless(text) == _CONTROL.sub("\ufffd", text)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(_TEXT)
+def test_one_line_is_inert_text_with_newlines_and_tabs_as_spaces(text: str) -> None:
+    from omp_session.cli._render import _one_line
+
+    assert _one_line(text) == inert(text).replace("\n", " ").replace("\t", " ")

@@ -7,6 +7,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import builders
 import omp_session
@@ -184,3 +186,32 @@ def test_a_label_whose_target_is_an_object_does_not_break_labels(tmp_path: Path)
     p.write_text("".join(json.dumps(r) + "\n" for r in rows))
     s = omp_session.open(p)
     assert s.labels() == {'{"x":[1]}': "odd"} and s.get_label("u") is None
+
+
+_ids = st.one_of(st.sampled_from(["a", "b", "ab", "0000000a", "0000000b", "1"]), st.integers(0, 2), st.booleans(),
+                 st.none(), st.just(1.0), st.just({"x": 1}))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_ids, min_size=1, max_size=8),
+       st.lists(st.tuples(_ids, st.one_of(st.sampled_from(["one", "two", ""]), st.integers(0, 1), st.none())), max_size=4))
+def test_labels_by_entry_is_get_label_of_every_entrys_id(tmp_path_factory: pytest.TempPathFactory,
+                                                         ids: list[Any], labels: list[tuple[Any, Any]]) -> None:
+    records: list[Any] = [H, *(entry(i, None) for i in ids)]
+    for n, (target, value) in enumerate(labels):
+        records.append({"type": "label", "id": f"l{n}", "parentId": None, "timestamp": "t", "targetId": target,
+                        "label": value})
+    s = omp_session.open(write(tmp_path_factory.mktemp("s"), *records))
+    want = {k: s.get_label(s.ids[k]) for k in range(len(s))}
+    assert s.labels_by_entry() == {k: v for k, v in want.items() if v is not None}
+
+
+def test_labels_by_entry_on_compact_ids(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from omp_session.format.columns import FixedWidthIds
+    from omp_session.model import session
+
+    monkeypatch.setattr(session, "_COMPACT_FROM", 10)
+    ids = [f"{n:08x}" for n in range(50)]
+    label = {"type": "label", "id": "zzzzzzzz", "parentId": None, "timestamp": "t", "targetId": ids[7], "label": "x"}
+    s = omp_session.open(write(tmp_path, H, *(entry(i, None) for i in ids), label))
+    assert isinstance(s.ids, FixedWidthIds) and s.labels_by_entry() == {7: "x"}

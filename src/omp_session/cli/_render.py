@@ -67,6 +67,10 @@ def _json_head(value: Any, n: int) -> str | None:
     """The first ``n`` characters of ``json.dumps(value)`` (all of it when shorter), written only
     that far: a tool call's arguments may hold a whole file. None for what json.dumps would not
     take as it is (another type, a nesting too deep for this walk)."""
+    if value.__class__ is dict:
+        flat = _flat_head(value, n)
+        if flat is not None:
+            return flat
     parts: list[str] = []
     size = 0
 
@@ -111,6 +115,33 @@ def _json_head(value: Any, n: int) -> str | None:
     except (TypeError, RecursionError):
         return None
     return "".join(parts)
+
+
+def _flat_head(value: dict[Any, Any], n: int) -> str | None:
+    """:func:`_json_head` of an object whose values are all strings, numbers, booleans or null (a
+    tool call's arguments almost always are), an item at a time; None for any other object. A
+    string is cut to ``n`` characters before it is written, as the walk cuts it."""
+    items: list[str] = []
+    size = 0
+    for key, item in value.items():
+        if key.__class__ is not str:
+            return None
+        kind = item.__class__
+        if kind is str:
+            text = _encode_str(item if len(item) <= n else item[:n])
+        elif kind is int:
+            text = int.__repr__(item)
+        elif kind is float:
+            text = _float_json(item)
+        elif item is None or kind is bool:
+            text = "null" if item is None else "true" if item else "false"
+        else:
+            return None
+        items.append(_encode_str(key) + ": " + text)
+        size += len(items[-1]) + 2
+        if size > n:  # the items so far write past n characters: the rest cannot change them
+            break
+    return ("{" + ", ".join(items) + "}")[:n]
 
 
 def _float_json(v: float) -> str:
@@ -332,7 +363,8 @@ _PATHS = {"path", "cwd", "parent session"}  # cut at the start: their end tells 
 
 def _one_line(text: str) -> str:
     """``inert`` text on one line: each newline or tab a space (show's values are one row each)."""
-    return inert(text).replace("\n", " ").replace("\t", " ")
+    # (a printable text holds no control character: inert would keep it, and no newline or tab)
+    return text if text.isprintable() else inert(text).replace("\n", " ").replace("\t", " ")
 
 
 SHOWN_FINDINGS = 10
@@ -425,19 +457,18 @@ def tree(s: Session, as_json: bool, *, depth: int | None = None, only_messages: 
                          f"{s.get_tree().row_budget:,} rows their branches are shown once (validate names the ids)\n")
     keep = [depth is None or level <= depth for level in r.level]
     on_branch = set(s.branch_indices())
-    labelled = bool(s.labels())  # (worked out here, not once in each process below)
+    label_at = s.labels_by_entry()  # (worked out here, not once in each process below)
+    ids = s.ids
     peek = s.peek_in_order()  # rows follow the file but at forks: a window of it read at a time
     # On a big file a forked child makes every other piece of rows while this process makes the
     # others (split.interleaved): every row is its entry decoded and summed up, the bulk of the
     # work. A piece is a few thousand rows, written as it comes: memory stays that of a piece.
     if as_json:  # the array written a piece of rows at a time, as stringify writes it
-        ids = s.ids
-
         def row_json(i: int) -> str:
             node = r.nodes[i]
             entry = peek(node)  # decoded, not kept
             entry_id = ids[node]
-            label = s.get_label(entry_id) if labelled else None
+            label = label_at.get(node)
             kind = entry.get("type") if isinstance(entry, dict) else None
             row: dict[str, Any] = {"id": entry_id, "depth": r.depth[i], "fork_depth": r.level[i],
                                    "line": s.line_of_entry(node), "type": kind,
@@ -469,10 +500,10 @@ def tree(s: Session, as_json: bool, *, depth: int | None = None, only_messages: 
         entry = peek(node)
         here = node in on_branch
         kind = entry.get("type") if isinstance(entry, dict) else None
-        label = s.get_label(s.ids[node]) if labelled else None
+        label = label_at.get(node)
         label_part = f" [{_one_line(_shown(label))}]" if label is not None else ""
         fork_part = fork_note(r.kids[i])
-        ident = _one_line(_shown(s.ids[node]))
+        ident = _one_line(_shown(ids[node]))
         head = f"{'*' if here else ' '} {ident} "
         text = _one_line(summary(entry))  # a model or tool name may hold a newline: one row still
         if cells:  # the text gives way, so the label and the fork mark stay on the line

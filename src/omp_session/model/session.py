@@ -568,6 +568,15 @@ class Session:
         value = self._label_map().get(js_key(entry_id), UNDEFINED)
         return None if value is UNDEFINED else value
 
+    def labels_by_entry(self) -> dict[int, Any]:
+        """Entry index -> the label in effect, for every entry that has one: :meth:`get_label` of
+        every entry's id at once, for a pass over many (entries sharing an id share its label)."""
+        labels = self._label_map()
+        if not labels:
+            return {}
+        return {k: labels[key] for k, entry_id in enumerate(self._ids)
+                if (key := entry_id if entry_id.__class__ is str else js_key(entry_id)) in labels}
+
     def labels(self) -> dict[Any, Any]:
         """targetId -> label for every label in effect (latest wins, branch-independent)."""
         self._label_map()
