@@ -24,6 +24,7 @@ from typing import Any, cast
 import orjson
 
 from omp_session.diagnostics import Diagnostic, summarize
+from omp_session.format.blobs import holds_blob_ref
 from omp_session.format.split import interleaved, pieces_of
 from omp_session.js import codec
 from omp_session.model.session import Session, usage_or_model_candidates
@@ -209,6 +210,20 @@ def summary(entry: Any) -> str:
     if kind == "thinking_level_change":
         return f"thinking_level_change {_shown(entry.get('thinkingLevel'))}"
     return _shown(kind)
+
+
+def summary_shows_blobs(entry: Any) -> bool:
+    """Whether resolving an entry's blob references could change its :func:`summary`: a
+    reference anywhere but in an image block of its message (which shows as "[image]", whatever
+    it holds) could. A pass of summaries then reads no blob for the usual image."""
+    if not isinstance(entry, dict):
+        return True
+    message = entry.get("message")
+    if not isinstance(message, dict) or not isinstance(content := message.get("content"), list):
+        return True
+    return holds_blob_ref([*(v for k, v in entry.items() if k != "message"),
+                           *(v for k, v in message.items() if k != "content"),
+                           *(b for b in content if not (isinstance(b, dict) and b.get("type") == "image"))])
 
 
 def _models_used(s: Session) -> list[str]:
@@ -459,7 +474,8 @@ def tree(s: Session, as_json: bool, *, depth: int | None = None, only_messages: 
     on_branch = set(s.branch_indices())
     label_at = s.labels_by_entry()  # (worked out here, not once in each process below)
     ids = s.ids
-    peek = s.peek_in_order()  # rows follow the file but at forks: a window of it read at a time
+    # rows follow the file but at forks: a window of it read at a time; an image's blob not read
+    peek = s.peek_in_order(resolve_if=summary_shows_blobs)
     # On a big file a forked child makes every other piece of rows while this process makes the
     # others (split.interleaved): every row is its entry decoded and summed up, the bulk of the
     # work. A piece is a few thousand rows, written as it comes: memory stays that of a piece.

@@ -30,6 +30,7 @@ __all__ = [
     "b64decode_lenient",
     "b64encode",
     "blob_extension_for_mime",
+    "holds_blob_ref",
     "is_blob_ref",
     "is_externalizable_image_position",
     "parse_blob_ref",
@@ -473,7 +474,8 @@ class _Resolver:
                 frame.put(slot, child, got)
 
 
-def _contains_blob_ref(value: Any) -> bool:
+def holds_blob_ref(value: Any) -> bool:
+    """Whether a string starting with ``blob:sha256:`` is anywhere in ``value``."""
     todo = [value]  # a stack, not recursion: any nesting depth
     pop, push = todo.pop, todo.extend
     while todo:
@@ -500,7 +502,7 @@ def resolve_blob_refs(entry: Any, store: BlobReader, problems: list[BlobRefProbl
     """
     if isinstance(entry, dict) and entry.get("type") == "session":
         return entry
-    if not _contains_blob_ref(entry):
+    if not holds_blob_ref(entry):
         return entry
     return _Resolver(store, problems).walk(entry, None, ())
 

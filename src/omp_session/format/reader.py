@@ -284,27 +284,30 @@ class Journal:
     def is_decoded(self, i: int) -> bool:
         return i in self.values
 
-    def peek(self, i: int, raw: bytes | None = None) -> Any:
+    def peek(self, i: int, raw: bytes | None = None,
+             hook: Callable[[int, bytes, Any], Any] | None = None) -> Any:
         """Record ``i`` as :meth:`value` gives it, without keeping it decoded (one pass over a big
         file in bounded memory); a record decoded before, or changed in memory, is the kept one.
-        ``raw``: the record's bytes, when the caller has read them already."""
+        ``raw``: the record's bytes, when the caller has read them already; ``hook``: in place of
+        :attr:`decode_hook`, for a pass that needs less of it."""
         value = self.values.get(i, _NOT_DECODED)
         if value is _NOT_DECODED:
             if raw is None:
                 raw = self.raw(i)
             value = decode_record(raw)
-            if self.decode_hook is not None:
-                value = self.decode_hook(i, raw, value)
+            hook = hook or self.decode_hook
+            if hook is not None:
+                value = hook(i, raw, value)
         return value
 
-    def peek_in_order(self) -> Callable[[int], Any]:
+    def peek_in_order(self, hook: Callable[[int, bytes, Any], Any] | None = None) -> Callable[[int], Any]:
         """:meth:`peek` for records asked for mostly in file order, their bytes read a window at a
         time (see :meth:`raw_in_order`)."""
         raw_of, values = self.raw_in_order(), self.values
 
         def peek(i: int) -> Any:
             value = values.get(i, _NOT_DECODED)  # (a kept record's bytes are not read)
-            return self.peek(i, raw_of(i)) if value is _NOT_DECODED else value
+            return self.peek(i, raw_of(i), hook) if value is _NOT_DECODED else value
 
         return peek
 

@@ -217,6 +217,7 @@ class Session:
         self.omp = resolve_omp(omp)
         self.journal = journal
         self.blob_store = blob_store
+        self._blob_marked: set[int] = set()  # records whose blob references are resolved on decode
         self.diagnostics: list[Diagnostic] = []
         self.title_slot: TitleSlot | None = journal.slot
         self.migrated = False
@@ -288,7 +289,7 @@ class Session:
         if self.blob_store is None or not j.blob_offsets:
             return
         # a record decoded later is one the scan searched for references: no search of its bytes again
-        marked = j.blob_records()
+        marked = self._blob_marked = j.blob_records()
         marked.discard(0)  # the header is never resolved
         store = self.blob_store
 
@@ -418,10 +419,21 @@ class Session:
         (an export, a rewrite) whose memory must not grow with it. Never modify what it returns."""
         return self.journal.peek(k + 1)
 
-    def peek_in_order(self) -> Callable[[int], Any]:
+    def peek_in_order(self, resolve_if: Callable[[Any], bool] | None = None) -> Callable[[int], Any]:
         """:meth:`peek_entry` for a pass that asks for entries mostly in file order (a tree's rows,
-        an export): their bytes are read a window at a time, not one ``pread`` each."""
-        peek = self.journal.peek_in_order()
+        an export): their bytes are read a window at a time, not one ``pread`` each.
+
+        ``resolve_if``: for a pass that reads only part of each entry, whether an entry holding
+        blob references (given as the file holds it) could show a resolved one in that part; when
+        it says no, the entry is given unresolved and its blobs are not read."""
+        marked, store = self._blob_marked, self.blob_store
+        if resolve_if is None or not marked:
+            peek = self.journal.peek_in_order()
+        else:
+            def hook(i: int, raw: bytes, value: Any) -> Any:
+                return resolve_blob_refs(value, store) if i in marked and resolve_if(value) else value
+
+            peek = self.journal.peek_in_order(hook)
         return lambda k: peek(k + 1)
 
     def __len__(self) -> int:
