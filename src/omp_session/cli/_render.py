@@ -480,6 +480,7 @@ def tree(s: Session, as_json: bool, *, depth: int | None = None, only_messages: 
     # others (split.interleaved): every row is its entry decoded and summed up, the bulk of the
     # work. A piece is a few thousand rows, written as it comes: memory stays that of a piece.
     if as_json:  # the array written a piece of rows at a time, as stringify writes it
+        lines = s.entry_lines()
         def row_json(i: int) -> str:
             node = r.nodes[i]
             entry = peek(node)  # decoded, not kept
@@ -487,7 +488,7 @@ def tree(s: Session, as_json: bool, *, depth: int | None = None, only_messages: 
             label = label_at.get(node)
             kind = entry.get("type") if isinstance(entry, dict) else None
             row: dict[str, Any] = {"id": entry_id, "depth": r.depth[i], "fork_depth": r.level[i],
-                                   "line": s.line_of_entry(node), "type": kind,
+                                   "line": lines[node], "type": kind,
                                    "on_branch": node in on_branch, "summary": summary(entry)}
             if label is not None:
                 row["label"] = label

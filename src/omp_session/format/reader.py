@@ -16,6 +16,7 @@ from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from itertools import accumulate
 from typing import Any, BinaryIO
 
 import msgspec
@@ -367,6 +368,23 @@ class Journal:
             pos += len(block)
         self._lfs_end = pos
         return bisect_left(lfs, offset) + 1
+
+    def record_lines(self) -> array[int]:
+        """The 1-based physical line each record starts on: :meth:`line_of` of every start, from the
+        gaps between records. A record starts a line of its own and holds no line feed unless the
+        scan decoded it itself (a value spanning lines is kept in :attr:`values`), so a gap of one
+        byte is the one line feed: only longer gaps, and the records in :attr:`values`, are read."""
+        starts, ends, n = self.starts, self.ends, len(self.starts)
+        if not n:
+            return array("q")
+        feeds = list(map(operator.sub, starts[1:], ends[:-1]))  # the gap after each record
+        if feeds.count(1) != len(feeds):
+            for k in [k for k, gap in enumerate(feeds) if gap != 1]:
+                feeds[k] = self.read(ends[k], starts[k + 1]).count(b"\n")
+        for k in self.values:
+            if k < n - 1:
+                feeds[k] += self.read(starts[k], ends[k]).count(b"\n")
+        return array("q", accumulate(feeds, initial=self.read(0, starts[0]).count(b"\n") + 1))
 
     def close(self) -> None:
         self.source.close()
