@@ -27,9 +27,13 @@ def _write(path: Path, sizes: list[int], ref: str) -> None:
         content: list[object] = [{"type": "text", "text": "x" * size}]
         if n % 5 == 2:
             content.append({"type": "image", "data": ref, "mimeType": "image/png"})
-        lines.append(orjson.dumps({"type": "message", "id": f"e{n}", "parentId": parent,
-                                   "timestamp": "2026-01-01T00:00:01.000Z",
-                                   "message": {"role": "user", "content": content, "timestamp": 1}}))
+        line = orjson.dumps({"type": "message", "id": f"e{n}", "parentId": parent,
+                             "timestamp": "2026-01-01T00:00:01.000Z",
+                             "message": {"role": "user", "content": content, "timestamp": 1}})
+        if n % 11 == 4:  # a lone surrogate, which orjson refuses and the reader's own decoder takes
+            # (the scan keeps such a record decoded; the test forgets it below, so the pass decodes it)
+            line = line.replace(b'"text":"x', b'"text":"\\ud800x', 1)
+        lines.append(line)
         if n % 7 == 3:
             lines.append(b"{not json")  # a malformed line between entries
         parent = f"e{n}"
@@ -51,6 +55,8 @@ def test_each_entry_is_what_peek_entry_gives(tmp_path_factory: pytest.TempPathFa
         s = omp_session.open(path, blob_store=store)
     finally:
         mp.undo()
+    for k in range(4, len(s), 11):
+        s.journal.values.pop(k + 1, None)
     held = {k: s.entry_at(k) for k in kept if k < len(s)}  # decoded before: kept by the session
     held_keys = set(s.journal.values)
     peek = s.peek_in_order()
@@ -63,3 +69,5 @@ def test_each_entry_is_what_peek_entry_gives(tmp_path_factory: pytest.TempPathFa
     resolved = [k for k in range(len(s)) if k % 5 == 2]
     for k in resolved:
         assert peek(k)["message"]["content"][1]["data"] != ref  # the reference was resolved
+    for k in range(4, len(s), 11):
+        assert peek(k)["message"]["content"][0]["text"].startswith("\ud800x")
