@@ -65,3 +65,15 @@ def test_on_a_file_scanned_in_two_processes(make_corpus: Callable[[int, int], Pa
         j = reader.scan_file(path)
         assert list(j.record_lines()) == _lines_by_feeds(j), path.name
     assert len(reader.scan_file(path).record_lines()) == len(reader.scan_file(path))
+
+
+def test_entries_added_in_memory_after_a_line_without_its_line_feed(tmp_path: Path) -> None:
+    from omp_session.model.session import open_session
+
+    for tail in (" ", "\r", "\t", ""):
+        path = tmp_path / "s.jsonl"
+        path.write_text('{"type":"session","version":3,"id":"s","cwd":"/tmp"}\n'
+                        '{"type":"custom","id":"a","parentId":null}' + tail)
+        s = open_session(path)
+        s.append_entry({"type": "custom", "id": "b", "parentId": "a"})
+        assert list(s.entry_lines()) == [s.line_of_entry(k) for k in range(len(s))] == [2, 2], repr(tail)

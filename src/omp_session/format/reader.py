@@ -373,18 +373,22 @@ class Journal:
         """The 1-based physical line each record starts on: :meth:`line_of` of every start, from the
         gaps between records. A record starts a line of its own and holds no line feed unless the
         scan decoded it itself (a value spanning lines is kept in :attr:`values`), so a gap of one
-        byte is the one line feed: only longer gaps, and the records in :attr:`values`, are read."""
-        starts, ends, n = self.starts, self.ends, len(self.starts)
+        byte is the one line feed: only longer gaps, and the records in :attr:`values`, are read.
+        (A record added in memory starts where the file ends, maybe after no line feed at all.)"""
+        starts, ends = self.starts, self.ends
+        n = bisect_left(starts, self.size)  # the records of the file, in file order
         if not n:
-            return array("q")
-        feeds = list(map(operator.sub, starts[1:], ends[:-1]))  # the gap after each record
+            return array("q", [self.line_of(start) for start in starts])
+        feeds = list(map(operator.sub, starts[1:n], ends[:n - 1]))  # the gap after each record
         if feeds.count(1) != len(feeds):
             for k in [k for k, gap in enumerate(feeds) if gap != 1]:
                 feeds[k] = self.read(ends[k], starts[k + 1]).count(b"\n")
         for k in self.values:
             if k < n - 1:
                 feeds[k] += self.read(starts[k], ends[k]).count(b"\n")
-        return array("q", accumulate(feeds, initial=self.read(0, starts[0]).count(b"\n") + 1))
+        lines = array("q", accumulate(feeds, initial=self.read(0, starts[0]).count(b"\n") + 1))
+        lines.extend(self.line_of(start) for start in starts[n:])
+        return lines
 
     def close(self) -> None:
         self.source.close()
