@@ -6,7 +6,6 @@ forks no child)."""
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from collections.abc import Iterator
@@ -43,8 +42,8 @@ class _Wrapped:
 
 
 def _wrap_files(monkeypatch: pytest.MonkeyPatch, kind: type[_Wrapped]) -> None:
-    real_fdopen = os.fdopen
-    monkeypatch.setattr(atomic.os, "fdopen", lambda fd, mode: kind(real_fdopen(fd, mode)))
+    real_open = atomic.write_behind
+    monkeypatch.setattr(atomic, "write_behind", lambda fd: kind(real_open(fd)))
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

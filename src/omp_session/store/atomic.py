@@ -25,17 +25,18 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import io
 import os
 import secrets
 import stat
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import IO, Final, Literal
+from typing import IO, Any, Final, Literal
 
 from omp_session.errors import SessionError
 
-__all__ = ["Output", "check_output", "copy_mode", "open_output", "place", "write_new_file"]
+__all__ = ["Output", "check_output", "copy_mode", "open_output", "place", "write_behind", "write_new_file"]
 
 SHARED_MODE: Final = 0o666  # the umask makes this 0644 (022) or 0600 (077), as for cp
 _IN_PLACE = "is the input; it is never written in place"
@@ -153,7 +154,7 @@ def open_output(out: str | os.PathLike[str], *, force: bool, error: Callable[[st
         return
     fd, tmp = _create_temp(target.path, mode, error)
     try:
-        with os.fdopen(fd, "wb") as f:
+        with write_behind(fd) as f:
             yield f
             f.flush()
             os.fsync(f.fileno())
@@ -228,6 +229,39 @@ def _open_stream(path: str, error: Callable[[str], Exception]) -> IO[bytes]:
         os.close(fd)
         raise error(f"{path}: changed while being opened; nothing was written")
     return os.fdopen(fd, "wb")
+
+
+_BEHIND: Final = 32 << 20  # bytes written between two requests to start writing them to disk
+
+
+class _WriteBehind(io.FileIO):
+    """A new file written from its start, whose every ``_BEHIND`` bytes written the kernel is asked
+    to start writing to disk at once (``POSIX_FADV_DONTNEED`` on a range begins its write-back).
+    The ``fsync`` before the output takes its name then waits for the last few megabytes, not for
+    the whole file: 0.4 s for a 1 GB export, against 0.01 s with the advice."""
+
+    _written = 0
+    _flushed = 0  # the bytes before this offset were handed to the disk
+
+    def write(self, data: Any, /) -> int:
+        n = super().write(data)
+        if n:
+            self._written += n
+            if self._written - self._flushed >= _BEHIND and _FADVISE is not None:
+                with contextlib.suppress(OSError):  # only advice: a file system may not take it
+                    _FADVISE(self.fileno(), self._flushed, self._written - self._flushed, _DONTNEED)
+                self._flushed = self._written
+        return n
+
+
+_FADVISE = getattr(os, "posix_fadvise", None)  # (not on macOS)
+_DONTNEED: Final = getattr(os, "POSIX_FADV_DONTNEED", 0)
+
+
+def write_behind(fd: int) -> IO[bytes]:
+    """A buffered file over ``fd`` (a new file, written from its start and synced before it takes
+    its name) that hands what it has written to the disk as it goes (see :class:`_WriteBehind`)."""
+    return io.BufferedWriter(_WriteBehind(fd, "wb"))
 
 
 def _create_temp(target: str, mode: int, error: Callable[[str], Exception]) -> tuple[int, str]:

@@ -39,7 +39,7 @@ from omp_session.format.migrate import needs_migration
 from omp_session.format.reader import Journal, scan_bytes, scan_file
 from omp_session.format.title import TITLE_SLOT_BYTES, build_title_slot
 from omp_session.js import codec
-from omp_session.store.atomic import check_output, copy_mode, write_new_file
+from omp_session.store.atomic import check_output, copy_mode, write_behind, write_new_file
 from omp_session.store.base import conflict_message
 from omp_session.store.locking import publish_lock
 from omp_session.write.ids import iso_timestamp, new_session_id
@@ -517,7 +517,7 @@ def _replace(path: str, pieces: Iterable[bytes], expected_size: int) -> None:
     try:
         # the repaired session is as readable as it was, never more (a 0600 session stays 0600)
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, copy_mode(path))
-        with os.fdopen(fd, "wb") as f:
+        with write_behind(fd) as f:
             for piece in pieces:
                 f.write(piece)
             f.flush()
