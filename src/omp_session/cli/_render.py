@@ -43,6 +43,14 @@ def _emit_json(value: Any) -> None:
 
 def _clip(text: str, width: int = 80) -> str:
     """``text`` on one line (whitespace runs as one space), cut to ``width`` with "…"."""
+    # (the common case, without splitting: a printable text's only whitespace is the ASCII space,
+    # so a start of single spaces between words is its collapsed start)
+    if len(text) > width:
+        start = text[:width + 1]
+        if start.isprintable() and "  " not in start and start[0] != " " and start[-1] != " ":
+            return start[:width - 1] + "…"
+    elif text.isprintable() and "  " not in text and text[:1] != " " and text[-1:] != " ":
+        return text
     if len(text) > 4 * width:
         # the words of a prefix are the text's first words (the last maybe cut short), so its
         # collapsed form starts the text's: enough of it decides without splitting a long output
