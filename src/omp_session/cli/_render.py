@@ -47,7 +47,7 @@ def _clip(text: str, width: int = 80) -> str:
     # so a start of single spaces between words is its collapsed start)
     if len(text) > width:
         start = text[:width + 1]
-        if start.isprintable() and "  " not in start and start[0] != " " and start[-1] != " ":
+        if width > 0 and start.isprintable() and "  " not in start and start[0] != " " and start[-1] != " ":
             return start[:width - 1] + "…"
     elif text.isprintable() and "  " not in text and text[:1] != " " and text[-1:] != " ":
         return text
