@@ -91,14 +91,9 @@ def _json_head(value: Any, n: int) -> str | None:
             raise _Stop
 
     def walk(v: Any) -> None:
-        if isinstance(v, str):  # every character escapes to at least one: n of them write past n
-            put(_encode_str(v if len(v) <= n else v[:n]))
-        elif v is None or v is True or v is False:
-            put("null" if v is None else "true" if v else "false")
-        elif isinstance(v, int):
-            put(int.__repr__(v))
-        elif isinstance(v, float):
-            put(_float_json(v))
+        scalar = _scalar_json(v, n)
+        if scalar is not None:
+            put(scalar)
         elif isinstance(v, dict):
             put("{")
             for k, (key, item) in enumerate(v.items()):
@@ -133,24 +128,28 @@ def _flat_head(value: dict[Any, Any], n: int) -> str | None:
     items: list[str] = []
     size = 0
     for key, item in value.items():
-        if key.__class__ is not str:
-            return None
-        kind = item.__class__
-        if kind is str:
-            text = _encode_str(item if len(item) <= n else item[:n])
-        elif kind is int:
-            text = int.__repr__(item)
-        elif kind is float:
-            text = _float_json(item)
-        elif item is None or kind is bool:
-            text = "null" if item is None else "true" if item else "false"
-        else:
+        text = _scalar_json(item, n)
+        if text is None or key.__class__ is not str:
             return None
         items.append(_encode_str(key) + ": " + text)
         size += len(items[-1]) + 2
         if size > n:  # the items so far write past n characters: the rest cannot change them
             break
     return ("{" + ", ".join(items) + "}")[:n]
+
+
+def _scalar_json(v: Any, n: int) -> str | None:
+    """``json.dumps(v)`` of a string (cut to ``n`` characters first: every character escapes to at
+    least one, so n of them write past n), a number, a boolean or null; None for anything else."""
+    if isinstance(v, str):
+        return _encode_str(v if len(v) <= n else v[:n])
+    if v is None or v is True or v is False:
+        return "null" if v is None else "true" if v else "false"
+    if isinstance(v, int):
+        return int.__repr__(v)
+    if isinstance(v, float):
+        return _float_json(v)
+    return None
 
 
 def _float_json(v: float) -> str:

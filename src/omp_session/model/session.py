@@ -426,12 +426,12 @@ class Session:
         ``resolve_if``: for a pass that reads only part of each entry, whether an entry holding
         blob references (given as the file holds it) could show a resolved one in that part; when
         it says no, the entry is given unresolved and its blobs are not read."""
-        marked, store = self._blob_marked, self.blob_store
-        if resolve_if is None or not marked:
+        marked, resolve = self._blob_marked, self.journal.decode_hook
+        if resolve_if is None or not marked or resolve is None:
             peek = self.journal.peek_in_order()
         else:
             def hook(i: int, raw: bytes, value: Any) -> Any:
-                return resolve_blob_refs(value, store) if i in marked and resolve_if(value) else value
+                return resolve(i, raw, value) if i in marked and resolve_if(value) else value
 
             peek = self.journal.peek_in_order(hook)
         return lambda k: peek(k + 1)
