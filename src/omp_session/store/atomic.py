@@ -232,26 +232,42 @@ def _open_stream(path: str, error: Callable[[str], Exception]) -> IO[bytes]:
 
 
 _BEHIND: Final = 32 << 20  # bytes written between two requests to start writing them to disk
+_LAG: Final = 128 << 20  # how far behind the end the pages written are dropped (see below)
 
 
 class _WriteBehind(io.FileIO):
     """A new file written from its start, whose every ``_BEHIND`` bytes written the kernel is asked
     to start writing to disk at once (``POSIX_FADV_DONTNEED`` on a range begins its write-back).
     The ``fsync`` before the output takes its name then waits for the last few megabytes, not for
-    the whole file: 0.4 s for a 1 GB export, against 0.01 s with the advice."""
+    the whole file: 0.4 s for a 1 GB export, against 0.01 s with the advice.
+
+    What was written more than ``_LAG`` bytes ago is advised again, which drops its pages from the
+    cache now that they are on the disk (pages still being written are left): the next pages
+    written take the memory just freed. Without it every page of the file is memory the kernel
+    has not touched lately, and on a virtual machine that hands freed memory back to its host
+    (these) taking such a page costs more than copying into it: 1 GB written took 1.4-2.4 s of
+    system time without the drops and 0.25-0.3 s with them. The output is not read again here."""
 
     _written = 0
     _flushed = 0  # the bytes before this offset were handed to the disk
+    _dropped = 0  # the bytes before this offset were asked out of the cache once on the disk
 
     def write(self, data: Any, /) -> int:
         n = super().write(data)
         if n:
             self._written += n
             if self._written - self._flushed >= _BEHIND and _FADVISE is not None:
-                with contextlib.suppress(OSError):  # only advice: a file system may not take it
-                    _FADVISE(self.fileno(), self._flushed, self._written - self._flushed, _DONTNEED)
+                self._advise(self._flushed, self._written)
                 self._flushed = self._written
+                if self._flushed - _LAG > self._dropped:
+                    self._advise(self._dropped, self._flushed - _LAG)
+                    self._dropped = self._flushed - _LAG
         return n
+
+    def _advise(self, start: int, end: int) -> None:
+        assert _FADVISE is not None
+        with contextlib.suppress(OSError):  # only advice: a file system may not take it
+            _FADVISE(self.fileno(), start, end - start, _DONTNEED)
 
 
 _FADVISE = getattr(os, "posix_fadvise", None)  # (not on macOS)
