@@ -14,7 +14,7 @@ from pathlib import Path
 import click
 
 from omp_session.errors import SessionError
-from omp_session.ops.repair.plan import RepairPlan, RepairResult, apply_repair, plan_repair
+from omp_session.ops.repair.plan import RepairPlan, RepairResult, apply_repair, plan_repair, repair_to
 
 from ._errors import command, os_errors
 from ._options import force_option, json_option, output_option, session_argument
@@ -91,12 +91,13 @@ def repair(path: Path, out: Path | None, in_place: bool, force: bool, as_json: b
         _check_out(path, out)
     with os_errors(path):
         # a plan only looked at, told in words, needs no digest of the file (a sixth of the work)
-        plan = plan_repair(path, digest=as_json or out is not None or in_place)
         result = None
         if out is not None:
-            result = apply_repair(plan, out=out, force=force)
-        elif in_place:
-            result = apply_repair(plan, in_place=True)
+            plan, result = repair_to(path, out, force=force)
+        else:
+            plan = plan_repair(path, digest=as_json or in_place)
+            if in_place:
+                result = apply_repair(plan, in_place=True)
     if as_json:
         _json(plan, result)
     else:

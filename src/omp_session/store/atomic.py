@@ -36,7 +36,8 @@ from typing import IO, Any, Final, Literal
 
 from omp_session.errors import SessionError
 
-__all__ = ["Output", "check_output", "copy_mode", "open_output", "place", "write_behind", "write_new_file"]
+__all__ = ["Output", "Pending", "check_output", "copy_mode", "open_output", "pending_output", "place", "write_behind",
+           "write_new_file"]
 
 SHARED_MODE: Final = 0o666  # the umask makes this 0644 (022) or 0600 (077), as for cp
 _IN_PLACE = "is the input; it is never written in place"
@@ -215,6 +216,68 @@ def _overlapped(f: IO[bytes], pieces: Iterable[bytes]) -> int:
 
     return handed_on(pieces, f.write, limit=_AHEAD, cost=lambda piece: len(piece) + _OVERHEAD,
                      name="omp-session-write")
+
+
+class Pending:
+    """A new output file written now and given its name later (:meth:`place`), or dropped
+    (:meth:`discard`): :func:`open_output`'s temporary file, for a caller that learns only once
+    the bytes are written whether they are the output. Writes may come from another thread than
+    the one that places or discards; a failed write is kept (:attr:`failed`), not raised, and the
+    file is then never placed."""
+
+    def __init__(self, target: Output, mode: int, error: Callable[[str], Exception]) -> None:
+        self.target = target
+        self._error = error
+        fd, self._tmp = _create_temp(target.path, mode, error)
+        self.file: IO[bytes] = write_behind(fd)
+        self.written = 0
+        self.failed = False
+
+    def write(self, data: bytes) -> None:
+        if self.failed:
+            return
+        try:
+            self.file.write(data)
+        except OSError:
+            self.failed = True  # (the output is then written as it would have been: see place)
+        else:
+            self.written += len(data)
+
+    def place(self) -> None:
+        """Sync the bytes written and give them the output's name (refused as
+        :func:`open_output` refuses); the temporary file is gone either way."""
+        try:
+            if self.failed:
+                raise OSError(errno.EIO, "a write failed")
+            self.file.flush()
+            os.fsync(self.file.fileno())
+            self.file.close()
+            if self.target.kind == "file":
+                _still_a_file(self.target.path, self._error)
+            place(self._tmp, self.target.path, force=self.target.kind == "file")
+        except FileExistsError:
+            self.discard()
+            raise self._error(f"{self.target.path}: already exists (use --force to replace it)") from None
+        except OSError as e:
+            self.discard()
+            raise self._error(f"{self.target.path}: cannot write: {e.strerror or e}") from None
+        except BaseException:
+            self.discard()
+            raise
+
+    def discard(self) -> None:
+        with contextlib.suppress(OSError):
+            self.file.close()
+        _unlink(self._tmp)
+
+
+def pending_output(out: str | os.PathLike[str], *, force: bool, error: Callable[[str], Exception],
+                   source: str | os.PathLike[str] | None = None, mode: int = SHARED_MODE) -> Pending | None:
+    """A :class:`Pending` file for ``out`` when ``out`` is a file to create or replace (None for a
+    device or FIFO, which are written only once it is known what to write); refusals as
+    :func:`check_output`'s."""
+    target = check_output(out, force=force, error=error, source=source)
+    return Pending(target, mode, error) if target.kind in ("new", "file") else None
 
 
 def _open_stream(path: str, error: Callable[[str], Exception]) -> IO[bytes]:

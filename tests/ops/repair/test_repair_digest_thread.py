@@ -61,7 +61,7 @@ def test_an_error_while_planning_stops_the_digest(tmp_path: Path, monkeypatch: p
 def test_a_file_the_digest_cannot_read_is_one_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = _session(tmp_path / "s.jsonl")
 
-    def unreadable(p: str, stop: threading.Event) -> str:
+    def unreadable(p: str, stop: threading.Event, copy: object = None) -> str:
         raise PermissionError(13, "Permission denied", p)
 
     monkeypatch.setattr(plan_module, "_file_digest", unreadable)
@@ -161,4 +161,4 @@ def test_the_command_hashes_the_file_only_when_its_output_needs_it(tmp_path: Pat
     out = tmp_path / "fixed.jsonl"
     written = invoke(repair_cmd, str(path), "-o", str(out))
     assert written.exit_code == 0 and out.exists()
-    assert asked == [False, True, True]
+    assert asked == [False, True]  # (-o plans through repair_to, which always hashes: its copy is checked)

@@ -39,7 +39,15 @@ from omp_session.format.migrate import needs_migration
 from omp_session.format.reader import Journal, scan_bytes, scan_file
 from omp_session.format.title import TITLE_SLOT_BYTES, build_title_slot
 from omp_session.js import codec
-from omp_session.store.atomic import check_output, copy_mode, write_behind, write_new_file
+from omp_session.store.atomic import (
+    Output,
+    Pending,
+    check_output,
+    copy_mode,
+    pending_output,
+    write_behind,
+    write_new_file,
+)
 from omp_session.store.base import conflict_message
 from omp_session.store.locking import publish_lock
 from omp_session.write.ids import iso_timestamp, new_session_id
@@ -49,7 +57,7 @@ from .records import Later, Rec, Records, prove_later, read_records
 from .tree import break_cycles, drop_duplicates, fresh_ids, quarantine_crashers, reattach_orphans
 
 __all__ = ["Fix", "NotASessionError", "Quarantined", "RepairConflictError", "RepairError", "RepairPlan",
-           "RepairResult", "apply_repair", "plan_repair", "plan_repair_bytes", "quarantine_path"]
+           "RepairResult", "apply_repair", "plan_repair", "plan_repair_bytes", "quarantine_path", "repair_to"]
 
 _SNIFF = 1024 * 1024
 _CHUNK = 1024 * 1024
@@ -77,7 +85,11 @@ def plan_repair(path: str | os.PathLike[str], *, blob_store: Any = None, digest:
     ``output_sha256`` when the file is its own repair) is left empty unless deciding needs it,
     which saves hashing a big file beside the read; :func:`apply_repair` refuses such a plan.
     """
-    name = os.fspath(path)
+    return _plan_file(os.fspath(path), blob_store, digest, None)
+
+
+def _plan_file(name: str, blob_store: Any, digest: bool, copy: Pending | None) -> RepairPlan:
+    """:func:`plan_repair`; every byte hashed also written to ``copy`` (see :func:`repair_to`)."""
     if os.path.isdir(name):
         raise NotASessionError(f"{name}: is a directory, not a session file")
     if name.endswith(".jsonl.gz"):
@@ -96,7 +108,7 @@ def plan_repair(path: str | os.PathLike[str], *, blob_store: Any = None, digest:
         raise SessionFileError(name, e.strerror or "cannot be read") from None
     # the file's SHA-256 in a thread while its records are read: hashlib works without the
     # interpreter lock, and a big file's digest took a sixth of the repair
-    hashing = Background(lambda stop: _file_digest(name, stop), "omp-session-repair-digest") if digest else None
+    hashing = Background(lambda stop: _file_digest(name, stop, copy), "omp-session-repair-digest") if digest else None
 
     def file_digest() -> str:
         try:
@@ -130,14 +142,17 @@ def _read_facts(f: BinaryIO) -> tuple[bytes, bool]:
     return head, blank
 
 
-def _file_digest(path: str, stop: threading.Event) -> str:
-    """The SHA-256 of the file at ``path`` ("" once ``stop`` is set)."""
+def _file_digest(path: str, stop: threading.Event, copy: Pending | None = None) -> str:
+    """The SHA-256 of the file at ``path`` ("" once ``stop`` is set); what is hashed is also
+    written to ``copy``."""
     sha = hashlib.sha256()
     with open(path, "rb") as f:
         while block := f.read(_CHUNK):
             if stop.is_set():
                 return ""
             sha.update(block)
+            if copy is not None:
+                copy.write(block)
     return sha.hexdigest()
 
 
@@ -440,11 +455,7 @@ def apply_repair(plan: RepairPlan, *, out: str | os.PathLike[str] | None = None,
         return _apply_in_place(plan)
     assert out is not None
     target = os.fspath(out)
-    if os.path.exists(target) and os.path.samefile(target, plan.path):
-        raise RepairError(f"{target}: is the file being repaired; use in_place=True (--in-place) to replace it")
-    if os.path.isdir(target):
-        raise RepairError(f"{target}: is a directory")
-    where = check_output(target, force=force, error=RepairError)
+    where = _check_target(plan.path, target, force)
     if where.kind == "stream" and plan.quarantined:
         # the quarantine goes beside the output, and a device has no "beside"
         raise RepairError(f"{target}: {len(plan.quarantined)} record(s) need a quarantine file beside the "
@@ -455,6 +466,40 @@ def apply_repair(plan: RepairPlan, *, out: str | os.PathLike[str] | None = None,
     write_new_file(target, _as_planned(plan), force=force, error=RepairError, mode=copy_mode(plan.path),
                    overlap=True)
     return RepairResult(target, None, quarantine)
+
+
+def _check_target(path: str, target: str, force: bool) -> Output:
+    if os.path.exists(target) and os.path.samefile(target, path):
+        raise RepairError(f"{target}: is the file being repaired; use in_place=True (--in-place) to replace it")
+    if os.path.isdir(target):
+        raise RepairError(f"{target}: is a directory")
+    return check_output(target, force=force, error=RepairError)
+
+
+def repair_to(path: str | os.PathLike[str], out: str | os.PathLike[str], *, force: bool = False,
+              blob_store: Any = None) -> tuple[RepairPlan, RepairResult]:
+    """:func:`plan_repair` then :func:`apply_repair` to ``out``, the common case done once: the
+    file's bytes, read and hashed while it is planned, are written beside ``out`` as they are
+    hashed, and when the file is its own repair that copy becomes ``out`` (checked as
+    :func:`apply_repair` checks its copy: the planned size and digest); otherwise it is dropped
+    and the repair written as :func:`apply_repair` writes it. Refusals of ``out`` come before
+    the file is read."""
+    name, target = os.fspath(path), os.fspath(out)
+    if os.path.exists(name):
+        _check_target(name, target, force)
+    # (a copy of a session is never more readable than the session itself)
+    copy = pending_output(target, force=force, error=RepairError, mode=copy_mode(name)) if os.path.isfile(name) else None
+    try:
+        plan = _plan_file(name, blob_store, True, copy)
+        if (copy is not None and not copy.failed and not plan.quarantined and copy.written == plan.output_size
+                and plan.output_sha256 == plan.sha256 and plan.output_size == plan.size):
+            placing, copy = copy, None  # (placed or dropped by place itself, not again below)
+            placing.place()
+            return plan, RepairResult(target, None, None)
+    finally:
+        if copy is not None:
+            copy.discard()
+    return plan, apply_repair(plan, out=target, force=force)
 
 
 def _as_planned(plan: RepairPlan) -> Iterator[bytes]:
