@@ -7,6 +7,8 @@ The rules, and why each is the one the evidence supports, are in ``docs/repair.m
 from __future__ import annotations
 
 import hashlib
+from itertools import repeat
+from operator import ge
 from typing import Any
 
 from omp_session.js import codec
@@ -107,10 +109,12 @@ def drop_duplicates(rs: Records) -> None:
     turn: dict[str, tuple[bytes, int]] = {}
     # only a record whose id comes back can have a copy: the others are never serialised, which
     # matters for a record nested 100,000 levels deep (the exact serialiser is pure Python)
+    named = [own for rec in recs[1:] if (own := rec.own_id()) is not None]
+    if len(set(named)) == len(named):
+        return  # no id comes back: nothing to compare (sets and lists built in C, not a step each)
     once: set[str | None] = set()
     again: set[str | None] = set()
-    for rec in recs[1:]:
-        own = rec.own_id()
+    for own in named:
         (again if own in once else once).add(own)
     once.clear()
     for i, rec in enumerate(recs):
@@ -155,10 +159,10 @@ def fresh_ids(rs: Records) -> None:
     only have meant the earlier entry."""
     recs = rs.recs
     owns = [rec.own_id() for rec in recs]
-    taken = {i for i in owns if i is not None}
     later = [i for i in owns[1:] if i is not None]
     if len(set(later)) == len(later):
         return  # no id is reused: nothing gets a fresh id, so no reference is re-pointed
+    taken = {i for i in owns if i is not None}
     current: dict[str, str] = {}  # original id -> id of the latest entry that had it so far
     for k, rec in enumerate(recs[1:], 1):
         value = rec.value
@@ -224,12 +228,13 @@ def break_cycles(rs: Records) -> None:
     """Cut every parent cycle at the entry written first: in an append-only file a parent comes
     before its child, so the link from that entry to a later one is the wrong one (S1.6.3)."""
     recs = rs.recs
-    pos: dict[str, int] = {}
-    for k, rec in enumerate(recs[1:], 1):
-        own = rec.own_id()
-        if own is not None:
-            pos[own] = k
-    if all(not (isinstance(p := recs[k].parent(), str) and p and pos.get(p, -1) >= k) for k in pos.values()):
+    # each id's latest record (dict() from pairs keeps the last, as assigning in turn does)
+    pos: dict[str | None, int] = dict(zip([rec.own_id() for rec in recs[1:]], range(1, len(recs)), strict=True))
+    pos.pop(None, None)
+    at = list(pos.values())
+    # the parent each of them names (None for no string: no id is None or empty, so those are -1)
+    named = [p if isinstance(p := recs[k].parent(), str) else None for k in at]
+    if not any(map(ge, map(pos.get, named, repeat(-1)), at)):
         return  # every parent comes before its child: a walk up always ends, no cycle to look for
     state: dict[str, int] = {}  # 1: on the current walk, 2: done
     for start in list(pos):
