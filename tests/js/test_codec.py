@@ -167,6 +167,12 @@ def test_stringify_golden(value: Any, expected: str) -> None:
         # escaped backslashes and quotes before a number: counting quotes must pair them as a parser does
         {"a": "\\", "b": 2.0, "c": "x\\\":1.0,", "d": [3.0, "\\\\\"", 1e-7, "\\"], "e": 4.0},
         ["\\\"", 5.0, ":1.0,", 1e16, "\\", 6.0],
+        # a number after '":' is a key's value unless the quote opens a string (after "{[,:") or
+        # may be escaped (after a backslash): each such look-alike inside a string, beside a real one
+        {"k": ":1.0,", "l": 1.0}, ["\":2.0,", 2.0], {"a": {"b": "\":3.0}"}, "c": 3.0},
+        {"q": ",\":4.0]", "r": [4.0]}, {"s": "[\":5.0,", "t": 5.0}, {"u": "{\":6.0,", "v": 6.0},
+        {"w": "\\\\\":7.0,", "x": 7.0}, {"a\"": 8.0, "": 8.0, "b:": 8.0, "c,": 8.0, "d\\": 8.0},
+        [":1.0,", 1.0], [0, ":1.0]", 1.0], {":1.0,": 1.0}, {"a": ":1.0}", "b": 1.0}, {"a": 1, ":2.0,": [":3.0]"]},
     ],
 )
 def test_fast_path_false_alarms_and_fixups(value: Any) -> None:

@@ -382,27 +382,36 @@ def _number_fix_hits(out: bytes) -> list[int] | None:
 
 
 _NUMBER_CHARS: Final = frozenset(b"0123456789.-+eE")
+_OPENS_OR_ESCAPES: Final = frozenset(b"{[,:\\")  # what may come before a string's opening quote, and a backslash
 
 
 def _fix_numbers_at(out: bytes, hits: list[int]) -> bytes | None:
     """``_fix_numbers`` for the tokens at ``hits`` only, skipping those inside strings (told by
     counting the quotes before them that are not escaped); None when a token is not one."""
-    # an escaped backslash, paired left to right as a parser pairs them, can't escape a quote
-    quotes = out.replace(b"\\\\", b"__") if b"\\\\" in out else out
+    quotes: bytes | None = None  # (made when first needed: most records need none)
     parts: list[bytes] = []
     last = prev = 0
     inside = False
     for pos in sorted(hits):
         if pos < last:
             continue  # a second hit in a token already fixed
-        # a quote starts or ends a string unless escaped; prev and pos are digits, never split "\""
-        inside ^= (quotes.count(b'"', prev, pos) - quotes.count(b'\\"', prev, pos)) & 1 == 1
-        prev = pos
-        if inside:
-            continue
         start = pos
         while start > 0 and out[start - 1] in _NUMBER_CHARS:
             start -= 1
+        if start >= 3 and out[start - 1] == 0x3A and out[start - 2] == 0x22 and out[start - 3] not in _OPENS_OR_ESCAPES:
+            # the value of a key: in compact output every quote in a string is escaped, and a
+            # string's opening quote follows one of "{[,:", so this unescaped quote closes a key
+            # (counting every quote before it would tell the same, reading the record up to here)
+            inside = False
+        else:
+            if quotes is None:
+                # an escaped backslash, paired left to right as a parser pairs them, can't escape a quote
+                quotes = out.replace(b"\\\\", b"__") if b"\\\\" in out else out
+            # a quote starts or ends a string unless escaped; prev and pos are digits, never split "\""
+            inside ^= (quotes.count(b'"', prev, pos) - quotes.count(b'\\"', prev, pos)) & 1 == 1
+        prev = pos
+        if inside:
+            continue
         end = pos + 1
         while end < len(out) and out[end] in _NUMBER_CHARS:
             end += 1
