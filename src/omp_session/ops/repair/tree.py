@@ -84,7 +84,7 @@ def quarantine_crashers(rs: Records, first: int) -> None:
     kept: list[Rec] = rs.recs[:first]
     safe = rs.safe
     for rec in rs.recs[first:]:
-        reason = None if rec.cannot_crash() or rec.proven(safe) else omp_crash_reason(rec.value)
+        reason = None if rec.proven(safe) or rec.cannot_crash() else omp_crash_reason(rec.value)
         if reason is None:
             kept.append(rec)
             continue
