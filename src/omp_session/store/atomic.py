@@ -308,8 +308,9 @@ class _WriteBehind(io.FileIO):
     cache now that they are on the disk (pages still being written are left): the next pages
     written take the memory just freed. Without it every page of the file is memory the kernel
     has not touched lately, and on a virtual machine that hands freed memory back to its host
-    (these) taking such a page costs more than copying into it: 1 GB written took 1.4-2.4 s of
-    system time without the drops and 0.25-0.3 s with them. The output is not read again here."""
+    (these) taking such a page costs more than copying into it: 1 GB written took 0.6-2.4 s of
+    system time without the drops and 0.25-0.8 s with them, as much as the machine had freed
+    lately allowed (docs/speed.md). The output is not read again here."""
 
     _written = 0
     _flushed = 0  # the bytes before this offset were handed to the disk
