@@ -131,6 +131,20 @@ def write_session(path: Path, entries: Iterable[Any], *, head: dict[str, Any] | 
                        ensure_ascii=ensure_ascii)
 
 
+def turns_session(path: Path, turns: int, *, reused_id: bool = False) -> Path:
+    """A session of ``turns`` question-and-answer pairs in one chain (ids ``u{n}``, ``a{n}``);
+    ``reused_id``: one more answer reusing the id ``a5``, which gives repair work to do."""
+    es: list[Any] = []
+    parent = None
+    for n in range(turns):
+        es.append(entry(f"u{n}", parent, message=user(f"question {n}")))
+        es.append(entry(f"a{n}", f"u{n}", message=assistant(f"answer {n}")))
+        parent = f"a{n}"
+    if reused_id:
+        es.append(entry("a5", "u7", message=assistant("a duplicate id: repair has work to do")))
+    return write_session(path, es)
+
+
 # ----- the command line ---------------------------------------------------------------------------
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from builders import assistant, entry, user, write_session
+from builders import turns_session
 from omp_session.errors import SessionFileError
 from omp_session.format.background import Background
 from omp_session.ops.repair import plan as plan_module
@@ -24,14 +24,7 @@ def _agent_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Mon
 
 
 def _session(path: Path) -> Path:
-    es: list[Any] = []
-    parent = None
-    for n in range(200):
-        es.append(entry(f"u{n}", parent, message=user(f"question {n}")))
-        es.append(entry(f"a{n}", f"u{n}", message=assistant(f"answer {n}")))
-        parent = f"a{n}"
-    es.append(entry("a5", "u7", message=assistant("a duplicate id: repair has work to do")))
-    return write_session(path, es)
+    return turns_session(path, 200, reused_id=True)
 
 
 def _digest_threads() -> list[threading.Thread]:

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from builders import assistant, entry, user, write_session
+from builders import turns_session
 from omp_session.errors import RepairConflictError, RepairError, SessionError
 from omp_session.ops.repair import plan as plan_module
 from omp_session.ops.repair.plan import apply_repair, plan_repair, repair_to
@@ -28,15 +28,7 @@ def _agent_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Mon
 
 
 def _session(path: Path, damaged: bool) -> Path:
-    es: list[Any] = []
-    parent = None
-    for n in range(150):
-        es.append(entry(f"u{n}", parent, message=user(f"question {n}")))
-        es.append(entry(f"a{n}", f"u{n}", message=assistant(f"answer {n}")))
-        parent = f"a{n}"
-    if damaged:
-        es.append(entry("a5", "u7", message=assistant("a duplicate id: repair has work to do")))
-    return write_session(path, es)
+    return turns_session(path, 150, reused_id=damaged)
 
 
 def _expected(path: Path, tmp_path: Path) -> bytes:
@@ -166,17 +158,21 @@ def test_the_command_writes_through_repair_to(tmp_path: Path) -> None:
 # ----- Pending ---------------------------------------------------------------------------------
 
 
-def test_pending_is_placed_or_dropped(tmp_path: Path) -> None:
-    out = tmp_path / "a.bin"
+def _pending(out: Path) -> atomic.Pending:
     pending = pending_output(out, force=False, error=SessionError)
     assert pending is not None
+    return pending
+
+
+def test_pending_is_placed_or_dropped(tmp_path: Path) -> None:
+    out = tmp_path / "a.bin"
+    pending = _pending(out)
     pending.write(b"one ")
     pending.write(b"two")
     assert not out.exists()
     pending.place()
     assert out.read_bytes() == b"one two" and pending.written == 7
-    dropped = pending_output(tmp_path / "b.bin", force=False, error=SessionError)
-    assert dropped is not None
+    dropped = _pending(tmp_path / "b.bin")
     dropped.write(b"x")
     dropped.discard()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.bin"]
@@ -184,8 +180,7 @@ def test_pending_is_placed_or_dropped(tmp_path: Path) -> None:
 
 def test_pending_never_clobbers_a_file_that_appeared(tmp_path: Path) -> None:
     out = tmp_path / "a.bin"
-    pending = pending_output(out, force=False, error=SessionError)
-    assert pending is not None
+    pending = _pending(out)
     pending.write(b"new")
     out.write_bytes(b"someone else's")
     with pytest.raises(SessionError, match="already exists"):
@@ -195,8 +190,7 @@ def test_pending_never_clobbers_a_file_that_appeared(tmp_path: Path) -> None:
 
 
 def test_a_failed_write_is_never_placed(tmp_path: Path) -> None:
-    pending = pending_output(tmp_path / "a.bin", force=False, error=SessionError)
-    assert pending is not None
+    pending = _pending(tmp_path / "a.bin")
     pending.write(b"kept")
     real = pending.file
     pending.file = _Refusing()  # type: ignore[assignment]
