@@ -78,3 +78,42 @@ def test_random_trees_are_repaired_whole(rows: list[tuple[str, str | None, str]]
     again = plan_repair_bytes(plan.output)
     assert again.is_empty, [str(f) for f in again.changes]
     assert len(scan_bytes(plan.output).ids) == len(out) + 1
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(_IDS), st.sampled_from([None, "", "zz", *_IDS]),
+                          st.sampled_from(["x", "y"])), min_size=0, max_size=10),
+       st.sampled_from([None, "a", "s"]))
+def test_a_clean_tree_is_one_no_step_would_change(rows: list[tuple[str, str | None, str]], head_id: str | None) -> None:
+    # tree_is_clean lets the plan skip four steps: when it says so, each step must change nothing
+    import copy
+
+    from omp_session.ops.repair.records import read_records
+    from omp_session.ops.repair.tree import (
+        break_cycles,
+        drop_duplicates,
+        fresh_ids,
+        reattach_orphans,
+        tree_is_clean,
+    )
+
+    head = codec.loads(_H)
+    if head_id is None:
+        del head["id"]
+    else:
+        head["id"] = head_id
+    data = codec.dumps_line(head) + b"".join(_line(i, p, t) for i, p, t in rows)
+    rs = read_records(scan_bytes(data))
+    clean = tree_is_clean(rs)
+    before = [(rec.own_id(), rec.parent()) for rec in rs.recs]
+    fixes = copy.copy(rs.fixes)
+    for step in (drop_duplicates, fresh_ids, reattach_orphans, break_cycles):
+        step(rs)
+    unchanged = ([(rec.own_id(), rec.parent()) for rec in rs.recs] == before and rs.fixes == fixes
+                 and not any(rec.dirty for rec in rs.recs))
+    assert unchanged or not clean, rows
+    # and it says so for the common case: a chain written in order
+    if len(rows) >= 1 and len({i for i, _p, _t in rows}) == len(rows) and head_id not in {i for i, _p, _t in rows}:
+        chain = [(i, rows[k - 1][0] if k else None, t) for k, (i, _p, t) in enumerate(rows)]
+        chained = codec.dumps_line(head) + b"".join(_line(i, p, t) for i, p, t in chain)
+        assert tree_is_clean(read_records(scan_bytes(chained)))

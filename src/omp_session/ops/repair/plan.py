@@ -54,7 +54,14 @@ from omp_session.write.ids import iso_timestamp, new_session_id
 
 from .model import Fix, Quarantined, RepairPlan, RepairResult
 from .records import Later, Rec, Records, prove_later, read_records
-from .tree import break_cycles, drop_duplicates, fresh_ids, quarantine_crashers, reattach_orphans
+from .tree import (
+    break_cycles,
+    drop_duplicates,
+    fresh_ids,
+    quarantine_crashers,
+    reattach_orphans,
+    tree_is_clean,
+)
 
 __all__ = ["Fix", "NotASessionError", "Quarantined", "RepairConflictError", "RepairError", "RepairPlan",
            "RepairResult", "apply_repair", "plan_repair", "plan_repair_bytes", "quarantine_path", "repair_to"]
@@ -195,10 +202,11 @@ def _planned(j: Journal, path: str, size: int, mtime_ns: int, digest: str | Call
     quarantine_crashers(rs, 0)
     _fix_header(rs, path)
     if not needs_migration(rs.recs[0].value):  # v1/v2 ids are replaced by omp's migration anyway
-        drop_duplicates(rs)
-        fresh_ids(rs)
-        reattach_orphans(rs)
-        break_cycles(rs)
+        if not tree_is_clean(rs):
+            drop_duplicates(rs)
+            fresh_ids(rs)
+            reattach_orphans(rs)
+            break_cycles(rs)
     else:
         drop_duplicates(rs)
     slot = _fix_slot(j, near_miss, rs)

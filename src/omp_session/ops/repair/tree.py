@@ -17,7 +17,7 @@ from .model import Fix
 from .records import Rec, Records
 
 __all__ = ["break_cycles", "drop_duplicates", "fresh_ids", "omp_crash_reason", "quarantine_crashers",
-           "reattach_orphans"]
+           "reattach_orphans", "tree_is_clean"]
 
 # entry fields that name another entry by id: re-pointed along with parentId
 _REFS = ("parentId", "targetId", "firstKeptEntryId", "providerReplayThroughEntryId")
@@ -222,6 +222,28 @@ def reattach_orphans(rs: Records) -> None:
             rs.fixes.append(Fix("missing-parent", f"parent {parent!r} is not in the file and nothing says where "
                                 "it hung; kept as a separate root (as omp treats it)", line=rec.line,
                                 offset=rec.offset, entry_id=_id(value), changes=False))
+
+
+def tree_is_clean(rs: Records) -> bool:
+    """True when :func:`drop_duplicates`, :func:`fresh_ids`, :func:`reattach_orphans` and
+    :func:`break_cycles` would each leave ``rs`` as it is (no id comes back, every parent named is
+    an entry written before its child): what every file omp wrote looks like,
+    told from one list of ids, one of parents and one map, not four passes of their own (a third
+    of a second at 1 GB). False may still be such a file: the steps then look for themselves."""
+    recs = rs.recs
+    if len(recs) < 2:
+        return False
+    owns = [rec.own_id() for rec in recs]
+    pos: dict[str | None, int] = dict(zip(owns[1:], range(1, len(recs)), strict=True))
+    pos.pop(None, None)
+    if len(pos) != len(owns) - 1 - owns[1:].count(None):
+        return False  # an id comes back
+    # the parent each entry names (None for none: null, absent, not a string or empty)
+    named = [p if isinstance(p := rec.parent(), str) and p else None for rec in recs[1:]]
+    if sum(map(pos.__contains__, named)) + named.count(None) != len(named):
+        return False  # a parent that is no entry (nothing, or the header: left to the steps)
+    # each parent an entry before its child
+    return not any(map(ge, map(pos.get, named, repeat(-1)), range(1, len(recs))))
 
 
 def break_cycles(rs: Records) -> None:
