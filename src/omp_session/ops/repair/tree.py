@@ -254,7 +254,7 @@ def break_cycles(rs: Records) -> None:
     pos: dict[str | None, int] = dict(zip([rec.own_id() for rec in recs[1:]], range(1, len(recs)), strict=True))
     pos.pop(None, None)
     at = list(pos.values())
-    # the parent each of them names (None for no string: no id is None or empty, so those are -1)
+    # the parent each of them names (None for no string: None is no key of pos, so those are -1)
     named = [p if isinstance(p := recs[k].parent(), str) else None for k in at]
     if not any(map(ge, map(pos.get, named, repeat(-1)), at)):
         return  # every parent comes before its child: a walk up always ends, no cycle to look for
