@@ -153,27 +153,15 @@ def open_output(out: str | os.PathLike[str], *, force: bool, error: Callable[[st
         except OSError as e:
             raise error(f"{target.path}: cannot write: {e.strerror or e}") from None
         return
-    fd, tmp = _create_temp(target.path, mode, error)
+    pending = Pending(target, mode, error)
     try:
-        with write_behind(fd) as f:
-            yield f
-            f.flush()
-            os.fsync(f.fileno())
-        if target.kind == "file":
-            _still_a_file(target.path, error)
-        place(tmp, target.path, force=target.kind == "file")
-    except SessionError:
-        _unlink(tmp)
+        yield pending.file
+    except BaseException as e:
+        pending.discard()
+        if isinstance(e, OSError):
+            raise pending.refusal(e) from None
         raise
-    except FileExistsError:
-        _unlink(tmp)
-        raise error(f"{target.path}: already exists (use --force to replace it)") from None
-    except OSError as e:
-        _unlink(tmp)
-        raise error(f"{target.path}: cannot write: {e.strerror or e}") from None
-    except BaseException:
-        _unlink(tmp)
-        raise
+    pending.place()
 
 
 def write_new_file(out: str | os.PathLike[str], pieces: Iterable[bytes], *, force: bool,
@@ -220,8 +208,8 @@ def _overlapped(f: IO[bytes], pieces: Iterable[bytes]) -> int:
 
 class Pending:
     """A new output file written now and given its name later (:meth:`place`), or dropped
-    (:meth:`discard`): :func:`open_output`'s temporary file, for a caller that learns only once
-    the bytes are written whether they are the output. Writes may come from another thread than
+    (:meth:`discard`): what :func:`open_output` writes a new or replaced file through, and what a
+    caller uses that learns only once the bytes are written whether they are the output. Writes may come from another thread than
     the one that places or discards; a failed write is kept (:attr:`failed`), not raised, and the
     file is then never placed."""
 
@@ -244,8 +232,9 @@ class Pending:
             self.written += len(data)
 
     def place(self) -> None:
-        """Sync the bytes written and give them the output's name (refused as
-        :func:`open_output` refuses); the temporary file is gone either way."""
+        """Sync the bytes written and give them the output's name (a name that appeared meanwhile
+        is never replaced without ``force``, nor one that is no longer a regular file); the
+        temporary file is gone either way."""
         try:
             if self.failed:
                 raise OSError(errno.EIO, "a write failed")
@@ -255,15 +244,17 @@ class Pending:
             if self.target.kind == "file":
                 _still_a_file(self.target.path, self._error)
             place(self._tmp, self.target.path, force=self.target.kind == "file")
-        except FileExistsError:
+        except BaseException as e:
             self.discard()
-            raise self._error(f"{self.target.path}: already exists (use --force to replace it)") from None
-        except OSError as e:
-            self.discard()
-            raise self._error(f"{self.target.path}: cannot write: {e.strerror or e}") from None
-        except BaseException:
-            self.discard()
+            if isinstance(e, OSError):
+                raise self.refusal(e) from None
             raise
+
+    def refusal(self, e: OSError) -> Exception:
+        """The one-line error for a failure writing or placing the output."""
+        if isinstance(e, FileExistsError):
+            return self._error(f"{self.target.path}: already exists (use --force to replace it)")
+        return self._error(f"{self.target.path}: cannot write: {e.strerror or e}")
 
     def discard(self) -> None:
         with contextlib.suppress(OSError):

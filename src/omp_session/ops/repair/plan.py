@@ -499,8 +499,9 @@ def repair_to(path: str | os.PathLike[str], out: str | os.PathLike[str], *, forc
     copy = pending_output(target, force=force, error=RepairError, mode=copy_mode(name)) if os.path.isfile(name) else None
     try:
         plan = _plan_file(name, blob_store, True, copy)
+        # (the copy holds what was hashed: of the planned size and digest, it is the planned output)
         if (copy is not None and not copy.failed and not plan.quarantined and copy.written == plan.output_size
-                and plan.output_sha256 == plan.sha256 and plan.output_size == plan.size):
+                and plan.output_sha256 == plan.sha256):
             placing, copy = copy, None  # (placed or dropped by place itself, not again below)
             placing.place()
             return plan, RepairResult(target, None, None)

@@ -224,6 +224,14 @@ def reattach_orphans(rs: Records) -> None:
                                 offset=rec.offset, entry_id=_id(value), changes=False))
 
 
+def _latest(owns: list[str | None]) -> dict[str | None, int]:
+    """Each id of ``owns`` (the entries' ids, the header left out) to its latest record's index in
+    ``rs.recs``; no key None. (dict() from pairs keeps the last, as assigning in turn does.)"""
+    pos: dict[str | None, int] = dict(zip(owns, range(1, len(owns) + 1), strict=True))
+    pos.pop(None, None)
+    return pos
+
+
 def tree_is_clean(rs: Records) -> bool:
     """True when :func:`drop_duplicates`, :func:`fresh_ids`, :func:`reattach_orphans` and
     :func:`break_cycles` would each leave ``rs`` as it is (no id comes back, every parent named is
@@ -233,10 +241,9 @@ def tree_is_clean(rs: Records) -> bool:
     recs = rs.recs
     if len(recs) < 2:
         return False
-    owns = [rec.own_id() for rec in recs]
-    pos: dict[str | None, int] = dict(zip(owns[1:], range(1, len(recs)), strict=True))
-    pos.pop(None, None)
-    if len(pos) != len(owns) - 1 - owns[1:].count(None):
+    owns = [rec.own_id() for rec in recs[1:]]
+    pos = _latest(owns)
+    if len(pos) != len(owns) - owns.count(None):
         return False  # an id comes back
     # the parent each entry names (None for none: null, absent, not a string or empty)
     named = [p if isinstance(p := rec.parent(), str) and p else None for rec in recs[1:]]
@@ -250,9 +257,7 @@ def break_cycles(rs: Records) -> None:
     """Cut every parent cycle at the entry written first: in an append-only file a parent comes
     before its child, so the link from that entry to a later one is the wrong one (S1.6.3)."""
     recs = rs.recs
-    # each id's latest record (dict() from pairs keeps the last, as assigning in turn does)
-    pos: dict[str | None, int] = dict(zip([rec.own_id() for rec in recs[1:]], range(1, len(recs)), strict=True))
-    pos.pop(None, None)
+    pos = _latest([rec.own_id() for rec in recs[1:]])
     at = list(pos.values())
     # the parent each of them names (None for no string: None is no key of pos, so those are -1)
     named = [p if isinstance(p := recs[k].parent(), str) else None for k in at]
