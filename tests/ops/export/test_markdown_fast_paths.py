@@ -93,6 +93,17 @@ def test_a_batch_is_encoded_as_the_cleaned_whole(pieces: list[str]) -> None:
     assert r.out == []
 
 
+usage_numbers = st.one_of(scalars, st.integers(-(10**30), 10**30), st.floats(-1e30, 1e30), st.just("12"))
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.one_of(json_values, st.fixed_dictionaries(
+    {}, optional={name: usage_numbers for name in ("input", "output", "cacheRead", "cacheWrite")}
+    | {"cost": st.one_of(usage_numbers, st.fixed_dictionaries({}, optional={"total": usage_numbers}))})))
+def test_usage_inline_is_the_helpers(value: Any) -> None:
+    assert markdown_text.usage_inline(value) == inline(usage_line(value))
+
+
 # ----- whole exports -------------------------------------------------------------------------
 
 
@@ -107,10 +118,11 @@ def _slow_take(self: _Renderer) -> bytes:
 @contextmanager
 def helpers_only() -> Iterator[None]:
     """markdown.py with every shortcut replaced by the model.text helper it stands for."""
-    names = ("fence", "pretty_json", "inline", "inline_code")
+    names = ("fence", "pretty_json", "inline", "inline_code", "usage_inline")
     saved = [getattr(markdown, n) for n in names] + [_Renderer.take]
-    for n in names:
+    for n in names[:-1]:
         setattr(markdown, n, getattr(helpers, n))
+    markdown.usage_inline = lambda u: helpers.inline(helpers.usage_line(u))
     _Renderer.take = _slow_take  # type: ignore[method-assign]
     try:
         yield

@@ -22,11 +22,10 @@ from omp_session.model.text import (
     preview,
     shown,
     tokens,
-    usage_line,
 )
 from omp_session.model.tree import branch_tips, leaf_of, path_to
 
-from .markdown_text import encoded_lines, fence, inline, inline_code, pretty_json
+from .markdown_text import encoded_lines, fence, inline, inline_code, pretty_json, usage_inline
 from .markdown_usage import all_figures
 
 __all__ = ["markdown", "markdown_chunks"]
@@ -141,7 +140,7 @@ class _Renderer:
         elif kind == "model_usage":
             usage = get("usage")
             self.note(k, "Side model call", f"{inline(get('purpose'))}, {inline(get('model'))}, "
-                      + inline(usage_line(usage)))
+                      + usage_inline(usage))
         elif kind == "custom":
             self.note(k, "Extension state", inline_code(get("customType")))
         elif kind == "ttsr_injection":
@@ -218,7 +217,7 @@ class _Renderer:
             if changed:
                 parts[-1] += f" (model changed from {inline(self.last_model)})"
             if isinstance(message.get("usage"), dict):
-                parts.append(inline(usage_line(message["usage"])))
+                parts.append(usage_inline(message["usage"]))
             stop = message.get("stopReason")
             if nonempty_str(stop) and stop != "stop" and stop != "toolUse":
                 parts.append(f"stopped: {inline(stop)}")

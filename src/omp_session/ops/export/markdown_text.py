@@ -11,9 +11,9 @@ from typing import Any
 import orjson
 
 from omp_session.model import text as helpers
-from omp_session.model.text import clean_text
+from omp_session.model.text import clean_text, usage_line
 
-__all__ = ["encoded_lines", "fence", "inline", "inline_code", "plain_word", "pretty_json"]
+__all__ = ["encoded_lines", "fence", "inline", "inline_code", "plain_word", "pretty_json", "usage_inline"]
 
 _BACKTICKS = re.compile(r"`+")  # as model.text's
 _PUNCT = re.compile(r"([\\`*_\[\]<>&#|~$])")  # as model.text's
@@ -51,6 +51,13 @@ def inline(value: Any) -> str:
             and not value.startswith(" ") and not value.endswith(" ")):
         return _PUNCT.sub(r"\\\1", value) if _PUNCT.search(value) else value
     return helpers.inline(value)
+
+
+def usage_inline(usage: Any) -> str:
+    """``model.text.inline(usage_line(usage))``: that line holds digits, ",", ".", "-", "?",
+    letters, "$" and "·" between single spaces, so of inline's steps only the escape of "$" does
+    anything (the "·" sent every line the general way, a tenth of an assistant's rendering)."""
+    return usage_line(usage).replace("$", "\\$")
 
 
 def pretty_json(value: Any) -> str:
