@@ -15,7 +15,7 @@ import json
 import math
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Final
 
 from omp_session.errors import ContextError
 from omp_session.format.blobs import BLOB_PREFIX
@@ -137,7 +137,12 @@ def finite_number(value: Any) -> float | None:
     return float(value) if math.isfinite(value) else None
 
 
+_EXACT_INT: Final = 2**53  # an int no larger is a double exactly: int(float(n)) gives it back
+
+
 def tokens(value: Any) -> str:
+    if value.__class__ is int and -_EXACT_INT <= value <= _EXACT_INT:
+        return f"{value:,}"  # (the usual count, without the float and back: a line per assistant)
     n = finite_number(value)
     return f"{int(n):,}" if n is not None else "?"
 
@@ -147,15 +152,22 @@ def dollars(value: Any) -> str:
     return f"${n:.4f}" if n is not None else "?"
 
 
+def _nonzero(value: Any) -> bool:
+    """``bool(finite_number(value))``."""
+    return value != 0 if value.__class__ is int else bool(finite_number(value))
+
+
 def usage_line(usage: Any) -> str:
     if not isinstance(usage, dict):
         return "unavailable"
-    parts = [f"{tokens(usage.get('input'))} in", f"{tokens(usage.get('output'))} out"]
-    if finite_number(usage.get("cacheRead")):
-        parts.append(f"{tokens(usage.get('cacheRead'))} cache read")
-    if finite_number(usage.get("cacheWrite")):
-        parts.append(f"{tokens(usage.get('cacheWrite'))} cache write")
-    cost = usage.get("cost")
+    get = usage.get
+    parts = [f"{tokens(get('input'))} in", f"{tokens(get('output'))} out"]
+    read, write = get("cacheRead"), get("cacheWrite")
+    if _nonzero(read):
+        parts.append(f"{tokens(read)} cache read")
+    if _nonzero(write):
+        parts.append(f"{tokens(write)} cache write")
+    cost = get("cost")
     parts.append(dollars(cost.get("total") if isinstance(cost, dict) else cost))
     return " · ".join(parts)
 
