@@ -175,6 +175,8 @@ def test_a_record_of_the_last_sync_that_cannot_be_saved_does_not_stop_the_watche
     proc, _out, err = start(tmp_path, "--from", f"file:{src}", "--to", f"file:{dst}", "--json")
     try:
         wait_for("the first copy", lambda: copied(src, dst, session) or proc.poll() is not None)
+        # (the record is saved after the copy: on a busy machine a moment later)
+        wait_for("the first record", lambda: any(records.glob("*.json")) or proc.poll() is not None)
         saved = sorted(records.glob("*.json"))
         assert len(saved) == 1
         for made in records.iterdir():  # the record, and the watcher's lock beside it
