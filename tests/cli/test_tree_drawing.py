@@ -173,3 +173,25 @@ def test_the_rows_made_in_two_processes_are_the_rows_made_in_one(tmp_path: Path,
     assert [_tree(path, *form) for form in forms] == alone
     assert len(children) == len(forms) and min(children) >= 2
     assert any("marked" in line for line in alone[0][1]) and alone[1][1][0].startswith("[{")
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+@pytest.mark.parametrize("columns", ["80", "40", ""])  # ("": no width, nothing cut)
+def test_a_row_without_colours_is_the_coloured_row_without_its_codes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                     columns: str) -> None:
+    # rows are put together apart when colours are off; they must read as the coloured ones do:
+    # a fork point carrying a label (label, then fork mark), summaries, the resumed branch
+    path = _forked(tmp_path)
+    with open(path, "a", encoding="utf-8") as f:
+        f.write(json.dumps(entry("e0000011", "e0000010", type="label", timestamp=stamp(11), targetId="e0000002",
+                                 label="fork  here")) + "\n")
+    plain = CliRunner(env={"COLUMNS": columns}).invoke(cli, ["tree", str(path)])
+    monkeypatch.setattr("omp_session.cli._style._colour_wanted", lambda: True)
+    coloured = CliRunner(env={"COLUMNS": columns}).invoke(cli, ["tree", str(path)])
+    assert plain.exit_code == coloured.exit_code == 0
+    assert "\x1b[" in coloured.output and "\x1b[" not in plain.output
+    assert plain.output == _ANSI.sub("", coloured.output)
+    row = next(line for line in plain.output.splitlines() if " e0000002 " in line)
+    assert row.endswith(" [fork  here] ◆ fork: 2 branches")  # (a label as it is, on one line)

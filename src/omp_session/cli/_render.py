@@ -519,19 +519,24 @@ def tree(s: Session, as_json: bool, *, depth: int | None = None, only_messages: 
         hidden = sum(not keep[k] for k in kids)
         return f" ◆ fork: {len(kids)} branches" + (f", {hidden} below --depth" if hidden else "")
 
+    plain = not st.on  # (no colours: a row is its parts joined, without a call per part)
+
     def draw(i: int, lead: str) -> str:
         node = r.nodes[i]
         entry = peek(node)
         here = node in on_branch
-        kind = entry.get("type") if isinstance(entry, dict) else None
         label = label_at.get(node)
         label_part = f" [{_one_line(_shown(label))}]" if label is not None else ""
-        fork_part = fork_note(r.kids[i])
+        kids_here = r.kids[i]
+        fork_part = fork_note(kids_here) if len(kids_here) > 1 else ""
         ident = _one_line(_shown(ids[node]))
-        head = f"{'*' if here else ' '} {ident} "
         text = _one_line(summary(entry))  # a model or tool name may hold a newline: one row still
         if cells:  # the text gives way, so the label and the fork mark stay on the line
+            head = f"{'*' if here else ' '} {ident} "
             text = clip(text, max(cells - width(lead + head + label_part + fork_part), 12))
+        if plain:
+            return f"{lead}{'*' if here else ' '} {ident} {text}{label_part}{fork_part}"
+        kind = entry.get("type") if isinstance(entry, dict) else None
         styled = st(text, "magenta") if kind in ("compaction", "branch_summary") else text
         if here:
             body = st("*", "bold", "green") + " " + st(ident, "dim") + " " + st(styled, "bold")
