@@ -304,11 +304,20 @@ class Journal:
     def peek_in_order(self, hook: Callable[[int, bytes, Any], Any] | None = None) -> Callable[[int], Any]:
         """:meth:`peek` for records asked for mostly in file order, their bytes read a window at a
         time (see :meth:`raw_in_order`)."""
-        raw_of, values = self.raw_in_order(), self.values
+        raw_of, values, loads = self.raw_in_order(), self.values, orjson.loads
 
         def peek(i: int) -> Any:
+            # (:meth:`peek` written out: a pass over a big file makes this call for every record)
             value = values.get(i, _NOT_DECODED)  # (a kept record's bytes are not read)
-            return self.peek(i, raw_of(i), hook) if value is _NOT_DECODED else value
+            if value is not _NOT_DECODED:
+                return value
+            raw = raw_of(i)
+            try:
+                value = loads(raw)
+            except orjson.JSONDecodeError:
+                value = decode_record(raw)
+            decoded = hook or self.decode_hook
+            return value if decoded is None else decoded(i, raw, value)
 
         return peek
 
