@@ -226,6 +226,11 @@ class Forked(Generic[T]):
         value: T = pickle.loads(payload)
         return value
 
+    @property
+    def forked(self) -> bool:
+        """Whether a child was made for the call (else it runs here when the result is asked for)."""
+        return self._child is not None
+
     def cancel(self) -> None:
         """No result is wanted: a child still running is stopped and reaped, and nothing runs here
         (after the result was taken: nothing to do)."""

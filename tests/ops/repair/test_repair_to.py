@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import stat
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ import pytest
 
 from builders import turns_session
 from omp_session.errors import RepairConflictError, RepairError, SessionError
+from omp_session.format import split
 from omp_session.ops.repair import plan as plan_module
 from omp_session.ops.repair.plan import apply_repair, plan_repair, repair_to
 from omp_session.store import atomic
@@ -25,6 +27,17 @@ from omp_session.store.atomic import pending_output
 @pytest.fixture(autouse=True)
 def _agent_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PI_CODING_AGENT_DIR", str(tmp_path_factory.mktemp("agent")))
+
+
+@pytest.fixture(params=[False, True], ids=["one process", "forked"])
+def both_ways(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[bool]:
+    """The test in one process, and with a forked child wherever a big file gets one (the scan's
+    halves, the later records' proofs, the digest and the copy); no child is left either way."""
+    monkeypatch.setattr(split, "_worth_splitting", lambda size, start: request.param)
+    monkeypatch.setattr(plan_module, "_CHUNK", 3000)  # blocks the copy's writer holds until flushed
+    yield request.param
+    with pytest.raises(ChildProcessError):
+        os.waitpid(-1, os.WNOHANG)
 
 
 def _session(path: Path, damaged: bool) -> Path:
@@ -39,7 +52,7 @@ def _expected(path: Path, tmp_path: Path) -> bytes:
 
 
 @pytest.mark.parametrize("damaged", [False, True])
-def test_the_output_is_what_plan_and_apply_write(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+def test_the_output_is_what_plan_and_apply_write(both_ways: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                  damaged: bool) -> None:
     path = _session(tmp_path / "s.jsonl", damaged)
     os.chmod(path, 0o640)
@@ -78,7 +91,7 @@ def test_refusals_come_before_the_file_is_read(tmp_path: Path, monkeypatch: pyte
     assert sorted(p.name for p in tmp_path.iterdir()) == ["s.jsonl", "taken.jsonl"]
 
 
-def test_force_replaces_an_existing_output(tmp_path: Path) -> None:
+def test_force_replaces_an_existing_output(both_ways: bool, tmp_path: Path) -> None:
     path = _session(tmp_path / "s.jsonl", False)
     (tmp_path / "taken.jsonl").write_bytes(b"old")
     repair_to(path, tmp_path / "taken.jsonl", force=True)
@@ -86,14 +99,15 @@ def test_force_replaces_an_existing_output(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == ["s.jsonl", "taken.jsonl"]
 
 
-def test_a_copy_that_fails_to_write_falls_back(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_copy_that_fails_to_write_falls_back(both_ways: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = _session(tmp_path / "s.jsonl", False)
     real_write = atomic.Pending.write
-    calls: list[int] = []
+    calls = tmp_path.parent / f"{tmp_path.name}.calls"  # (a file: the writes may be a child's)
 
     def failing_once(self: atomic.Pending, data: bytes) -> None:
-        calls.append(len(data))
-        if len(calls) == 1:
+        with open(calls, "a") as f:
+            f.write(f"{len(data)}\n")
+        if len(calls.read_text().split()) == 1:
             original = self.file
             self.file = _Refusing()  # type: ignore[assignment]
             real_write(self, data)
@@ -103,8 +117,35 @@ def test_a_copy_that_fails_to_write_falls_back(tmp_path: Path, monkeypatch: pyte
 
     monkeypatch.setattr(atomic.Pending, "write", failing_once)
     repair_to(path, tmp_path / "out.jsonl")
-    assert calls and (tmp_path / "out.jsonl").read_bytes() == path.read_bytes()
+    assert calls.read_text() and (tmp_path / "out.jsonl").read_bytes() == path.read_bytes()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.jsonl", "s.jsonl"]
+
+
+def test_a_digest_child_that_dies_leaves_the_output_to_the_repair(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the child may have written part of the copy: the digest is made here, the copy never placed
+    path = _session(tmp_path / "s.jsonl", False)
+    monkeypatch.setattr(split, "_worth_splitting", lambda size, start: True)
+    here = os.getpid()
+    real = plan_module._file_digest
+    applied: list[bool] = []
+    real_apply = plan_module.apply_repair
+    monkeypatch.setattr(plan_module, "apply_repair", lambda *a, **k: applied.append(True) or real_apply(*a, **k))
+
+    def dies_in_the_child(name: str, stop: threading.Event, copy: Any = None) -> str:
+        if os.getpid() != here:
+            if copy is not None:
+                copy.write(b"half a copy")
+                copy.file.flush()
+            os._exit(3)
+        return str(real(name, stop, copy))
+
+    monkeypatch.setattr(plan_module, "_file_digest", dies_in_the_child)
+    plan, result = repair_to(path, tmp_path / "out.jsonl")
+    assert (tmp_path / "out.jsonl").read_bytes() == path.read_bytes() and result.output == str(tmp_path / "out.jsonl")
+    assert applied == [True] and plan.sha256 and plan.is_empty
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.jsonl", "s.jsonl"]
+    with pytest.raises(ChildProcessError):
+        os.waitpid(-1, os.WNOHANG)
 
 
 class _Refusing:
@@ -115,7 +156,7 @@ class _Refusing:
         pass
 
 
-def test_a_file_appended_to_while_planned_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_file_appended_to_while_planned_is_refused(both_ways: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = _session(tmp_path / "s.jsonl", False)
     real = plan_module._file_digest
 
@@ -130,7 +171,7 @@ def test_a_file_appended_to_while_planned_is_refused(tmp_path: Path, monkeypatch
     assert sorted(p.name for p in tmp_path.iterdir()) == ["s.jsonl"]
 
 
-def test_a_planning_error_leaves_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_planning_error_leaves_nothing(both_ways: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = _session(tmp_path / "s.jsonl", False)
 
     def failing(j: Any, later: Any = None) -> Any:
@@ -140,6 +181,18 @@ def test_a_planning_error_leaves_nothing(tmp_path: Path, monkeypatch: pytest.Mon
     with pytest.raises(RuntimeError, match="disk gone"):
         repair_to(path, tmp_path / "out.jsonl")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["s.jsonl"]
+
+
+def test_a_scan_error_leaves_nothing(both_ways: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = _session(tmp_path / "s.jsonl", False)
+
+    def unreadable(name: Any) -> Any:
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(plan_module, "scan_file", unreadable)
+    with pytest.raises(SessionError, match="Permission denied"):
+        repair_to(path, tmp_path / "out.jsonl")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.jsonl"]  # (and no child left: both_ways)
 
 
 def test_the_command_writes_through_repair_to(tmp_path: Path) -> None:

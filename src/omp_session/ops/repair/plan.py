@@ -37,6 +37,7 @@ from omp_session.format.background import Background
 from omp_session.format.gc_pause import gc_paused
 from omp_session.format.migrate import needs_migration
 from omp_session.format.reader import Journal, scan_bytes, scan_file
+from omp_session.format.split import forked
 from omp_session.format.title import TITLE_SLOT_BYTES, build_title_slot
 from omp_session.js import codec
 from omp_session.store.atomic import (
@@ -107,18 +108,30 @@ def _plan_file(name: str, blob_store: Any, digest: bool, copy: Pending | None) -
             head, blank = _read_facts(f)
         _refuse(head, st.st_size, blank, name)
         del head
-        j = scan_file(name)  # (before the thread below: the scan forks only a single-threaded process)
-        later = prove_later(j)  # (so is this child)
+        # the file's SHA-256 (and the copy, see repair_to) from its first byte on, in a child,
+        # while this process scans and plans (forked first: a process forks only while it runs
+        # no thread of its own)
+        digesting = _digest_in_child(name, st.st_size, copy) if digest else None
+        try:
+            j = scan_file(name)  # (before the thread below: the scan forks only a single-threaded process)
+            later = prove_later(j)  # (so is this child)
+        except BaseException:
+            if digesting is not None:
+                digesting.cancel()
+            raise
     except FileNotFoundError:
         raise SessionFileError(name, "no such file") from None
     except OSError as e:
         raise SessionFileError(name, e.strerror or "cannot be read") from None
-    # the file's SHA-256 in a thread while its records are read: hashlib works without the
-    # interpreter lock, and a big file's digest took a sixth of the repair
-    hashing = Background(lambda stop: _file_digest(name, stop, copy), "omp-session-repair-digest") if digest else None
+    # where no child is worth it, the digest in a thread while the records are read: hashlib
+    # works without the interpreter lock, and a big file's digest took a sixth of the repair
+    hashing = Background(lambda stop: _file_digest(name, stop, copy), "omp-session-repair-digest") \
+        if digest and digesting is None else None
 
     def file_digest() -> str:
         try:
+            if digesting is not None:
+                return digesting()
             return hashing.result() if hashing is not None else _file_digest(name, threading.Event())
         except OSError as e:
             raise SessionFileError(name, e.strerror or "cannot be read") from None
@@ -134,9 +147,55 @@ def _plan_file(name: str, blob_store: Any, digest: bool, copy: Pending | None) -
     finally:
         if hashing is not None:
             hashing.cancel()
+        if digesting is not None:
+            digesting.cancel()
         if later is not None:
             later.result.cancel()  # (nothing to do once taken; after an error, the child goes)
         j.close()
+
+
+class _ChildDigest:
+    """:func:`_file_digest` of a big file made by a forked child (:func:`~omp_session.format.split.forked`)
+    from the start of the plan; call for the digest. The child writes the copy too and says how
+    much it wrote and whether a write failed, which ``copy`` then holds. Should the child fail,
+    the digest is made here and the copy, which it may have written in part, is never placed."""
+
+    def __init__(self, name: str, size: int, copy: Pending | None) -> None:
+        self._copy = copy
+        here = os.getpid()
+
+        def digest() -> tuple[str, int, bool]:
+            if os.getpid() == here:  # the child failed: this process makes the digest, no copy
+                return _file_digest(name, threading.Event()), 0, True
+            made = _file_digest(name, threading.Event(), copy)
+            if copy is None:
+                return made, 0, False
+            try:
+                copy.file.flush()  # (the child leaves without flushing what it buffered)
+            except OSError:
+                copy.failed = True
+            return made, copy.written, copy.failed
+
+        self._result = forked(digest, size)
+
+    @property
+    def forked(self) -> bool:
+        return self._result.forked
+
+    def __call__(self) -> str:
+        made, written, failed = self._result()
+        if self._copy is not None:
+            self._copy.written, self._copy.failed = written, failed or self._copy.failed
+        return made
+
+    def cancel(self) -> None:
+        self._result.cancel()
+
+
+def _digest_in_child(name: str, size: int, copy: Pending | None) -> _ChildDigest | None:
+    """A :class:`_ChildDigest` of the file, or None where no child is worth it."""
+    child = _ChildDigest(name, size, copy)
+    return child if child.forked else None
 
 
 def _read_facts(f: BinaryIO) -> tuple[bytes, bool]:
@@ -218,6 +277,12 @@ def _planned(j: Journal, path: str, size: int, mtime_ns: int, digest: str | Call
             yield rec.out()
 
     unchanged = _unchanged(j, slot, recs)
+    checked: list[Fix] | None = None
+    if unchanged and source is not None:
+        # The file is its own repair (what a file omp wrote is): its scan is the output's, checked
+        # now, while the thread hashing the file (what the plan waits for next) is still reading.
+        recs.clear()
+        checked = _output_fixes(path, j, blob_store)
     out_size, out_digest = (size, "") if unchanged else _measure(pieces())
     if callable(digest):
         # (a changed record may re-serialise to the very bytes it had: only the digests tell)
@@ -241,6 +306,9 @@ def _planned(j: Journal, path: str, size: int, mtime_ns: int, digest: str | Call
         spool = _spool(plan)
         plan.pieces_of = lambda: _file_chunks(spool)
         check = scan_file(spool)
+    if checked is not None:
+        plan.fixes.extend(checked)
+        return plan
     recs.clear()  # the records are written: what the check builds takes their place
     _check_output(plan, check, blob_store)
     return plan
@@ -426,19 +494,26 @@ def _rebuilt_slot(title: str, source: str | None, updated: str, original: bytes 
 
 
 def _check_output(plan: RepairPlan, output: Journal, blob_store: Any) -> None:
-    """Read the repaired bytes back (``output``, scanned): blob references omp cannot resolve are
-    reported (left as they are: the blob may come back), and anything still wrong is reported
-    rather than hidden."""
+    """Read the repaired bytes back (``output``, scanned): see :func:`_output_fixes`."""
+    plan.fixes.extend(_output_fixes(plan.path, output, blob_store))
+
+
+def _output_fixes(path: str, output: Journal, blob_store: Any) -> list[Fix]:
+    """What reading the repaired bytes back (``output``, scanned) finds: blob references omp
+    cannot resolve are reported (left as they are: the blob may come back), and anything still
+    wrong is reported rather than hidden."""
     from omp_session.model.session import Session
 
-    with Session(output, plan.path, blob_store) as s:
+    found: list[Fix] = []
+    with Session(output, path, blob_store) as s:
         for d in s.diagnostics:
             if d.code in ("blob-missing", "blob-malformed-ref"):
-                plan.fixes.append(Fix(d.code, d.message + " (left as is; the line is in the repaired file)",
-                                      line=d.line, changes=False))
+                found.append(Fix(d.code, d.message + " (left as is; the line is in the repaired file)",
+                                 line=d.line, changes=False))
             elif d.severity is Severity.ERROR:
-                plan.fixes.append(Fix("unrepaired", f"still wrong after repair: {d.message} [{d.code}]",
-                                      line=d.line, changes=False))
+                found.append(Fix("unrepaired", f"still wrong after repair: {d.message} [{d.code}]",
+                                 line=d.line, changes=False))
+    return found
 
 
 # ----- applying ---------------------------------------------------------------------------------
