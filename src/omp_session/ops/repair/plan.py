@@ -131,7 +131,12 @@ def _plan_file(name: str, blob_store: Any, digest: bool, copy: Pending | None) -
     def file_digest() -> str:
         try:
             if digesting is not None:
-                return digesting()
+                made = digesting()
+                if copy is not None and copy.written != j.size:
+                    # the child, forked before the scan, read another file than the scan did (omp
+                    # finished a line meanwhile): its copy is not what was planned, never placed
+                    copy.failed = True
+                return made
             return hashing.result() if hashing is not None else _file_digest(name, threading.Event())
         except OSError as e:
             raise SessionFileError(name, e.strerror or "cannot be read") from None
