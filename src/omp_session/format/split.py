@@ -20,14 +20,15 @@ import pickle
 import signal
 import sys
 from bisect import bisect_left
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import accumulate
 from typing import Any, Generic, Protocol, TypeVar
 
-__all__ = ["Forked", "Scanner", "forked", "interleaved", "later_part", "pieces_of", "scan_in_two"]
+__all__ = ["Forked", "ReadAhead", "Scanner", "forked", "interleaved", "later_part", "pieces_of", "scan_in_two"]
 
 MIN_SPLIT_SIZE = 32 * 1024 * 1024
 
+Item = TypeVar("Item")
 J = TypeVar("J")
 T = TypeVar("T")
 
@@ -242,6 +243,29 @@ class Forked(Generic[T]):
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
         os.waitpid(pid, 0)
+
+
+class ReadAhead(Generic[Item, T]):
+    """``read(item)`` of each of ``items``, asked for by position (``ahead(n)``), for work on a
+    file of ``size`` bytes: where a child is worth it (see :func:`later_part`) a forked child
+    reads the items past the first ``percent`` % while this process reads those before, and
+    sends back what it read (which must pickle; taken when first asked for). :meth:`cancel`
+    where this process gives up (nothing to do once taken)."""
+
+    def __init__(self, items: Sequence[Item], read: Callable[[Item], T], size: int, percent: int) -> None:
+        self._items, self._read = items, read
+        self.start = later_part(len(items), size, percent)
+        rest = items[self.start:]
+        self._ahead = forked(lambda: [read(item) for item in rest], size) if len(rest) else None
+
+    def __call__(self, n: int) -> T:
+        if self._ahead is None or n < self.start:
+            return self._read(self._items[n])
+        return self._ahead()[n - self.start]  # (the child's list, taken once)
+
+    def cancel(self) -> None:
+        if self._ahead is not None:
+            self._ahead.cancel()
 
 
 def pieces_of(count: int, sizes: Iterable[int] | None = None, limit: int = 1 << 20) -> list[tuple[int, int]]:

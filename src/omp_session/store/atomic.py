@@ -209,9 +209,9 @@ def _overlapped(f: IO[bytes], pieces: Iterable[bytes]) -> int:
 class Pending:
     """A new output file written now and given its name later (:meth:`place`), or dropped
     (:meth:`discard`): what :func:`open_output` writes a new or replaced file through, and what a
-    caller uses that learns only once the bytes are written whether they are the output. Writes may come from another thread than
-    the one that places or discards; a failed write is kept (:attr:`failed`), not raised, and the
-    file is then never placed."""
+    caller uses that learns only once the bytes are written whether they are the output. Writes
+    may come from another thread (or a forked child) than the one that places or discards; a
+    failed write is kept (:attr:`failed`), not raised, and the file is then never placed."""
 
     def __init__(self, target: Output, mode: int, error: Callable[[str], Exception]) -> None:
         self.target = target

@@ -1,5 +1,5 @@
 """The Markdown header's usage figures read by this process and a forked child together
-(markdown_usage._PlainInTwo) are the figures one process reads, and no child outlives them."""
+(markdown_usage._plain_ahead, split.ReadAhead) are the figures one process reads, and no child outlives them."""
 
 from __future__ import annotations
 
@@ -106,14 +106,19 @@ def test_a_child_that_fails_leaves_its_part_to_this_process(tmp_path: Path, monk
     monkeypatch.setattr(split, "_worth_splitting", lambda size, start: False)
     alone = _figures(path)
     here = os.getpid()
-    real_later = markdown_usage._PlainInTwo._later
+    real_reader = markdown_usage.plain_reader
 
-    def dies_in_the_child(self: Any) -> Any:
-        if os.getpid() != here:
-            os._exit(3)
-        return real_later(self)
+    def dies_in_the_child(s: Any) -> Any:
+        plain = real_reader(s)
+
+        def read(k: int) -> Any:
+            if os.getpid() != here:
+                os._exit(3)
+            return plain(k)
+
+        return read
 
     monkeypatch.setattr(split, "_worth_splitting", lambda size, start: True)
-    monkeypatch.setattr(markdown_usage._PlainInTwo, "_later", dies_in_the_child)
+    monkeypatch.setattr(markdown_usage, "plain_reader", dies_in_the_child)
     assert _figures(path) == alone
     assert _no_child_left()

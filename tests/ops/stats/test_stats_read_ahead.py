@@ -1,4 +1,4 @@
-"""stats on a large file reads the later assistants' usage in a forked child (report._read_ahead):
+"""stats on a large file reads the later assistants' usage in a forked child (split.ReadAhead):
 the records and omp's sums must be exactly the one-process ones, whatever shapes the usages take
 (a total that turns into a string in the child's part is followed in this process, in order)."""
 

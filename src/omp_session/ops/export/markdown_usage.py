@@ -9,7 +9,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from omp_session.errors import ContextError
-from omp_session.format.split import forked, later_part
+from omp_session.format.split import ReadAhead
 from omp_session.model.session import Session
 from omp_session.model.text import model_of, nonempty_str, usage_line
 from omp_session.model.usage import branch_and_all_usage, usage_statistics
@@ -55,10 +55,10 @@ def all_figures(s: Session, branch: Sequence[int], counted: Sequence[int]) -> tu
     mine = [k for k in branch if counted[k]]
     models: dict[str, None] = {}
     on_branch = set(mine)
-    plain, peek = _PlainInTwo(s, every), s.peek_in_order()
+    plain, peek = _plain_ahead(s, every), s.peek_in_order()
 
     def numbers(k: int) -> Sequence[int | float] | None:
-        fast = plain(k)
+        fast = plain(bisect_left(every, k))  # (asked for each of every, in order)
         if fast is None:
             return None
         if k in on_branch:
@@ -79,7 +79,7 @@ def all_figures(s: Session, branch: Sequence[int], counted: Sequence[int]) -> tu
     except ContextError:
         pass
     finally:
-        plain.close()
+        plain.cancel()
     models_seen, usage = branch_figures(s, branch, counted)
     if mine == every:
         return models_seen, usage, usage
@@ -89,41 +89,20 @@ def all_figures(s: Session, branch: Sequence[int], counted: Sequence[int]) -> tu
 _Plain = tuple[Any, Any, Sequence[int | float]] | None  # an assistant's model, provider and usage numbers
 
 
-class _PlainInTwo:
-    """For each entry of ``every`` (ascending), asked for in that order: what :func:`plain_reader`
-    reads of it, as (model, provider, numbers), or None. Reading every assistant's usage took a
-    second of a 1 GB session's export before its first line; a forked child reads the later part
-    meanwhile (:func:`~omp_session.format.split.forked`) and sends plain tuples. :meth:`close`
-    when done: a child whose part was never asked for is stopped."""
+def _plain_ahead(s: Session, every: list[int]) -> ReadAhead[int, _Plain]:
+    """What :func:`plain_reader` reads of each entry of ``every`` (model, provider, numbers, or
+    None): a second of a 1 GB session's export before its first line, the later part read by a
+    forked child meanwhile (:class:`~omp_session.format.split.ReadAhead`)."""
+    plain = plain_reader(s)
+    names: dict[Any, Any] = {}  # one object per provider and model name: pickled once
 
-    def __init__(self, s: Session, every: list[int]) -> None:
-        self._plain = plain_reader(s)
-        start = later_part(len(every), s.journal.size, 55)
-        self._rest = every[start:]
-        self._first = every[start] if start < len(every) else len(s)  # where the child's part starts
-        self._ahead = forked(self._later, s.journal.size) if self._rest else None
+    def read(k: int) -> _Plain:
+        fast = plain(k)
+        if fast is None:
+            return None
+        return names.setdefault(fast.model, fast.model), names.setdefault(fast.provider, fast.provider), fast.numbers
 
-    def _read(self, k: int) -> _Plain:
-        fast = self._plain(k)
-        return None if fast is None else (fast.model, fast.provider, fast.numbers)
-
-    def _later(self) -> list[_Plain]:
-        names: dict[Any, Any] = {}  # one object per provider and model name: pickled once
-        out: list[_Plain] = []
-        for k in self._rest:
-            fast = self._read(k)
-            out.append(fast if fast is None else (names.setdefault(fast[0], fast[0]),
-                                                  names.setdefault(fast[1], fast[1]), fast[2]))
-        return out
-
-    def __call__(self, k: int) -> _Plain:
-        if k < self._first or self._ahead is None:
-            return self._read(k)
-        return self._ahead()[bisect_left(self._rest, k)]
-
-    def close(self) -> None:
-        if self._ahead is not None:
-            self._ahead.cancel()
+    return ReadAhead(every, read, s.journal.size, 55)
 
 
 def note_model(seen: dict[str, None], entry: Any) -> None:

@@ -57,7 +57,6 @@ from omp_session.paths import project_dir_name, sessions_dir
 from .blocks import Block, billing_blocks, shown_time
 
 if TYPE_CHECKING:  # what reads sessions is imported where a report reads them: stats --store reads rows
-    from omp_session.format.split import Forked
     from omp_session.model.usage_plain import PlainAssistant
     from omp_session.store.base import SessionStorage
 from .group import (
@@ -189,50 +188,7 @@ def _plain_record(p: PlainAssistant, on_branch: bool, keyed: bool) -> UsageRecor
                        i, o, cr, cw, tt, cost, on_branch, key, None)
 
 
-_Read = tuple[UsageRecord, tuple[Any, ...]] | None
-
-
-class _ReadAhead:
-    """The plain usage records of ``picked[start:]`` (each with its numbers for omp's sum, or
-    None where the entry is not that plain shape), read by a forked child while this process
-    reads the ones before."""
-
-    def __init__(self, start: int, result: Forked[list[_Read]]) -> None:
-        self.start = start
-        self.result = result
-
-    def get(self, n: int) -> _Read:
-        return self.result()[n - self.start]  # (the child's list, taken once)
-
-
-def _read_ahead(plain: Callable[[int], PlainAssistant | None], picked: Sequence[int], on_branch: set[int],
-                keyed: bool, size: int) -> _ReadAhead | None:
-    """Decoding every assistant's usage is most of ``stats``' own work on a large file: a child
-    takes the later part (:func:`~omp_session.format.split.forked`). None where no child is worth
-    it. The records are plain values (no sentinel crosses the pipe), taken in file order, so the
-    records and sums are the one-process ones."""
-    from omp_session.format.split import forked, later_part
-
-    start = later_part(len(picked), size, 60)  # (measured even at about 60 / 40 on the 1 GB session)
-    if start == len(picked):
-        return None
-    rest = picked[start:]
-
-    def later() -> list[_Read]:
-        out: list[_Read] = []
-        names: dict[Any, Any] = {}  # one object per provider and model name: pickled once
-        for k in rest:
-            fast = plain(k)
-            if fast is None:
-                out.append(None)
-                continue
-            r = _plain_record(fast, k in on_branch, keyed)
-            r.provider = names.setdefault(r.provider, r.provider)
-            r.model = names.setdefault(r.model, r.model)
-            out.append((r, fast.numbers))
-        return out
-
-    return _ReadAhead(start, forked(later, size))
+_Read = tuple[UsageRecord, tuple[Any, ...]] | None  # a plain assistant's record and its numbers for omp's sum
 
 
 def read_file_usage(path: str | os.PathLike[str], storage: SessionStorage | None = None) -> FileUsage:
@@ -241,6 +197,7 @@ def read_file_usage(path: str | os.PathLike[str], storage: SessionStorage | None
     from omp_session.catalog.stored import read_stored_session
     from omp_session.catalog.summaries import usage_candidates
     from omp_session.format.blobs import MemoryBlobStore
+    from omp_session.format.split import ReadAhead
     from omp_session.model.session import read_session
     from omp_session.model.usage import UsageSum
     from omp_session.model.usage_plain import plain_reader
@@ -248,7 +205,7 @@ def read_file_usage(path: str | os.PathLike[str], storage: SessionStorage | None
     path = os.fspath(path)
     # no blob store: images do not change any number
     s = read_session(path) if storage is None else read_stored_session(storage, path, blob_store=MemoryBlobStore())
-    ahead: _ReadAhead | None = None
+    ahead: ReadAhead[int, _Read] | None = None
     try:
         header = s.header if isinstance(s.header, dict) else {}
         n = len(s)
@@ -264,23 +221,30 @@ def read_file_usage(path: str | os.PathLike[str], storage: SessionStorage | None
         records: list[Any] = []
         total: UsageSum | None = UsageSum()  # omp's getUsageStatistics(); None once omp would throw
         plain = plain_reader(s)
-        ahead = _read_ahead(plain, picked, on_branch, keyed, 0 if s.migrated else s.journal.size)
+        names: dict[Any, Any] = {}  # one object per provider and model name: pickled once
+
+        def read(k: int) -> _Read:
+            fast = plain(k)
+            if fast is None:
+                return None
+            r = _plain_record(fast, k in on_branch, keyed)
+            r.provider = names.setdefault(r.provider, r.provider)
+            r.model = names.setdefault(r.model, r.model)
+            return r, fast.numbers
+
+        # decoding every assistant's usage is most of stats' own work on a large file: a child
+        # reads the later part (measured even at about 60 / 40 on the 1 GB session); the records
+        # are plain values (no sentinel crosses the pipe), taken in file order, so the records
+        # and sums are the one-process ones
+        ahead = ReadAhead(picked, read, 0 if s.migrated else s.journal.size, 60)
         for at, k in enumerate(picked):
-            if ahead is not None and at >= ahead.start:
-                got = ahead.get(at)
-                shaped = got is not None
-                if got is not None:
-                    record, numbers = got
-                    records.append(record)
-                    if total is None or total.add_numbers(numbers):
-                        continue
-            else:
-                fast = plain(k)
-                shaped = fast is not None
-                if fast is not None:
-                    records.append(_plain_record(fast, k in on_branch, keyed))
-                    if total is None or total.add_numbers(fast.numbers):
-                        continue
+            got = ahead(at)
+            shaped = got is not None
+            if got is not None:
+                record, numbers = got
+                records.append(record)
+                if total is None or total.add_numbers(numbers):
+                    continue
             e = s.peek_entry(k)  # decoded, not kept: memory stays flat on a 1 GB session
             if not shaped:
                 # a side call (model_usage) hangs off the branch without becoming part of it (S3.15):
@@ -300,7 +264,7 @@ def read_file_usage(path: str | os.PathLike[str], storage: SessionStorage | None
                          _str(header.get("timestamp")), omp, records)
     finally:
         if ahead is not None:
-            ahead.result.cancel()  # (nothing to do once taken; after an error, the child goes)
+            ahead.cancel()  # (nothing to do once taken; after an error, the child goes)
         s.close()
 
 
