@@ -52,6 +52,17 @@ def reference_faithful(s: Session, leaf: str | None = None) -> str:
         except ValueError:
             return s.entry_at(k)
 
+    # a record the scan took whole (not decoded by it) is its line as it is, when that is UTF-8
+    plain = {k for k in range(len(s)) if not (s.migrated or s.header is None or j.is_decoded(k + 1))}
+
+    def text(k: int) -> str:
+        if k in plain:
+            try:
+                return j.raw(k + 1).decode()
+            except UnicodeDecodeError:
+                pass
+        return _j(stored(k))
+
     if s.raw_header is codec.UNDEFINED:
         header = None
     elif s.migrated:
@@ -65,7 +76,7 @@ def reference_faithful(s: Session, leaf: str | None = None) -> str:
         ("format", _j("omp-session-export")), ("format_version", _j(1)),
         ("title_slot", _j(j.slot.to_json() if j.slot is not None else None)),
         ("header", _j(header)), ("migrated", _j(s.migrated)),
-        ("entries", _array(stored(k) for k in range(len(s)))),
+        ("entries", "[\n" + ",\n".join(map(text, range(len(s)))) + "\n]" if len(s) else "[]"),
         ("malformed", _array({"line": j.line_of(m.start), "offset": m.start,
                               "text": j.read(m.start, m.end).decode("utf-8", "replace")} for m in j.malformed)),
         ("leaf_id", _j(leaf_of(s, leaf))),

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any, Final
 
 from omp_session.errors import (
@@ -27,6 +27,8 @@ from omp_session.js import codec
 from omp_session.js.codec import UNDEFINED
 from omp_session.model.session import Session
 from omp_session.model.tree import branch_tips, js_date_ms, leaf_of
+
+from .stored import mostly_as_stored, record_bytes, stored_header, verbatim_run
 
 __all__ = [
     "FORMATS",
@@ -143,41 +145,6 @@ def _json_bytes(value: Any) -> bytes:
 # ----- faithful JSON ----------------------------------------------------------------------------
 
 
-def _stored_records(session: Session) -> Callable[[int], Any]:
-    """Entry k exactly as stored in the file, or as loaded when omp migrates the file on open.
-
-    Loaded entries have blob references resolved and Copilot replay data stripped, so the file's
-    own bytes are parsed again. A v1/v2 file is the exception: its ids only exist after
-    migration (omp assigns them on load), so without it the tree would not be intact.
-    """
-    j = session.journal
-    if session.migrated:
-        return session.entry_at  # migration decoded and keeps every entry already
-    raw_of = j.raw_in_order()  # entries are asked for in file order: a window read at a time
-
-    def stored(k: int) -> Any:
-        if session.header is None:
-            return session.peek_entry(k)  # no header: nothing was transformed on load
-        try:
-            return codec.loads(raw_of(k + 1))
-        except ValueError:
-            return session.peek_entry(k)  # the reader took it; keep what it took
-
-    return stored
-
-
-def _stored_header(session: Session) -> Any:
-    """The first record as stored: the loaded header carries the title slot's overlay."""
-    if session.raw_header is UNDEFINED:
-        return None
-    if session.migrated:
-        return session.header
-    try:
-        return codec.loads(session.journal.raw(0))
-    except ValueError:
-        return session.raw_header
-
-
 def faithful_json(session: Session, *, leaf: str | None = None) -> str:
     """Every record of the file (header, entries in file order, unknown fields kept, malformed
     lines as text), plus the leaf and the branch tips. Shape: docs/export.md."""
@@ -185,29 +152,39 @@ def faithful_json(session: Session, *, leaf: str | None = None) -> str:
 
 
 def faithful_json_chunks(session: Session, *, leaf: str | None = None) -> Iterator[bytes]:
-    """:func:`faithful_json` as UTF-8 pieces, one entry decoded at a time."""
+    """:func:`faithful_json` as UTF-8 pieces, a piece of the file at a time (stored.py: an entry
+    is its line as it is, when it can be)."""
     j = session.journal
     slot = j.slot
     tips = branch_tips(session)
     ids = session.ids
-    stored = _stored_records(session)
+    entry_bytes = record_bytes(session)
+    run = verbatim_run(session)
     head = [
         ("format", _json(FAITHFUL_FORMAT)),
         ("format_version", _json(FORMAT_VERSION)),
         ("title_slot", _json(slot.to_json() if slot is not None else None)),
-        ("header", _json(_stored_header(session))),
+        ("header", _json(stored_header(session))),
         ("migrated", _json(session.migrated)),
     ]
     yield ("{\n" + "".join(f"{_json(key)}: {value},\n" for key, value in head) + '"entries": ').encode()
 
     def piece(lo: int, hi: int) -> bytes:
+        lines = run(lo, hi)  # the usual file: the lines as they are, in one read
+        if lines is not None:
+            return (b",\n" if lo else b"[\n") + lines
         # (a record with its separator is a copy the size of the text: orjson's own output holds
         # several times that, a megabyte piece of them several megabytes)
-        return b"".join((b",\n" if k else b"[\n") + _json_bytes(stored(k)) for k in range(lo, hi))
+        return b"".join((b",\n" if k else b"[\n") + entry_bytes(k) for k in range(lo, hi))
 
-    # a big file's entries in two processes, a piece each in turn (split.interleaved), pieces of
-    # about a megabyte as stored
-    yield from gathered(interleaved(j.entry_pieces(range(len(session))), piece, j.size))
+    # pieces of about a megabyte as stored; a file with records to write again (a migrated one,
+    # one the scan decoded line by line) in two processes, a piece each in turn
+    # (split.interleaved): a piece of lines used as they are costs less than handing it over
+    pieces = j.entry_pieces(range(len(session)))
+    if mostly_as_stored(session):
+        yield from gathered(piece(lo, hi) for lo, hi in pieces)
+    else:
+        yield from gathered(interleaved(pieces, piece, j.size))
     yield b"\n]" if len(session) else b"[]"
     yield b',\n"malformed": '
     yield from _array_chunks(_json_bytes({"line": j.line_of(span.start), "offset": span.start,
