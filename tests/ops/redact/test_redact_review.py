@@ -257,7 +257,7 @@ def test_a_record_the_prefilter_passes_is_one_the_walk_leaves_alone(line: str, r
                    drop_thinking=r.drop_thinking, drop_tool_output=r.drop_tool_output, drop_custom=r.drop_custom)
     raw = line.encode("utf-8", "surrogatepass")
     value = json.loads(raw)
-    if pf.may_change(raw, value):
+    if pf.may_change(raw, lambda: value):
         return
     walker = _Redactor(r, matcher, _literals(r, header))
     assert walker.entry(json.loads(raw)) == value
@@ -272,7 +272,7 @@ def test_a_key_spelled_with_the_kelvin_sign_still_names_a_secret(tmp_path: Path)
     raw = ('{"type":"custom","customType":"x","data":{"api' + KELVIN + 'ey":"hunter2hunter2"},'
            '"id":"e0000001","parentId":null,"timestamp":"' + TS + '"}').encode()
     pf = Prefilter(Matcher().hits, builtin=True, user_rules=False)
-    assert pf.may_change(raw, json.loads(raw))
+    assert pf.may_change(raw, lambda: json.loads(raw))
     path = tmp_path / "s.jsonl"
     path.write_bytes(json.dumps(builders.header(SID)).encode() + b"\n" + raw + b"\n")
     report = redact_to(path, RedactRules(), tmp_path / "out.jsonl")
@@ -283,7 +283,7 @@ def test_a_key_spelled_with_the_kelvin_sign_still_names_a_secret(tmp_path: Path)
 def test_a_key_spelled_with_the_kelvin_sign_under_no_builtin(tmp_path: Path) -> None:
     raw = ('{"type":"custom","data":{"to' + KELVIN + 'en":"hunter2hunter2"}}').encode()
     pf = Prefilter(Matcher(builtin=False).hits, builtin=False, user_rules=False)
-    assert pf.may_change(raw, json.loads(raw))
+    assert pf.may_change(raw, lambda: json.loads(raw))
 
 
 @pytest.mark.parametrize("n", [1, 5, 30])

@@ -25,6 +25,8 @@ from .decode import decoded_views
 __all__ = [
     "BUILTIN_DETECTORS",
     "MIN_SECRET_LEN",
+    "SECRET_KEY_ENDINGS",
+    "SECRET_KEY_WORDS",
     "Detector",
     "Hit",
     "Matcher",
@@ -119,12 +121,14 @@ BUILTIN_DETECTORS: tuple[Detector, ...] = (
 
 # Object keys whose string value is a secret as a whole (``{"apiKey": "…"}`` in tool arguments,
 # headers dicts, provider options). Compared on the key lowercased without ``_``/``-``.
-_SECRET_KEY = re.compile(
-    r"(?:password|passwd|passphrase|secret|token|apikey|accesskey|privatekey|secretkey|authorization|"
-    r"credential|credentials|cookie|sessionkey|authtoken|clientsecret)")
+SECRET_KEY_WORDS = ("password", "passwd", "passphrase", "secret", "token", "apikey", "accesskey", "privatekey",
+                    "secretkey", "authorization", "credential", "credentials", "cookie", "sessionkey", "authtoken",
+                    "clientsecret")
+_SECRET_KEY = re.compile("(?:" + "|".join(SECRET_KEY_WORDS) + ")")
+# Keys ending in one of these name a secret too (``dbPassword``, ``github_access_token``).
+SECRET_KEY_ENDINGS = ("password", "secret", "apikey", "accesstoken", "refreshtoken", "authtoken", "privatekey",
+                      "secretkey", "bearertoken", "sessiontoken", "idtoken")
 # Keys that end like a secret word but hold counts or identifiers, never secrets.
-_SECRET_KEY_ENDINGS = ("password", "secret", "apikey", "accesstoken", "refreshtoken", "authtoken", "privatekey",
-                        "secretkey", "bearertoken", "sessiontoken", "idtoken")
 _NOT_SECRET_KEY = frozenset({"maxtokens", "tokencount", "tokentype", "tokenizer", "secretname", "pagetoken"})
 
 
@@ -133,7 +137,7 @@ def secret_key_name(key: str) -> bool:
     k = key.lower().replace("_", "").replace("-", "")
     if k in _NOT_SECRET_KEY:
         return False
-    return _SECRET_KEY.fullmatch(k) is not None or k.endswith(_SECRET_KEY_ENDINGS)
+    return _SECRET_KEY.fullmatch(k) is not None or k.endswith(SECRET_KEY_ENDINGS)
 
 
 def _b64_cores(data: bytes) -> list[str]:

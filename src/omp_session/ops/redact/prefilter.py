@@ -24,7 +24,11 @@ test: with them every record is walked):
   boundary (``task-`` has a letter there), ``url-password`` needs an ``@``.
 * A key naming a secret (``"apiKey":"…"``) redacts its value whatever it is: every object key
   with a non-empty string value is checked by name, in the decoded record (keys repeat from
-  record to record, so each name is judged once).
+  record to record, so each name is judged once), when the record may hold one: such a key,
+  lowercased without ``_`` and ``-``, is one of the secret words or ends with one of the secret
+  endings, and its JSON text (escapes that make a letter make the record walked) is that; so
+  the record's bytes, lowercased without ``_`` and ``-``, hold ``"word"`` or ``ending"``. A
+  record without is not decoded for it.
 * Only ``env-assignment`` is common in code and prose (``token``, ``key`` are words), and its
   matches never cross a line (nor does any decoded view move a line break of the string): a
   string where only its hints may match is scanned line by line, each line holding such a hint.
@@ -46,7 +50,7 @@ import orjson
 from ahocorasick_rs import BytesAhoCorasick
 
 from .assign import NAME_HINTS
-from .detectors import BUILTIN_DETECTORS, secret_key_name
+from .detectors import BUILTIN_DETECTORS, SECRET_KEY_ENDINGS, SECRET_KEY_WORDS, secret_key_name
 
 __all__ = ["Prefilter", "u_escape_of_text"]
 
@@ -130,6 +134,15 @@ def _automaton() -> tuple[BytesAhoCorasick, tuple[tuple[tuple[int, bytes], ...],
 
 
 _HINTS, _HINT_KINDS = _automaton()
+# What a key naming a secret leaves in the record's bytes lowercased without "_" and "-" (see the
+# module docstring): the whole key, quoted, or its ending and its closing quote.
+_KEY_HINTS = BytesAhoCorasick(sorted({b'"' + w.encode() + b'"' for w in SECRET_KEY_WORDS}
+                                     | {e.encode() + b'"' for e in SECRET_KEY_ENDINGS}))
+
+
+def _may_name_a_secret(low: bytes) -> bool:
+    """Whether a record whose bytes lowercased are ``low`` may hold a key naming a secret."""
+    return bool(_KEY_HINTS.find_matches_as_indexes(low.translate(None, b"_-")))
 
 
 def _may_start_token(raw: bytes, i: int) -> bool:
@@ -379,16 +392,18 @@ class Prefilter:
         # a path may hold a control character, which another writer may have escaped otherwise
         self.strict = bool(literals)
 
-    def may_change(self, raw: bytes, value: Any) -> bool:
-        """``raw``: the record's bytes; ``value``: what they decode to (for keys and joined text blocks)."""
+    def may_change(self, raw: bytes, value_of: Callable[[], Any]) -> bool:
+        """``raw``: the record's bytes; ``value_of()``: what they decode to (for keys and joined
+        text blocks; asked for only when the bytes cannot rule them out)."""
         if self.walk_all or any(w in raw for w in self.words):
             return True
-        hints = _hint_positions(raw, raw.lower(), self.strict)
-        if hints is None or _secret_key_in(value):
+        low = raw.lower()
+        hints = _hint_positions(raw, low, self.strict)
+        if hints is None or (_may_name_a_secret(low) and _secret_key_in(value_of())):
             return True
         if not self.builtin:
             return False
         found, names, runs = hints
         if any(text is None or self.hits(text) for text in _texts_at(raw, found, names)):
             return True
-        return runs and any(self.hits(text) for text in joined_runs(value))
+        return runs and any(self.hits(text) for text in joined_runs(value_of()))

@@ -17,7 +17,7 @@ import os
 import pickle
 import re
 from bisect import bisect_left
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,6 +28,7 @@ from omp_session.errors import PatternError, RedactError, SecretsFileError
 from omp_session.format.blobs import BLOB_PREFIX
 from omp_session.format.split import forked, interleaved, later_part
 from omp_session.format.title import TitleSlot, build_title_slot
+from omp_session.format.utf8 import is_utf8
 from omp_session.js import codec
 from omp_session.model.session import Session
 from omp_session.store.atomic import open_output, write_new_file
@@ -54,6 +55,7 @@ _MESSAGE_FIXED = frozenset({"role", "toolCallId", "timestamp"})
 _MARKER = re.compile(r"\[REDACTED[^\]]*\]")  # already redacted (e.g. a file redacted twice)
 _GROUP_BYTES = 1 << 20  # records read at once when looking for signed tool calls (or one bigger record)
 # Only a whole blob ref or base64 image data URL is skipped: text that merely starts like one is text.
+_AS_READ = object()  # an entry with nothing in it redacted (see _Job._redacted)
 _NOT_TEXT = re.compile(r"blob:sha256:[0-9a-f]{64}|data:image/[A-Za-z0-9.+\-]+;base64,[A-Za-z0-9+/=]*")
 
 
@@ -106,15 +108,22 @@ class RedactResult:
     title_slot: TitleSlot | None
     findings: list[Finding] = field(default_factory=list)
     source: str | None = None
+    # per entry, its line as read when it is copied as it is (nothing in it to redact), else None;
+    # to_bytes writes that line for it (set it to None to have an edited entry written)
+    lines: list[bytes | None] = field(default_factory=list)
 
     def to_bytes(self) -> bytes:
-        """The output file: title slot (if the input had one), header, entries; omp's serializer."""
+        """The output file: title slot (if the input had one), header, entries (each copied entry
+        as its line, the others with omp's serializer)."""
         parts: list[bytes] = []
         if self.title_slot is not None:
             s = self.title_slot
             parts.append(build_title_slot(s.title, s.source, s.updated_at))
         parts.append(codec.dumps_line(self.header))
-        parts.extend(codec.dumps_line(e) for e in self.entries)
+        lines = self.lines
+        for k, e in enumerate(self.entries):
+            line = lines[k] if k < len(lines) else None
+            parts.append(codec.dumps_line(e) if line is None else line)
         return b"".join(parts)
 
     def counts(self) -> dict[str, int]:
@@ -455,14 +464,14 @@ def _escaped(text: str) -> bytes:
     return (codec.stringify(text) or '""')[1:-1].encode("utf-8", "surrogatepass")
 
 
-def _shallow(raw: bytes, value: Any) -> bool:
-    """Whether the walk surely fits ``value`` in Python's stack (a few frames per level: a record
-    it cannot walk is reported, so one is never copied unwalked). orjson refuses more than 254
-    levels, and the walk takes about 450."""
+def _shallow(raw: bytes, value_of: Callable[[], Any]) -> bool:
+    """Whether the walk surely fits the record ``raw`` in Python's stack (a few frames per level:
+    a record it cannot walk is reported, so one is never copied unwalked). orjson refuses more
+    than 254 levels, and the walk takes about 450."""
     if raw.count(b"[") + raw.count(b"{") <= 254:
         return True
     try:
-        orjson.dumps(value)
+        orjson.dumps(value_of())
     except orjson.JSONEncodeError:
         return False
     return True
@@ -566,25 +575,24 @@ class _Job:
             if b"thoughtSignature" not in raw and not u_escape_of_text(raw) and self._plain(k):
                 continue  # no signed tool call (its key is spelled out unless escaped)
             value = j.peek(k + 1, raw)
-            if not _has_signed_call(value) or (self._plain(k) and not self.prefilter.may_change(raw, value)):
+            if not _has_signed_call(value) or (self._plain(k) and not self.prefilter.may_change(raw, _given(value))):
                 continue
             with contextlib.suppress(RecursionError):  # the main walk reports it, with its line
                 probe.entry(value)
             probe.findings.clear()
         return probe.removed_calls
 
-    def _read(self, lo: int, hi: int | None) -> Iterator[tuple[int, bytes, Any]]:
-        """Entries ``lo``..``hi - 1``: (k, the record's bytes, what they decode to)."""
-        s, j = self.session, self.session.journal
-        raw_of = j.raw_in_order()  # a window of the file read at a time, each record once
-        for k in range(lo, len(s) if hi is None else hi):
-            raw = raw_of(k + 1)
-            yield k, raw, j.peek(k + 1, raw)
+    def _read(self, lo: int, hi: int | None) -> Iterator[tuple[int, bytes]]:
+        """Entries ``lo``..``hi - 1``: (k, the record's bytes)."""
+        raw_of = self.session.journal.raw_in_order()  # a window of the file read at a time, each record once
+        for k in range(lo, len(self.session) if hi is None else hi):
+            yield k, raw_of(k + 1)
 
-    def _copies(self, k: int, raw: bytes, value: Any) -> bool:
-        """Whether entry ``k`` needs no walk, its depth aside (see _shallow)."""
+    def _copies(self, k: int, raw: bytes, value_of: Callable[[], Any]) -> bool:
+        """Whether entry ``k`` needs no walk, its depth aside (see _shallow); ``value_of()``: the
+        entry, asked for only when its bytes cannot tell."""
         return (self._plain(k) and not any(c in raw for c in self._removed_json)
-                and not self.prefilter.may_change(raw, value))
+                and not self.prefilter.may_change(raw, value_of))
 
     def _walked(self, k: int, value: Any) -> Any:
         r = self.r
@@ -594,28 +602,51 @@ class _Job:
         out = self._guarded(lambda: r.entry(value))
         return self._drop_removed_result(out) if r.removed_calls else out
 
-    def entries(self, lo: int = 0, hi: int | None = None) -> Iterator[tuple[Any, bool]]:
-        """Each redacted entry (of ``lo``..``hi - 1``), and whether it is the entry as read (a copy
-        needs no walk)."""
-        for k, raw, value in self._read(lo, hi):
-            if self._copies(k, raw, value) and _shallow(raw, value):
-                yield value, True
-            else:
-                yield self._walked(k, value), False
+    def _redacted(self, k: int, raw: bytes, value_of: Callable[[], Any]) -> Any:
+        """Entry ``k`` redacted, or ``_AS_READ`` when nothing in it is changed (a record the
+        prefilter clears is not decoded for it; the walk builds a new value, equal when it changed
+        nothing, such as an id holding a secret, reported and kept)."""
+        if self._copies(k, raw, value_of) and _shallow(raw, value_of):
+            return _AS_READ
+        value = value_of()
+        out = self._walked(k, value)
+        return _AS_READ if out == value else out
+
+    def _kept(self, k: int, raw: bytes) -> bytes | None:
+        """Entry ``k``'s line as read, to be written as it is when nothing in it is redacted: a
+        record the scan took whole (not decoded by it, see _plain) is one line; None unless it is
+        UTF-8 (then it is written from what omp reads)."""
+        return raw if self._plain(k) and is_utf8(raw) else None
+
+    def entries(self, lo: int = 0, hi: int | None = None) -> Iterator[tuple[Any, bytes | None]]:
+        """Each redacted entry (of ``lo``..``hi - 1``), and its line as read (line feed included)
+        when it is written as it is (see :meth:`_lines`), else None."""
+        j = self.session.journal
+        for k, raw in self._read(lo, hi):
+            value = j.peek(k + 1, raw)
+            out = self._redacted(k, raw, _given(value))
+            if out is not _AS_READ:
+                yield out, None
+                continue
+            kept = self._kept(k, raw)
+            yield value, None if kept is None else kept + b"\n"
 
     def _lines(self, lo: int, hi: int) -> Iterator[bytes]:
-        """:meth:`entries` as lines: a copy that orjson can write is shallow enough to walk (it
-        refuses more than 254 levels), so only the others are measured (see _shallow)."""
-        for k, raw, value in self._read(lo, hi):
-            if self._copies(k, raw, value):
-                line = codec.orjson_line(value)
-                if line is not None:
-                    yield line
+        """:meth:`entries` as lines: an entry with nothing redacted is its line as read (its bytes
+        kept, the line feed after them written) where it can be (see :meth:`_kept`), and every
+        other one is written with omp's serializer. A record is decoded only when that takes it."""
+        peek = self.session.journal.peek
+        for k, raw in self._read(lo, hi):
+            value_of = _Decoded(peek, k + 1, raw)
+            out = self._redacted(k, raw, value_of)
+            if out is _AS_READ:
+                kept = self._kept(k, raw)
+                if kept is not None:
+                    yield kept
+                    yield b"\n"
                     continue
-                if _shallow(raw, value):
-                    yield codec.dumps_line(value)
-                    continue
-            yield codec.dumps_line(self._walked(k, value))
+                out = value_of()
+            yield codec.dumps_line(out)
 
     def piece(self, lo: int, hi: int) -> bytes:
         """Entries ``lo``..``hi - 1`` redacted, for :func:`~omp_session.format.split.interleaved`
@@ -660,6 +691,25 @@ class _Job:
         return slot + codec.dumps_line(self.header)
 
 
+def _given(value: Any) -> Callable[[], Any]:
+    return lambda: value
+
+
+class _Decoded:
+    """``peek(i, raw)``, made when first called (most records copied as they are never are)."""
+
+    __slots__ = ("i", "peek", "raw", "value")
+
+    def __init__(self, peek: Callable[[int, bytes], Any], i: int, raw: bytes) -> None:
+        self.peek, self.i, self.raw = peek, i, raw
+        self.value: Any = _AS_READ  # (not itself: a cycle would keep the bytes until a collection)
+
+    def __call__(self) -> Any:
+        if self.value is _AS_READ:
+            self.value = self.peek(self.i, self.raw)
+        return self.value
+
+
 def _has_signed_call(value: Any) -> bool:
     """Whether ``value`` holds a tool call with a thought signature anywhere (the only blocks whose
     removal takes a tool result's content too), found without recursion."""
@@ -695,8 +745,8 @@ def redact(session: Session | str | os.PathLike[str], rules: RedactRules | None 
 
     def run(s: Session, matcher: Matcher) -> RedactResult:
         job = _Job(s, rules, matcher)
-        entries = [e for e, _ in job.entries()]
-        return RedactResult(job.header, entries, job.title_slot, job.finish(), s.path)
+        entries, lines = map(list, zip(*job.entries(), strict=True)) if len(s) else ([], [])
+        return RedactResult(job.header, entries, job.title_slot, job.finish(), s.path, lines)
 
     result: RedactResult = _with_session(session, rules, run)
     return result
