@@ -13,6 +13,7 @@ and a marker text block takes its place. The report says what was redacted where
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import pickle
 import re
@@ -55,7 +56,8 @@ _MESSAGE_FIXED = frozenset({"role", "toolCallId", "timestamp"})
 _MARKER = re.compile(r"\[REDACTED[^\]]*\]")  # already redacted (e.g. a file redacted twice)
 _GROUP_BYTES = 1 << 20  # records read at once when looking for signed tool calls (or one bigger record)
 # Only a whole blob ref or base64 image data URL is skipped: text that merely starts like one is text.
-_AS_READ = object()  # an entry with nothing in it redacted (see _Job._redacted)
+_AS_READ = object()  # an entry with nothing in it redacted, its line kept (see _Job._redacted)
+_UNCHANGED = object()  # an entry with nothing in it redacted, written from its value
 _NOT_TEXT = re.compile(r"blob:sha256:[0-9a-f]{64}|data:image/[A-Za-z0-9.+\-]+;base64,[A-Za-z0-9+/=]*")
 
 
@@ -602,15 +604,22 @@ class _Job:
         out = self._guarded(lambda: r.entry(value))
         return self._drop_removed_result(out) if r.removed_calls else out
 
-    def _redacted(self, k: int, raw: bytes, value_of: Callable[[], Any]) -> Any:
-        """Entry ``k`` redacted, or ``_AS_READ`` when nothing in it is changed (a record the
-        prefilter clears is not decoded for it; the walk builds a new value, equal when it changed
-        nothing, such as an id holding a secret, reported and kept)."""
-        if self._copies(k, raw, value_of) and _shallow(raw, value_of):
-            return _AS_READ
+    def _redacted(self, k: int, raw: bytes, value_of: _Decoded) -> Any:
+        """Entry ``k`` redacted; ``_AS_READ`` when nothing in it is changed and its bytes hold
+        nothing the entry does not (its line can be kept); ``_UNCHANGED`` when nothing in it is
+        changed but its bytes may hold more: a key given twice (the entry holds the last value,
+        the line both), a number spelled otherwise than JavaScript does (a ``--secret`` number is
+        looked for in JavaScript's spelling). A record the prefilter clears from its bytes alone
+        (hints, key names and literals are looked for in all of them) is not even decoded."""
+        if self._copies(k, raw, value_of):
+            consulted = value_of.decoded  # (the keys or the text runs were judged on the entry)
+            if _shallow(raw, value_of):
+                return _UNCHANGED if consulted and not _one_key_each(raw) else _AS_READ
         value = value_of()
         out = self._walked(k, value)
-        return _AS_READ if out == value else out
+        if out != value:  # (the walk builds a new value: equal when it changed nothing)
+            return out
+        return _UNCHANGED if self.r.number_secrets or not _one_key_each(raw) else _AS_READ
 
     def _kept(self, k: int, raw: bytes) -> bytes | None:
         """Entry ``k``'s line as read, to be written as it is when nothing in it is redacted: a
@@ -621,20 +630,21 @@ class _Job:
     def entries(self, lo: int = 0, hi: int | None = None) -> Iterator[tuple[Any, bytes | None]]:
         """Each redacted entry (of ``lo``..``hi - 1``), and its line as read (line feed included)
         when it is written as it is (see :meth:`_lines`), else None."""
-        j = self.session.journal
+        peek = self.session.journal.peek
         for k, raw in self._read(lo, hi):
-            value = j.peek(k + 1, raw)
-            out = self._redacted(k, raw, _given(value))
-            if out is not _AS_READ:
+            value_of = _Decoded(peek, k + 1, raw)
+            out = self._redacted(k, raw, value_of)
+            kept = self._kept(k, raw) if out is _AS_READ else None
+            if out is _AS_READ or out is _UNCHANGED:
+                yield value_of(), None if kept is None else kept + b"\n"
+            else:
                 yield out, None
-                continue
-            kept = self._kept(k, raw)
-            yield value, None if kept is None else kept + b"\n"
 
     def _lines(self, lo: int, hi: int) -> Iterator[bytes]:
         """:meth:`entries` as lines: an entry with nothing redacted is its line as read (its bytes
-        kept, the line feed after them written) where it can be (see :meth:`_kept`), and every
-        other one is written with omp's serializer. A record is decoded only when that takes it."""
+        kept, the line feed after them written) where it can be (see :meth:`_redacted` and
+        :meth:`_kept`), and every other one is written with omp's serializer. A record is decoded
+        only when that takes it."""
         peek = self.session.journal.peek
         for k, raw in self._read(lo, hi):
             value_of = _Decoded(peek, k + 1, raw)
@@ -645,6 +655,7 @@ class _Job:
                     yield kept
                     yield b"\n"
                     continue
+            if out is _AS_READ or out is _UNCHANGED:
                 out = value_of()
             yield codec.dumps_line(out)
 
@@ -708,6 +719,25 @@ class _Decoded:
         if self.value is _AS_READ:
             self.value = self.peek(self.i, self.raw)
         return self.value
+
+    @property
+    def decoded(self) -> bool:
+        return self.value is not _AS_READ
+
+
+def _one_key_each(raw: bytes) -> bool:
+    """Whether no object of the JSON text ``raw`` gives a key twice (False when that cannot be
+    told: a text Python's parser refuses, or nests too deeply for it)."""
+    try:
+        json.loads(raw, object_pairs_hook=_no_twice)
+    except (ValueError, RecursionError):
+        return False
+    return True
+
+
+def _no_twice(pairs: list[tuple[str, Any]]) -> None:
+    if len({key for key, _ in pairs}) != len(pairs):
+        raise ValueError("a key given twice")
 
 
 def _has_signed_call(value: Any) -> bool:
