@@ -16,6 +16,7 @@ import builders
 from builders import assistant, entry, line, user
 from omp_session.format.reader import Journal
 from omp_session.js import codec
+from omp_session.ops.redact import prefilter as prefilter_module
 from omp_session.ops.redact.detectors import SECRET_KEY_ENDINGS, SECRET_KEY_WORDS, Matcher, secret_key_name
 from omp_session.ops.redact.prefilter import Prefilter
 from omp_session.ops.redact.rewrite import RedactRules, redact, redact_to
@@ -170,3 +171,36 @@ def test_no_secret_survives_in_bytes_the_entry_does_not_hold(tmp_path: Path, rec
     path = tmp_path / "s.jsonl"
     path.write_text(line(builders.header(SID, cwd="/home/u/app")) + "\n" + record + "\n")
     assert secret not in _both(path, tmp_path, rules).decode()
+
+
+def test_a_line_the_matcher_cleared_is_not_matched_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Code read twice: the matcher runs once on a line that holds nothing; a line that holds a
+    secret is matched (and redacted) every time; the remembered lines are bounded."""
+    code = "token = await fetch(url)\nkey = cache[name]"
+    leak = f"api_key = {TOKEN}"
+    entries = [entry(f"e{k}", f"e{k - 1}" if k else None, message=user(text))
+               for k, text in enumerate([code, leak, code, leak, code, "key = other", code])]
+    path = builders.write_session(tmp_path / "s.jsonl", entries, head=builders.header(SID))
+    seen: list[str] = []
+    hits = Matcher.hits
+
+    def counted(self: Matcher, text: str) -> Any:
+        seen.append(text)
+        return hits(self, text)
+
+    monkeypatch.setattr(Matcher, "hits", counted)
+    report = redact_to(path, None, tmp_path / "out.jsonl")
+    assert sorted({f.entry_id for f in report.findings}) == ["e1", "e3"]
+    assert TOKEN not in (tmp_path / "out.jsonl").read_text()
+    prefiltered = [t for t in seen if "token = await" in t and "\n" not in t]
+    assert prefiltered == ["token = await fetch(url)"]  # the prefilter's line, matched once
+    monkeypatch.setattr(prefilter_module, "_REMEMBERED", 1)  # forgotten at every new line
+    seen.clear()
+    redact_to(path, None, tmp_path / "out2.jsonl")
+    assert [t for t in seen if "token = await" in t and "\n" not in t] == ["token = await fetch(url)"] * 4
+    assert (tmp_path / "out2.jsonl").read_bytes() == (tmp_path / "out.jsonl").read_bytes()
+
+
+def test_a_text_that_cannot_be_read_makes_the_record_walked() -> None:
+    pf = Prefilter(Matcher().hits, builtin=True, user_rules=False)
+    assert pf._any_hit(["nothing here", None]) and not pf._any_hit(["nothing here"])

@@ -43,7 +43,7 @@ test: with them every record is walked):
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 import orjson
@@ -333,6 +333,8 @@ def _secret_key_in(value: Any) -> bool:
 
 
 _SCALARS = frozenset({int, float, bool, type(None)})
+_REMEMBERED = 8192  # texts found to hold nothing, kept: at most 8 M characters
+_REMEMBERED_LEN = 1024
 _KEY_NAMES: dict[str, bool] = {}
 
 
@@ -389,6 +391,7 @@ class Prefilter:
         if drop_custom:
             words += [b'"custom', b'"hookMessage"']
         self.words = tuple(words)
+        self.clean: dict[str, None] = {}  # texts the matcher found nothing in (see _any_hit)
         # a path may hold a control character, which another writer may have escaped otherwise
         self.strict = bool(literals)
 
@@ -404,6 +407,26 @@ class Prefilter:
         if not self.builtin:
             return False
         found, names, runs = hints
-        if any(text is None or self.hits(text) for text in _texts_at(raw, found, names)):
+        if self._any_hit(_texts_at(raw, found, names)):
             return True
-        return runs and any(self.hits(text) for text in joined_runs(value_of()))
+        return runs and self._any_hit(joined_runs(value_of()))
+
+    def _any_hit(self, texts: Iterable[str | None]) -> bool:
+        """Whether the matcher finds something in one of ``texts`` (None: a text that could not be
+        read). The texts found to hold nothing are remembered (the matcher is a function of the
+        text alone, and a session repeats its lines: a file read twice, the same code edited), up
+        to ``_REMEMBERED`` of at most ``_REMEMBERED_LEN`` characters each; a text holding
+        something is never remembered (its record is walked)."""
+        clean = self.clean
+        for text in texts:
+            if text is None:
+                return True
+            if text in clean:
+                continue
+            if self.hits(text):
+                return True
+            if len(text) <= _REMEMBERED_LEN:
+                if len(clean) >= _REMEMBERED:
+                    clean.clear()
+                clean[text] = None
+        return False
