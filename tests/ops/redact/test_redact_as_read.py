@@ -204,3 +204,29 @@ def test_a_line_the_matcher_cleared_is_not_matched_again(tmp_path: Path, monkeyp
 def test_a_text_that_cannot_be_read_makes_the_record_walked() -> None:
     pf = Prefilter(Matcher().hits, builtin=True, user_rules=False)
     assert pf._any_hit(["nothing here", None]) and not pf._any_hit(["nothing here"])
+
+
+def test_the_result_of_a_removed_call_spelling_its_id_otherwise_loses_its_content(tmp_path: Path) -> None:
+    """A signed call holding a secret is removed, and its result's content with it, however the
+    result spells the call's id (here a control character escaped otherwise; found in review)."""
+    call = ('{"type":"message","id":"c","parentId":null,"timestamp":"2026-01-01T00:00:00.000Z","message":'
+            '{"role":"assistant","content":[{"type":"toolCall","id":"call\\u001b1","name":"bash","arguments":'
+            f'{{"cmd":"echo {TOKEN}"}},"thoughtSignature":"sig"}}],"timestamp":1}}}}')
+    for spelling in ("\\u001B", "\\u001b"):
+        result = ('{"type":"message","id":"r","parentId":"c","timestamp":"2026-01-01T00:00:01.000Z","message":'
+                  f'{{"role":"toolResult","toolCallId":"call{spelling}1","toolName":"bash","content":'
+                  '[{"type":"text","text":"result-output-visible-text"}],"timestamp":2}}')
+        path = _write(tmp_path / "s.jsonl", [call.encode(), result.encode()])
+        got = _both(path, tmp_path).decode()
+        assert "result-output-visible-text" not in got and TOKEN not in got, spelling
+
+
+@pytest.mark.parametrize("field", [f'"{TOKEN}":1', '"apiKey":"hunter2hunter2"'])
+def test_a_message_key_is_looked_at_like_any_other(tmp_path: Path, field: str) -> None:
+    """A token used as a key, a key naming a secret: in the message object as anywhere else."""
+    record = ('{"type":"message","id":"a","parentId":null,"timestamp":"2026-01-01T00:00:00.000Z","message":'
+              f'{{"role":"user","content":"hi","timestamp":1,{field}}}}}')
+    path = _write(tmp_path / "s.jsonl", [record.encode()])
+    got = _both(path, tmp_path).decode()
+    assert TOKEN not in got and "hunter2hunter2" not in got
+    assert "[REDACTED:" in json.loads(got.split("\n")[1])["message"].__repr__()

@@ -346,12 +346,20 @@ class _Redactor:
             self.note("thinking", "dropped", "$.message.providerPayload")
         out: dict[str, Any] = {}
         for k, v in m.items():
-            path = _key_path("$.message", k)
             if k in _MESSAGE_FIXED:
-                out[k] = self.value(v, path, k, fixed=True)
+                out[k] = self.value(v, _key_path("$.message", k), k, fixed=True)
+                continue
+            # a key is text like any other, and one naming a secret takes its value (as in obj)
+            new_key = self.text(k, _key_path("$.message", "<key>"))
+            while (new_key != k and new_key in m) or new_key in out:
+                new_key += "#"
+            path = _key_path("$.message", new_key)
+            if isinstance(v, str) and secret_key_name(k) and v and not _MARKER.fullmatch(v):
+                self.note("secret-key-value", "redacted", path)
+                out[new_key] = marker("secret-key-value")
                 continue
             if k == "content" and isinstance(v, list):
-                out[k] = self.content(v, path)
+                out[new_key] = self.content(v, path)
                 continue
             mark = len(self.findings)
             new = self.value(v, path, k)
@@ -361,7 +369,7 @@ class _Redactor:
                 self.note("provider-payload", "removed", path)
                 continue
             if not isinstance(new, _Removed):
-                out[k] = new
+                out[new_key] = new
         return out
 
     def joined_hits(self, blocks: list[Any], path: str) -> None:
@@ -514,7 +522,10 @@ class _Job:
         self.header: dict[str, Any] = header
         self.deferred: list[Finding] = []  # tool results of removed calls: reported after every entry
         r.removed_calls |= self._removed_calls()
-        self._removed_json = [_escaped(c) for c in r.removed_calls]
+        # with a call removed, every tool result is walked: its id may be spelled otherwise in the
+        # result (a control character escaped otherwise), and "toolResult" cannot be but with a
+        # \u of a letter, which the prefilter walks anyway
+        self._results_walked = bool(r.removed_calls)
 
     def _guarded(self, walk: Any) -> Any:
         r = self.r
@@ -593,7 +604,7 @@ class _Job:
     def _copies(self, k: int, raw: bytes, value_of: Callable[[], Any]) -> bool:
         """Whether entry ``k`` needs no walk, its depth aside (see _shallow); ``value_of()``: the
         entry, asked for only when its bytes cannot tell."""
-        return (self._plain(k) and not any(c in raw for c in self._removed_json)
+        return (self._plain(k) and not (self._results_walked and b'"toolResult"' in raw)
                 and not self.prefilter.may_change(raw, value_of))
 
     def _walked(self, k: int, value: Any) -> Any:
