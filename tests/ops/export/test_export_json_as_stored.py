@@ -55,7 +55,7 @@ def both_ways(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -
     """Every case with the pieces made here, and made by two processes (split.interleaved, the
     way a file with many records to write again goes); no child is left either way."""
     monkeypatch.setattr(split, "_worth_splitting", lambda size, start: request.param)
-    monkeypatch.setattr(formats, "mostly_as_stored", lambda s: not request.param)
+    monkeypatch.setattr(formats, "as_stored", lambda s: not request.param)
     yield request.param
     with pytest.raises(ChildProcessError):
         os.waitpid(-1, os.WNOHANG)
@@ -98,37 +98,57 @@ def test_invalid_utf8_is_written_from_the_value(both_ways: bool, tmp_path: Path)
     assert got == [lines[0], lines[1].replace('"X"', '"\ufffd"'), lines[2]]
 
 
-def test_records_the_scan_decoded_are_written_from_their_values(both_ways: bool, tmp_path: Path) -> None:
-    """A value spanning lines, a line with trailing garbage, a malformed line: the scan reads such a
-    part of the file line by line and keeps what it decoded; those records are written from it."""
+def test_a_value_spanning_lines_is_written_from_its_value(both_ways: bool, tmp_path: Path) -> None:
+    """A value spanning lines is written on one line; the records the scan decoded with it (it
+    reads the part of the file around a damaged line line by line), a value followed by garbage
+    on its line, are their lines as stored all the same."""
     lines = [line(entry(x, p, message=user(x))) for x, p in zip("abcd", [None, *"abc"], strict=True)]
+    odd = lines[3].replace('"timestamp":1}', '"timestamp": 1.0}')
     body = "\n".join([lines[0], lines[1].replace(',"parentId"', ',\n"parentId"'), lines[2] + " tail",
-                      "{not json", lines[3], ""])
+                      "{not json", odd, ""])
     path = _write(tmp_path / "s.jsonl", body.encode())
     with open_session(path) as s:
-        assert s.journal.is_decoded(2) and s.journal.is_decoded(3)
+        assert s.journal.is_decoded(2) and s.journal.is_decoded(4)
     text = export(path, "json")
-    assert _entries(text) == lines
+    assert _entries(text) == [*lines[:3], odd]
     assert [m["text"] for m in json.loads(text)["malformed"]] == [" tail", "{not json"]
 
 
-def test_only_a_file_of_lines_used_as_they_are_is_exported_in_one_process(tmp_path: Path) -> None:
+def test_a_value_spanning_lines_among_plain_lines(both_ways: bool, tmp_path: Path) -> None:
+    """(Every record one line feed after the one before: the run is taken record by record.)"""
+    lines = [line(entry(x, p, message=user(x))) for x, p in zip("abc", [None, *"ab"], strict=True)]
+    body = "\n".join([lines[0], lines[1].replace(',"parentId"', ',\n"parentId"'), lines[2], ""])
+    assert _entries(export(_write(tmp_path / "s.jsonl", body.encode()), "json")) == lines
+
+
+def test_the_export_does_not_depend_on_how_the_scan_cut_the_file(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """A damaged line makes the scan decode the lines around it: in one process, or in the half a
+    forked child scans, the export is the same (found by the fuzz campaign's differential)."""
+    lines = [line(entry(f"e{k}", f"e{k - 1}" if k else None, message=user(str(k)))).replace(":1}", ":1.0}")
+             for k in range(40)]
+    path = _write(tmp_path / "s.jsonl", ("\n".join([*lines, "{damaged"]) + "\n").encode())
+    monkeypatch.setattr(split, "_worth_splitting", lambda size, start: False)
+    alone = export(path, "json")
+    monkeypatch.setattr(split, "_worth_splitting", lambda size, start: True)
+    with open_session(path) as s:  # (the scan in two: the first half taken whole, the rest decoded)
+        decoded = [s.journal.is_decoded(k + 1) for k in range(len(s))]
+    assert any(decoded) and not all(decoded)
+    assert export(path, "json") == alone and _entries(alone) == lines
+    with pytest.raises(ChildProcessError):
+        os.waitpid(-1, os.WNOHANG)
+
+
+def test_only_a_file_whose_entries_are_all_written_again_is_exported_in_two_processes(tmp_path: Path) -> None:
     """(Writing records again is worth a second process; copying lines is not.)"""
-    lines = [line(entry(f"e{k}", f"e{k - 1}" if k else None, message=user(str(k)))) for k in range(300)]
+    lines = [line(entry(f"e{k}", f"e{k - 1}" if k else None, message=user(str(k)))) for k in range(30)]
     clean = _write(tmp_path / "clean.jsonl", ("\n".join(lines) + "\n").encode())
-    decoded = _write(tmp_path / "decoded.jsonl", ("\n".join([*lines[:290], "{not json", *lines[290:]]) + "\n").encode())
-    few = _write(tmp_path / "few.jsonl", ("\n".join([*lines[:4], lines[4] + " x", *lines[5:]]) + "\n").encode())
-    for path, alone in [(clean, True), (decoded, False), (few, False)]:
+    damaged = _write(tmp_path / "damaged.jsonl", ("\n".join([*lines[:20], "{not json", *lines[20:]]) + "\n").encode())
+    headless = tmp_path / "headless.jsonl"
+    headless.write_text("\n".join(lines) + "\n")
+    for path, alone in [(clean, True), (damaged, True), (_v1(tmp_path / "v1.jsonl"), False), (headless, False)]:
         with open_session(path) as s:
-            assert formats.mostly_as_stored(s) is alone, path.name
-    with open_session(clean) as s:  # at most one entry in a hundred decoded (kept by value())
-        for k in (1, 2, 3):
-            s.journal.value(k)
-        assert formats.mostly_as_stored(s)
-        s.journal.value(4)
-        assert not formats.mostly_as_stored(s)
-    with open_session(tmp_path / "v1.jsonl" if _v1(tmp_path / "v1.jsonl") else clean) as s:
-        assert s.migrated and not formats.mostly_as_stored(s)
+            assert formats.as_stored(s) is alone, path.name
 
 
 def test_a_run_with_a_line_that_cannot_be_used_is_taken_line_by_line(both_ways: bool, tmp_path: Path) -> None:

@@ -52,11 +52,12 @@ def reference_faithful(s: Session, leaf: str | None = None) -> str:
         except ValueError:
             return s.entry_at(k)
 
-    # a record the scan took whole (not decoded by it) is its line as it is, when that is UTF-8
-    plain = {k for k in range(len(s)) if not (s.migrated or s.header is None or j.is_decoded(k + 1))}
+    # a record of the file is its line as it is, when that is one line of UTF-8
+    records = sum(start < j.size for start in j.starts)
+    plain = {k for k in range(len(s)) if not (s.migrated or s.header is None) and k + 1 < records}
 
     def text(k: int) -> str:
-        if k in plain:
+        if k in plain and b"\n" not in j.raw(k + 1):
             try:
                 return j.raw(k + 1).decode()
             except UnicodeDecodeError:

@@ -230,3 +230,30 @@ def test_a_message_key_is_looked_at_like_any_other(tmp_path: Path, field: str) -
     got = _both(path, tmp_path).decode()
     assert TOKEN not in got and "hunter2hunter2" not in got
     assert "[REDACTED:" in json.loads(got.split("\n")[1])["message"].__repr__()
+
+
+def test_what_is_kept_does_not_depend_on_how_the_scan_cut_the_file(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """A damaged line makes the scan decode the lines around it (in one process: all of these;
+    with the second half scanned by a forked child: only that half's): they are kept as read all
+    the same (found by the fuzz campaign's one-process differential)."""
+    from omp_session.format import split
+
+    lines = [line(entry(f"e{k}", f"e{k - 1}" if k else None, message=user(str(k)))).replace(":1}", ":1.0}")
+             for k in range(40)]
+    path = _write(tmp_path / "s.jsonl", [x.encode() for x in [*lines, "{damaged"]])
+    monkeypatch.setattr(split, "_worth_splitting", lambda size, start: False)
+    alone = _both(path, tmp_path)
+    assert alone == (HEAD + "\n" + "\n".join(lines) + "\n").encode()
+    monkeypatch.setattr(split, "_worth_splitting", lambda size, start: True)
+    assert _both(path, tmp_path) == alone
+
+
+def test_an_entry_added_in_memory_is_written_from_its_value(tmp_path: Path) -> None:
+    from omp_session.model.session import open_session
+
+    path = _write(tmp_path / "s.jsonl", [ODD[0].encode()])
+    with open_session(path) as s:
+        s.append_entry(entry("z", "a", message=user("added"), n=1.5), new_id=True)
+        data = redact(s).to_bytes().decode().split("\n")
+    assert data[1] == ODD[0] and data[2] == line(entry("z", "a", message=user("added"), n=1.5))

@@ -28,7 +28,7 @@ from omp_session.js.codec import UNDEFINED
 from omp_session.model.session import Session
 from omp_session.model.tree import branch_tips, js_date_ms, leaf_of
 
-from .stored import mostly_as_stored, record_bytes, stored_header, verbatim_run
+from .stored import as_stored, record_bytes, stored_header, verbatim_run
 
 __all__ = [
     "FORMATS",
@@ -177,11 +177,11 @@ def faithful_json_chunks(session: Session, *, leaf: str | None = None) -> Iterat
         # several times that, a megabyte piece of them several megabytes)
         return b"".join((b",\n" if k else b"[\n") + entry_bytes(k) for k in range(lo, hi))
 
-    # pieces of about a megabyte as stored; a file with records to write again (a migrated one,
-    # one the scan decoded line by line) in two processes, a piece each in turn
-    # (split.interleaved): a piece of lines used as they are costs less than handing it over
+    # pieces of about a megabyte as stored; a file whose records are all written again (a migrated
+    # one, one without a header) in two processes, a piece each in turn (split.interleaved): a
+    # piece of lines used as they are costs less than handing it over
     pieces = j.entry_pieces(range(len(session)))
-    if mostly_as_stored(session):
+    if as_stored(session):
         yield from gathered(piece(lo, hi) for lo, hi in pieces)
     else:
         yield from gathered(interleaved(pieces, piece, j.size))

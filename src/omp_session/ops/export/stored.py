@@ -1,12 +1,13 @@
 """The faithful JSON export's records as stored: the file's own bytes where they can be used as
 they are, else the record parsed and written again with ``JSON.stringify``'s rules.
 
-A record the scan validated in its fast path (it is not in ``Journal.values``) is one line
-holding one JSON object, valid to ``JSON.parse``; its bytes are used as they are when they are
-UTF-8 (the scan's decoder skips the strings of fields it does not keep without checking them).
-So an entry exports to the bytes of its line, whoever wrote it; only a record the scan had to
-decode itself (a value spanning lines, a line with trailing garbage or invalid UTF-8), changed
-in memory, or not in the file is written from its value.
+Every record of the file is the span of one value the reader's scan accepted (valid to
+``JSON.parse``, trailing garbage and blanks left out), and the stored entry is that span parsed;
+so the span is used as it is when it is one line of UTF-8 (the scan's fast decoder skips the
+strings of fields it does not keep without checking them). An entry exports to the bytes of its
+line, whoever wrote it; only a value spanning lines, invalid UTF-8, an entry added in memory and
+every entry of a migrated file or of a file without a header are written from their values.
+(Nothing here depends on how the scan cut the file: in one process or two, the same bytes.)
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from omp_session.js import codec
 from omp_session.js.codec import UNDEFINED
 from omp_session.model.session import Session
 
-__all__ = ["mostly_as_stored", "record_bytes", "stored_header", "stored_records", "verbatim_run"]
+__all__ = ["as_stored", "record_bytes", "stored_header", "stored_records", "verbatim_run"]
 
 
 def stored_records(session: Session) -> Callable[[int], Any]:
@@ -63,36 +64,35 @@ def _json_bytes(value: Any) -> bytes:
     return b"null" if value is UNDEFINED else codec.dumps_bytes(value)
 
 
-def _decoded_entries(session: Session) -> list[int] | None:
-    """The entries (sorted) whose bytes cannot be used as they are, or None when none can be
-    (a migrated file, a file without a header: their entries are what the reader made)."""
+def _file_records(session: Session) -> int | None:
+    """How many records the file holds (entries added in memory come after them), or None when
+    no entry is to be copied as stored (a migrated file, a file without a header: their entries
+    are what the reader made)."""
     if session.migrated or session.header is None:
         return None
-    return sorted(i - 1 for i in session.journal.values if i > 0)
+    j = session.journal
+    return bisect_left(j.starts, j.size)  # (an entry added in memory starts where the file ends)
 
 
-def mostly_as_stored(session: Session) -> bool:
-    """Whether at most one entry in a hundred is to be written from its value (the rest are
-    copies of their lines: no work worth sharing with a second process)."""
-    decoded = _decoded_entries(session)
-    return decoded is not None and len(decoded) * 100 <= len(session)
+def as_stored(session: Session) -> bool:
+    """Whether the entries are copied as stored where they can be (then there is no work worth
+    sharing with a second process: a few lines at most are written from their values)."""
+    return _file_records(session) is not None
 
 
 def record_bytes(session: Session) -> Callable[[int], bytes]:
-    """Entry k's bytes in the export: its line as stored when that is usable, else its stored
-    value written with ``JSON.stringify``'s rules."""
+    """Entry k's bytes in the export: its line as stored when that is usable (one line of
+    UTF-8), else its stored value written with ``JSON.stringify``'s rules."""
     stored = stored_records(session)
-    decoded = _decoded_entries(session)
-    if decoded is None:
+    records = _file_records(session)
+    if records is None:
         return lambda k: _json_bytes(stored(k))
     raw_of = session.journal.raw_in_order()
-    last = len(session.journal) - 1  # entries past the file's records are in ``decoded`` too
-    kept = set(decoded)
 
     def bytes_of(k: int) -> bytes:
-        if k < last and k not in kept:
+        if k + 1 < records:
             raw = raw_of(k + 1)
-            if is_utf8(raw):
+            if b"\n" not in raw and is_utf8(raw):
                 return raw
         return _json_bytes(stored(k))
 
@@ -100,18 +100,18 @@ def record_bytes(session: Session) -> Callable[[int], bytes]:
 
 
 def verbatim_run(session: Session) -> Callable[[int, int], bytes | None]:
-    """``run(lo, hi)``: entries ``lo``..``hi - 1`` as their lines joined by ``,\\n`` in one read,
+    """``run(lo, hi)``: entries ``lo``..``hi - 1`` as their lines joined by ``,\n`` in one read,
     when each is usable as stored and they follow each other one line feed apart (the usual
     file); else None (take them one by one with :func:`record_bytes`)."""
-    decoded = _decoded_entries(session)
+    records = _file_records(session)
     j = session.journal
-    if decoded is None:
+    if records is None:
         return lambda lo, hi: None
     starts, ends = j.starts, j.ends
 
     def run(lo: int, hi: int) -> bytes | None:
         a, b = lo + 1, hi + 1  # records
-        if b > len(starts) or bisect_left(decoded, lo) < bisect_left(decoded, hi) or a >= b:
+        if b > records or a >= b:
             return None
         first, last = starts[a], ends[b - 1]
         gaps = (last - first) - (sum(ends[a:b]) - sum(starts[a:b]))
@@ -120,9 +120,9 @@ def verbatim_run(session: Session) -> Callable[[int, int], bytes | None]:
         block = j.read(first, last)
         if not is_utf8(block):
             return None
-        # every gap holds a line feed (a record the scan took whole is alone on its line) and is
-        # one byte: so the line feeds are the gaps (counted again by the replacement: no record
-        # holds one)
+        # every gap holds a line feed (the scan starts a record at the start of a line, after a
+        # value's line), so each is one: the replacement counts the records' own line feeds (a
+        # value spanning lines) with them, and a run holding one is taken record by record
         lines = block.replace(b"\n", b",\n")
         return lines if len(lines) - len(block) == gaps else None
 

@@ -27,6 +27,7 @@ import orjson
 
 from omp_session.errors import PatternError, RedactError, SecretsFileError
 from omp_session.format.blobs import BLOB_PREFIX
+from omp_session.format.reader import decode_record
 from omp_session.format.split import forked, interleaved, later_part
 from omp_session.format.title import TitleSlot, build_title_slot
 from omp_session.format.utf8 import is_utf8
@@ -506,6 +507,7 @@ class _Job:
             drop_tool_output=rules.drop_tool_output, drop_custom=rules.drop_custom)
         j = session.journal
         self._resolved = j.blob_records() if j.decode_hook is not None else set()
+        self._plain_kept: dict[int, bool] = {}  # records kept decoded: whether each is its bytes
         slot = session.title_slot
         if slot is not None:
             r.line = 1
@@ -538,10 +540,24 @@ class _Job:
                               ) from None
 
     def _plain(self, k: int) -> bool:
-        """Whether entry ``k`` is what its bytes say (not migrated, sanitized or blob-resolved): a
-        record holding a blob reference is one the scan found it in, or one it decoded."""
+        """Whether entry ``k`` is what its bytes say (not migrated, sanitized, blob-resolved or
+        added in memory): a record holding a blob reference is one the scan found it in, or one it
+        decoded. A record kept decoded (the scan decodes a part of the file it cannot take whole,
+        such as the lines around a damaged one, and what load changed is kept) is plain when it
+        equals its bytes decoded again: what is kept as read never depends on how the scan cut
+        the file (one process or two)."""
+        i = k + 1
+        if i in self._resolved or self.session.migrated:
+            return False
         j = self.session.journal
-        return not j.is_decoded(k + 1) and k + 1 not in self._resolved
+        kept = j.values.get(i, _AS_READ)
+        if kept is _AS_READ:
+            return True
+        plain = self._plain_kept.get(i)
+        if plain is None:
+            raw = j.raw(i)
+            plain = self._plain_kept[i] = bool(raw) and kept == decode_record(raw)
+        return plain
 
     def _maybe_signed(self) -> Iterator[int]:
         """The entries that may hold a signed tool call, judged a group of records at a time on
@@ -633,10 +649,10 @@ class _Job:
         return _UNCHANGED if self.r.number_secrets or not _one_key_each(raw) else _AS_READ
 
     def _kept(self, k: int, raw: bytes) -> bytes | None:
-        """Entry ``k``'s line as read, to be written as it is when nothing in it is redacted: a
-        record the scan took whole (not decoded by it, see _plain) is one line; None unless it is
-        UTF-8 (then it is written from what omp reads)."""
-        return raw if self._plain(k) and is_utf8(raw) else None
+        """Entry ``k``'s line as read, to be written as it is when nothing in it is redacted;
+        None unless it is what its bytes say (see _plain), on one line (a value spanning lines is
+        written on one) and UTF-8 (else it is written from what omp reads)."""
+        return raw if self._plain(k) and b"\n" not in raw and is_utf8(raw) else None
 
     def entries(self, lo: int = 0, hi: int | None = None) -> Iterator[tuple[Any, bytes | None]]:
         """Each redacted entry (of ``lo``..``hi - 1``), and its line as read (line feed included)
