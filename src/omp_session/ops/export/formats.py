@@ -28,7 +28,7 @@ from omp_session.js.codec import UNDEFINED
 from omp_session.model.session import Session
 from omp_session.model.tree import branch_tips, js_date_ms, leaf_of
 
-from .stored import as_stored, record_bytes, stored_header, verbatim_run
+from .stored import as_stored, json_bytes, record_bytes, stored_header, verbatim_run
 
 __all__ = [
     "FORMATS",
@@ -137,11 +137,6 @@ def _json(value: Any) -> str:
     return "null" if out is None else out
 
 
-def _json_bytes(value: Any) -> bytes:
-    """``_json(value)`` in UTF-8 (JSON.stringify escapes lone surrogates, so it always encodes)."""
-    return b"null" if value is UNDEFINED else codec.dumps_bytes(value)
-
-
 # ----- faithful JSON ----------------------------------------------------------------------------
 
 
@@ -187,7 +182,7 @@ def faithful_json_chunks(session: Session, *, leaf: str | None = None) -> Iterat
         yield from gathered(interleaved(pieces, piece, j.size))
     yield b"\n]" if len(session) else b"[]"
     yield b',\n"malformed": '
-    yield from _array_chunks(_json_bytes({"line": j.line_of(span.start), "offset": span.start,
+    yield from _array_chunks(json_bytes({"line": j.line_of(span.start), "offset": span.start,
                                           "text": j.read(span.start, span.end).decode("utf-8", "replace")})
                              for span in j.malformed)
     tail = [
@@ -274,5 +269,5 @@ def _lossy_chunks(session: Session, leaf: str | None) -> Iterator[bytes]:
     yield ("{\n" + "".join(fields) + '"messages": ').encode()
     branch = session.branch_indices(leaf if leaf is not None else UNDEFINED)
     messages = (transcript_message(session.peek_entry(k)) for k in branch)
-    yield from gathered(_array_chunks(_json_bytes(m) for m in messages if m is not None))
+    yield from gathered(_array_chunks(json_bytes(m) for m in messages if m is not None))
     yield b"\n}\n"

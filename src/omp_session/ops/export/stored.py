@@ -21,7 +21,7 @@ from omp_session.js import codec
 from omp_session.js.codec import UNDEFINED
 from omp_session.model.session import Session
 
-__all__ = ["as_stored", "record_bytes", "stored_header", "stored_records", "verbatim_run"]
+__all__ = ["as_stored", "json_bytes", "record_bytes", "stored_header", "stored_records", "verbatim_run"]
 
 
 def stored_records(session: Session) -> Callable[[int], Any]:
@@ -59,7 +59,7 @@ def stored_header(session: Session) -> Any:
         return session.raw_header
 
 
-def _json_bytes(value: Any) -> bytes:
+def json_bytes(value: Any) -> bytes:
     """``JSON.stringify(value)`` in UTF-8 (it escapes lone surrogates, so it always encodes)."""
     return b"null" if value is UNDEFINED else codec.dumps_bytes(value)
 
@@ -86,7 +86,7 @@ def record_bytes(session: Session) -> Callable[[int], bytes]:
     stored = stored_records(session)
     records = _file_records(session)
     if records is None:
-        return lambda k: _json_bytes(stored(k))
+        return lambda k: json_bytes(stored(k))
     raw_of = session.journal.raw_in_order()
 
     def bytes_of(k: int) -> bytes:
@@ -94,7 +94,7 @@ def record_bytes(session: Session) -> Callable[[int], bytes]:
             raw = raw_of(k + 1)
             if b"\n" not in raw and is_utf8(raw):
                 return raw
-        return _json_bytes(stored(k))
+        return json_bytes(stored(k))
 
     return bytes_of
 

@@ -56,9 +56,9 @@ _ENVELOPE = frozenset({"type", "id", "parentId", "timestamp", "targetId", "fromI
 _MESSAGE_FIXED = frozenset({"role", "toolCallId", "timestamp"})
 _MARKER = re.compile(r"\[REDACTED[^\]]*\]")  # already redacted (e.g. a file redacted twice)
 _GROUP_BYTES = 1 << 20  # records read at once when looking for signed tool calls (or one bigger record)
-# Only a whole blob ref or base64 image data URL is skipped: text that merely starts like one is text.
 _AS_READ = object()  # an entry with nothing in it redacted, its line kept (see _Job._redacted)
 _UNCHANGED = object()  # an entry with nothing in it redacted, written from its value
+# Only a whole blob ref or base64 image data URL is skipped: text that merely starts like one is text.
 _NOT_TEXT = re.compile(r"blob:sha256:[0-9a-f]{64}|data:image/[A-Za-z0-9.+\-]+;base64,[A-Za-z0-9+/=]*")
 
 
