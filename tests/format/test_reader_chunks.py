@@ -36,3 +36,23 @@ def test_buffered_chunks_equal_one_piece(make_corpus: Callable[[int, int], Path]
             assert all(j.parents[i] is j.ids[i - 1] for i in range(1, len(j)) if j.linear[i]), path.name
         finally:
             j.close()
+
+
+@pytest.mark.parametrize("chunk", [64, 300, 1000])
+def test_a_blob_reference_in_a_value_running_past_its_chunk_is_found(monkeypatch: pytest.MonkeyPatch,
+                                                                      chunk: int) -> None:
+    """The scan decodes a value spanning lines past the chunk it started in; the blob references
+    in the part past the chunk are found all the same (found in review: the image stayed a
+    reference, resolved or not depending on where the chunks were cut)."""
+    ref = "blob:sha256:" + "ab" * 32
+    lines = ['{"type":"session","version":3,"id":"s1","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/tmp"}',
+             '{"type":"message","id":"b","parentId":null,"timestamp":"2026-01-01T00:00:00.000Z",',
+             '"pad":"' + "y" * 700 + '","message":{"role":"user","content":[{"type":"image","data":"' + ref
+             + '","mimeType":"image/png"}],"timestamp":1}}',
+             '{"type":"custom","id":"c","parentId":"b","timestamp":"2026-01-01T00:00:00.000Z","customType":"x"}']
+    data = ("\n".join(lines) + "\n").encode()
+    monkeypatch.setenv("OMP_SESSION_WORKERS", "1")
+    monkeypatch.setattr(reader, "_CHUNK", chunk)
+    j = reader.scan_bytes(data)
+    assert j.blob_offsets == [data.index(ref.encode())]
+    assert len(j) == 3 and j.values[1]["id"] == "b"

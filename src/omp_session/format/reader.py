@@ -506,8 +506,25 @@ def _scan_body(j: Journal, pos: int, end: int | None = None) -> int:
         if _clean_chunk(j, chunk, limit, pos) or _fast_chunk(j, chunk, limit, pos):
             pos += limit
         else:
+            end = pos + limit
             pos = _slow_chunk(j, bytes(chunk[:limit]), pos)
+            if pos > end:  # a value ran past the chunk (both ends are line starts)
+                _find_blob_marks(j, end, pos)
     return pos
+
+
+def _find_blob_marks(j: Journal, start: int, end: int) -> None:
+    """Add the blob references in bytes ``start``..``end`` (a block at a time) to ``j.blob_offsets``."""
+    overlap = len(_BLOB_MARK) - 1
+    at = start
+    while at < end:
+        stop = min(end, at + _CHUNK)
+        block = j.source.read(at, stop)
+        found = block.find(_BLOB_MARK)
+        while found >= 0:
+            j.blob_offsets.append(at + found)
+            found = block.find(_BLOB_MARK, found + 1)
+        at = stop if stop == end else stop - overlap  # (a mark across two blocks is found in the next)
 
 
 def _clean_chunk(j: Journal, chunk: bytes | bytearray, limit: int, base: int) -> bool:

@@ -257,3 +257,18 @@ def test_an_entry_added_in_memory_is_written_from_its_value(tmp_path: Path) -> N
         s.append_entry(entry("z", "a", message=user("added"), n=1.5), new_id=True)
         data = redact(s).to_bytes().decode().split("\n")
     assert data[1] == ODD[0] and data[2] == line(entry("z", "a", message=user("added"), n=1.5))
+
+
+@pytest.mark.parametrize("call", ["redact", "redact_to"])
+def test_a_record_too_deep_to_compare_is_the_error_it_was(tmp_path: Path, call: str) -> None:
+    """(The scan decodes a record too deep for its fast decoder itself; telling whether it is what
+    its bytes say must not raise on it: the walk reports it, with its line. Found in review.)"""
+    from omp_session.errors import RedactError
+
+    deep = _E % ("[" * 1100 + "]" * 1100)
+    path = _write(tmp_path / "s.jsonl", [deep.encode()])
+    with pytest.raises(RedactError, match="line 2 entry a: nested too deeply"):
+        if call == "redact":
+            redact(path)
+        else:
+            redact_to(path, None, tmp_path / "out.jsonl")

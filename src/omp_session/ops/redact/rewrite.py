@@ -556,7 +556,11 @@ class _Job:
         plain = self._plain_kept.get(i)
         if plain is None:
             raw = j.raw(i)
-            plain = self._plain_kept[i] = bool(raw) and kept == decode_record(raw)
+            try:
+                plain = bool(raw) and kept == decode_record(raw)
+            except RecursionError:  # too deep to compare (the walk reports it, with its line)
+                plain = False
+            self._plain_kept[i] = plain
         return plain
 
     def _maybe_signed(self) -> Iterator[int]:
