@@ -120,4 +120,19 @@ def plain_reader(s: Any) -> Callable[[int], PlainAssistant | None]:
     changed = set(j.values)
     changed.update(j.blob_records())
     raw = j.raw_in_order()  # the sums read every assistant's in file order
-    return lambda k: None if k + 1 in changed else plain_assistant(raw(k + 1))
+    # one object per provider and model name (a forked reader's results are pickled: each name
+    # once); only strings are shared, as equal keys 1 and true would otherwise be one
+    names: dict[str, str] = {}
+
+    def read(k: int) -> PlainAssistant | None:
+        if k + 1 in changed:
+            return None
+        plain = plain_assistant(raw(k + 1))
+        if plain is not None:
+            if type(plain.model) is str:
+                plain.model = names.setdefault(plain.model, plain.model)
+            if type(plain.provider) is str:
+                plain.provider = names.setdefault(plain.provider, plain.provider)
+        return plain
+
+    return read

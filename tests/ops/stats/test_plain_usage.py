@@ -177,3 +177,25 @@ def test_an_integer_beyond_64_bits_is_read_as_the_full_decode_reads_it(field: st
     fast, slow = _both(path, monkeypatch)
     assert _same(fast, slow)
     assert plain_assistant(path.read_bytes().splitlines()[1]) is None
+
+
+def test_the_reader_shares_each_name_and_keeps_equal_keys_apart(tmp_path: Path) -> None:
+    """One object per provider and model name (a forked reader pickles each once); a model
+    ``true`` and a model ``1`` are equal dict keys, and each stays what its entry says."""
+    from builders import assistant, entry, header, write_session
+    from omp_session.model.session import open_session
+
+    entries = [entry(f"a{k}", f"a{k - 1}" if k else None, message=assistant("hi", model=m))
+               for k, m in enumerate(["claude-x", "claude-x", "gpt-y"])]
+    odd = [entry(f"b{k}", "a2", message={**assistant("hi"), "model": m, "provider": m})
+           for k, m in enumerate([True, 1, 1.0])]
+    path = write_session(tmp_path / "s.jsonl", [*entries, *odd], head=header("s"))
+    with open_session(path) as s:
+        read = usage_plain.plain_reader(s)
+        got = [read(k) for k in range(len(s))]
+    assert all(p is not None for p in got)
+    models = [p.model for p in got if p is not None]
+    assert models[0] == "claude-x" and models[1] is models[0] and models[2] == "gpt-y"
+    odd_models = [(type(m), m) for m in models[3:]]
+    assert odd_models == [(bool, True), (int, 1), (float, 1.0)]
+    assert [type(p.provider) for p in got[3:] if p is not None] == [bool, int, float]

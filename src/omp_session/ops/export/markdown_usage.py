@@ -93,14 +93,11 @@ def _plain_ahead(s: Session, every: list[int]) -> ReadAhead[int, _Plain]:
     """What :func:`plain_reader` reads of each entry of ``every`` (model, provider, numbers, or
     None): a second of a 1 GB session's export before its first line, the later part read by a
     forked child meanwhile (:class:`~omp_session.format.split.ReadAhead`)."""
-    plain = plain_reader(s)
-    names: dict[Any, Any] = {}  # one object per provider and model name: pickled once
+    plain = plain_reader(s)  # (one object per provider and model name: each pickled once)
 
     def read(k: int) -> _Plain:
         fast = plain(k)
-        if fast is None:
-            return None
-        return names.setdefault(fast.model, fast.model), names.setdefault(fast.provider, fast.provider), fast.numbers
+        return None if fast is None else (fast.model, fast.provider, fast.numbers)
 
     return ReadAhead(every, read, s.journal.size, 55)
 

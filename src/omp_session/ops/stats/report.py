@@ -220,17 +220,11 @@ def read_file_usage(path: str | os.PathLike[str], storage: SessionStorage | None
         keyed = not s.migrated
         records: list[Any] = []
         total: UsageSum | None = UsageSum()  # omp's getUsageStatistics(); None once omp would throw
-        plain = plain_reader(s)
-        names: dict[Any, Any] = {}  # one object per provider and model name: pickled once
+        plain = plain_reader(s)  # (one object per provider and model name: each pickled once)
 
         def read(k: int) -> _Read:
             fast = plain(k)
-            if fast is None:
-                return None
-            r = _plain_record(fast, k in on_branch, keyed)
-            r.provider = names.setdefault(r.provider, r.provider)
-            r.model = names.setdefault(r.model, r.model)
-            return r, fast.numbers
+            return None if fast is None else (_plain_record(fast, k in on_branch, keyed), fast.numbers)
 
         # decoding every assistant's usage is most of stats' own work on a large file: a child
         # reads the later part (measured even at about 60 / 40 on the 1 GB session); the records
