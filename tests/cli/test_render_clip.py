@@ -125,3 +125,22 @@ def test_a_tree_row_is_written_as_json_stringify_writes_it(entry_id: object, kin
     if label is not None:
         row["label"] = label
     assert _row_json(row, entry_id, kind, label) == (codec.stringify(row) or "null")
+
+
+def test_a_nested_arguments_head_leaves_no_cycle_for_the_collector() -> None:
+    """tree draws its rows with cyclic collection paused: a row's summary must free all it made
+    by reference counting (a walk closure calling itself was a cycle per call)."""
+    import gc
+
+    from omp_session.cli._render import _json_head
+
+    args = {"edits": [{"old": "a" * 50, "new": ["b", {"c": 1}]}] * 5, "path": "x.py"}
+    gc.collect()
+    gc.disable()
+    try:
+        for _ in range(20):
+            assert _json_head(args, 161) is not None
+            assert _json_head({"a": [1, 2]}, 161) == '{"a": [1, 2]}'
+        assert gc.collect() == 0
+    finally:
+        gc.enable()
