@@ -27,6 +27,7 @@ import orjson
 
 from omp_session.errors import PatternError, RedactError, SecretsFileError
 from omp_session.format.blobs import BLOB_PREFIX
+from omp_session.format.gc_pause import gc_paused
 from omp_session.format.reader import decode_record
 from omp_session.format.split import forked, interleaved, later_part
 from omp_session.format.title import TitleSlot, build_title_slot
@@ -829,11 +830,14 @@ def redact_to(session: Session | str | os.PathLike[str], rules: RedactRules | No
                          in_place="is the input session; redact never writes in place") as f:
             f.write(job.head())
             j = s.journal
-            for piece in interleaved(j.entry_pieces(range(len(s))), job.piece, j.size):
-                data, found, deferred = pickle.loads(piece)
-                f.write(data)
-                job.r.findings += found
-                job.deferred += deferred
+            # records are decoded and dropped, making no cycles: the collector's passes walked
+            # every object the session keeps for nothing (5-9% of the CPU at 1 GB; gc_pause)
+            with gc_paused():
+                for piece in interleaved(j.entry_pieces(range(len(s))), job.piece, j.size):
+                    data, found, deferred = pickle.loads(piece)
+                    f.write(data)
+                    job.r.findings += found
+                    job.deferred += deferred
         return RedactReport(job.finish(), s.path, target)
 
     report: RedactReport = _with_session(session, rules, run)
