@@ -143,3 +143,20 @@ def test_show_lists_the_worst_findings_first_and_a_screenful_at_most(tmp_path: P
     assert all(": warning: " in line for line in shown[1:10])
     assert shown[10] == f"  … and {total - 10} more: omp-session validate {path} lists them all"
     assert str(path) not in "\n".join(shown[:10])  # the path is the one shown above
+
+
+@pytest.mark.parametrize("n", [3, 8, 9, 40])
+def test_show_lists_eight_labels_at_most_after_their_count(tmp_path: Path, n: int) -> None:
+    records: list[object] = [header("s1", cwd="/p")]
+    records += [entry(f"e{k}", f"e{k - 1}" if k else None, timestamp=stamp(1), message=user(f"q{k}"))
+                for k in range(n)]
+    records += [entry(f"l{k}", f"e{n - 1}" if k == 0 else f"l{k - 1}", type="label", timestamp=stamp(2),
+                      targetId=f"e{k}", label=f"mark-{k}") for k in range(n)]
+    path = tmp_path / "labels.jsonl"
+    path.write_text(jsonl(records))
+    code, out, _ = run("show", str(path))
+    row = next(line for line in out.splitlines() if line.lstrip().startswith("labels"))
+    pairs = ", ".join(f"e{k}=mark-{k}" for k in range(min(n, 8)))
+    assert code == 0 and row.split(None, 1)[1] == (pairs if n <= 8 else f"{n}: {pairs}, …")
+    code, out, _ = run("show", str(path), "--json")
+    assert json.loads(out)["labels"] == {f"e{k}": f"mark-{k}" for k in range(n)}

@@ -354,7 +354,7 @@ def show(s: Session, as_json: bool, findings: Findings = None) -> None:
         ("malformed records", info["malformed_records"]),
         ("leaf", f"{_shown(info['leaf_id'])} (branch of {info['branch_length']} entries)"),
         ("branches", f"{info['branches']} tips: " + ", ".join(_shown(t) for t in info["branch_tips"][:8])),
-        ("labels", ", ".join(f"{_shown(k)}={_shown(v)}" for k, v in info["labels"].items()) or None),
+        ("labels", _labels_row(info["labels"])),
         ("models", ", ".join(_shown(m) for m in info["models"]) or None),
         ("cost (branch)", _money(info["usage"]["branch"])), ("cost (all)", _money(info["usage"]["all"])),
         ("problems", problems_line(info["diagnostics_summary"], info["diagnostics_worst"])),
@@ -392,6 +392,16 @@ def show(s: Session, as_json: bool, findings: Findings = None) -> None:
 
 
 _PATHS = {"path", "cwd", "parent session"}  # cut at the start: their end tells most
+_SHOWN_LABELS = 8  # as many as branch tips
+
+
+def _labels_row(labels: dict[str, Any]) -> str | None:
+    """The labels as ``id=label``; past eight, their count first and the first eight (a session
+    labelled at every step had its hundreds on one line; ``--json`` has them all)."""
+    pairs = [f"{_shown(k)}={_shown(v)}" for k, v in list(labels.items())[:_SHOWN_LABELS + 1]]
+    if len(labels) <= _SHOWN_LABELS:
+        return ", ".join(pairs) or None
+    return f"{len(labels)}: " + ", ".join(pairs[:_SHOWN_LABELS]) + ", …"
 
 
 def _one_line(text: str) -> str:
