@@ -201,7 +201,7 @@ def _take_in(out: Collected, part: Collected) -> None:
 
 
 def _scan_blocks(j: Journal, checker: _Checker, blocks: list[tuple[int, int]]) -> None:
-    out, n = checker.out, len(j)
+    out, n, values = checker.out, len(j), j.values
     for i, b in blocks:
         first = j.starts[i]
         data = j.read(first, j.ends[b])
@@ -211,26 +211,42 @@ def _scan_blocks(j: Journal, checker: _Checker, blocks: list[tuple[int, int]]) -
                 out.bad_utf8 = first + bad
         if TRUNCATION_NOTICE in data:
             checker.truncated(data, first)
-        entries: list[Any] | None = None
-        plain = not (j.values and any(k in j.values for k in range(i, b + 1)))
-        clean = decode_clean(data, b - i + 1) if plain else None
-        if clean is not None:
-            checker.clean(i, clean)
-        elif plain:
-            try:
-                entries = _DECODER.decode_lines(data)
-            except (msgspec.DecodeError, msgspec.ValidationError):
-                entries = None
-            if entries is not None and len(entries) != b - i + 1:
-                entries = None
-        if clean is None:
-            out.unclean.append((i, b))
-            if entries is None:
-                entries = [checker.slow(k) for k in range(i, b + 1)]
-            for offset, entry in enumerate(entries):
-                checker.entry(i + offset, entry)
+        if values and any(k in values for k in range(i, b + 1)):
+            # a record kept decoded is checked as the session holds it (sanitized, resolved,
+            # migrated), each run between such records from its bytes: a label or title decoded
+            # before (show asks for them) sent its whole block the slow way, record by record
+            run = i
+            for k in range(i, b + 2):
+                if k <= b and k not in values:
+                    continue
+                if run < k:
+                    _check_run(checker, data[j.starts[run] - first:j.ends[k - 1] - first], run, k - 1)
+                if k <= b:
+                    out.unclean.append((k, k))
+                    checker.entry(k, checker.slow(k))
+                run = k + 1
+        else:
+            _check_run(checker, data, i, b)
         if b + 1 < n and j.starts[b + 1] > j.ends[b] + 1 and j.read(j.ends[b], j.ends[b] + 1) == b"\r":
             out.crlf.append(j.ends[b])
+
+
+def _check_run(checker: _Checker, data: bytes, i: int, b: int) -> None:
+    """Records ``i``..``b``, plain JSON lines whose bytes are ``data``, none kept decoded."""
+    clean = decode_clean(data, b - i + 1)
+    if clean is not None:
+        checker.clean(i, clean)
+        return
+    checker.out.unclean.append((i, b))
+    entries: list[Any] | None
+    try:
+        entries = _DECODER.decode_lines(data)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        entries = None
+    if entries is None or len(entries) != b - i + 1:
+        entries = [checker.slow(k) for k in range(i, b + 1)]
+    for offset, entry in enumerate(entries):
+        checker.entry(i + offset, entry)
 
 
 class _Checker:
