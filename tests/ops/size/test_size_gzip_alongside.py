@@ -105,3 +105,53 @@ def test_a_big_file_has_its_archive_figure_estimated_from_samples(tmp_path: Path
     assert r.to_json()["archive_estimated"] is True
     note = next(s.note for s in r.suggestions if s.action == "archive")
     assert note.startswith("about, estimated from")
+
+
+def _estimate_in_one_thread(path: Path) -> int:
+    """The estimate as its docstring defines it, every sample in turn."""
+    data = path.read_bytes()
+    size, n = len(data), 0
+    for i in range(doctor._SAMPLES):
+        at = (size - doctor._SAMPLE) * i // (doctor._SAMPLES - 1)
+        before = min(at, doctor._WINDOW)
+        primer, sample = data[at - before:at], data[at:at + doctor._SAMPLE]
+        z = zlib.compressobj(6, zlib.DEFLATED, -15, zdict=primer) if primer else zlib.compressobj(6, zlib.DEFLATED, -15)
+        n += len(z.compress(sample)) + len(z.flush())
+    return round(n * size / (doctor._SAMPLES * doctor._SAMPLE)) + doctor._GZIP_FRAME
+
+
+def _big_file(path: Path) -> Path:
+    rng = random.Random(7)
+    words = [bytes(rng.choice(b"abcdefghij") for _ in range(rng.randint(2, 9))) for _ in range(3000)]
+    size = doctor.EXACT_ARCHIVE_BYTES + 3 * doctor._SAMPLE + 17
+    out = bytearray()
+    while len(out) < size:
+        out += b" ".join(rng.choice(words) for _ in range(400)) + b"\n"
+    path.write_bytes(bytes(out[:size]))
+    return path
+
+
+def test_the_estimate_in_two_threads_is_the_estimate(tmp_path: Path) -> None:
+    """A file past EXACT_ARCHIVE_BYTES is estimated from samples, half of them deflated in a
+    second thread: the same figure as every sample in turn, and no thread left."""
+    path = _big_file(tmp_path / "big.jsonl")
+    assert doctor._gzip_size(str(path)) == (_estimate_in_one_thread(path), True)
+    assert [t for t in threading.enumerate() if t.name.startswith("omp-session-gzip")] == []
+    stop = threading.Event()
+    stop.set()
+    assert doctor._gzip_size(str(path), stop) == (0, True)
+
+
+def test_an_error_of_the_second_thread_is_raised(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = _big_file(tmp_path / "big.jsonl")
+    real = doctor._deflated_samples
+
+    def second_fails(p: str, size: int, which: range, stop: threading.Event | None) -> int | None:
+        if which.start:
+            raise OSError(5, "Input/output error", p)
+        return real(p, size, which, stop)
+
+    monkeypatch.setattr(doctor, "_deflated_samples", second_fails)
+    with pytest.raises(OSError, match="Input/output error"):
+        doctor._gzip_size(str(path))
+    assert [t for t in threading.enumerate() if t.name.startswith("omp-session-gzip")] == []

@@ -178,6 +178,23 @@ _WINDOW = 32 * 1024  # deflate's window: each sample is primed with the bytes be
 _GZIP_FRAME = 18  # gzip's header (no name) and trailer
 
 
+def _deflated_samples(path: str, size: int, which: range, stop: threading.Event | None) -> int | None:
+    """The deflated size of samples ``which`` of :func:`_gzip_size`'s estimate (None: stopped)."""
+    n = 0
+    with open(path, "rb") as f:
+        for i in which:
+            if stop is not None and stop.is_set():
+                return None
+            at = (size - _SAMPLE) * i // (_SAMPLES - 1)
+            before = min(at, _WINDOW)
+            f.seek(at - before)
+            primer, sample = f.read(before), f.read(_SAMPLE)
+            z = zlib.compressobj(6, zlib.DEFLATED, -15, zdict=primer) if primer else \
+                zlib.compressobj(6, zlib.DEFLATED, -15)
+            n += len(z.compress(sample)) + len(z.flush())
+    return n
+
+
 def _gzip_size(path: str, stop: threading.Event | None = None) -> tuple[int, bool]:
     """(zlib's level-6 gzip size of the file, whether it was estimated). A file over
     :data:`EXACT_ARCHIVE_BYTES` is estimated: 128 pieces of 64 KiB spread evenly, each deflated
@@ -186,18 +203,29 @@ def _gzip_size(path: str, stop: threading.Event | None = None) -> tuple[int, boo
     with open(path, "rb") as f:
         size = os.fstat(f.fileno()).st_size
         if size > EXACT_ARCHIVE_BYTES:
-            n = 0
-            for i in range(_SAMPLES):
-                if stop is not None and stop.is_set():
-                    return 0, True
-                at = (size - _SAMPLE) * i // (_SAMPLES - 1)
-                before = min(at, _WINDOW)
-                f.seek(at - before)
-                primer, sample = f.read(before), f.read(_SAMPLE)
-                z = zlib.compressobj(6, zlib.DEFLATED, -15, zdict=primer) if primer else \
-                    zlib.compressobj(6, zlib.DEFLATED, -15)
-                n += len(z.compress(sample)) + len(z.flush())
-            return round(n * size / (_SAMPLES * _SAMPLE)) + _GZIP_FRAME, True
+            # half the samples in a second thread (zlib lets go of the interpreter lock): the
+            # estimate was most of `size` on a file of a few dozen megabytes
+            half = _SAMPLES // 2
+            other: list[int | BaseException | None] = []
+
+            def second_half() -> None:
+                try:
+                    other.append(_deflated_samples(path, size, range(half, _SAMPLES), stop))
+                except BaseException as e:  # handed to this thread, which raises it
+                    other.append(e)
+
+            helper = threading.Thread(target=second_half, name="omp-session-gzip-size-2", daemon=True)
+            helper.start()
+            try:
+                mine = _deflated_samples(path, size, range(half), stop)
+            finally:
+                helper.join()
+            theirs = other[0]
+            if isinstance(theirs, BaseException):
+                raise theirs
+            if mine is None or theirs is None:
+                return 0, True
+            return round((mine + theirs) * size / (_SAMPLES * _SAMPLE)) + _GZIP_FRAME, True
         z = zlib.compressobj(6, zlib.DEFLATED, 31)
         n = 0
         while chunk := f.read(_CHUNK):
