@@ -178,20 +178,20 @@ _WINDOW = 32 * 1024  # deflate's window: each sample is primed with the bytes be
 _GZIP_FRAME = 18  # gzip's header (no name) and trailer
 
 
-def _deflated_samples(path: str, size: int, which: range, stop: threading.Event | None) -> int | None:
-    """The deflated size of samples ``which`` of :func:`_gzip_size`'s estimate (None: stopped)."""
+def _deflated_samples(fd: int, size: int, which: range, stop: threading.Event | None) -> int | None:
+    """The deflated size of samples ``which`` of :func:`_gzip_size`'s estimate, read from ``fd``
+    with ``pread`` (two threads share the one open file: the same bytes, no shared offset);
+    None when ``stop`` was set."""
     n = 0
-    with open(path, "rb") as f:
-        for i in which:
-            if stop is not None and stop.is_set():
-                return None
-            at = (size - _SAMPLE) * i // (_SAMPLES - 1)
-            before = min(at, _WINDOW)
-            f.seek(at - before)
-            primer, sample = f.read(before), f.read(_SAMPLE)
-            z = zlib.compressobj(6, zlib.DEFLATED, -15, zdict=primer) if primer else \
-                zlib.compressobj(6, zlib.DEFLATED, -15)
-            n += len(z.compress(sample)) + len(z.flush())
+    for i in which:
+        if stop is not None and stop.is_set():
+            return None
+        at = (size - _SAMPLE) * i // (_SAMPLES - 1)
+        before = min(at, _WINDOW)
+        primer, sample = os.pread(fd, before, at - before), os.pread(fd, _SAMPLE, at)
+        z = zlib.compressobj(6, zlib.DEFLATED, -15, zdict=primer) if primer else \
+            zlib.compressobj(6, zlib.DEFLATED, -15)
+        n += len(z.compress(sample)) + len(z.flush())
     return n
 
 
@@ -210,14 +210,14 @@ def _gzip_size(path: str, stop: threading.Event | None = None) -> tuple[int, boo
 
             def second_half() -> None:
                 try:
-                    other.append(_deflated_samples(path, size, range(half, _SAMPLES), stop))
+                    other.append(_deflated_samples(f.fileno(), size, range(half, _SAMPLES), stop))
                 except BaseException as e:  # handed to this thread, which raises it
                     other.append(e)
 
             helper = threading.Thread(target=second_half, name="omp-session-gzip-size-2", daemon=True)
             helper.start()
             try:
-                mine = _deflated_samples(path, size, range(half), stop)
+                mine = _deflated_samples(f.fileno(), size, range(half), stop)
             finally:
                 helper.join()
             theirs = other[0]
