@@ -499,10 +499,7 @@ def _scan_body(j: Journal, pos: int, end: int | None = None) -> int:
                     cut = chunk.rfind(b"\n")
                 size = len(chunk)
             limit = size if cut < 0 else cut + 1
-        at = chunk.find(_BLOB_MARK, 0, limit)
-        while at >= 0:
-            j.blob_offsets.append(pos + at)
-            at = chunk.find(_BLOB_MARK, at + 1, limit)
+        _add_blob_marks(j, chunk, pos, limit)
         if _clean_chunk(j, chunk, limit, pos) or _fast_chunk(j, chunk, limit, pos):
             pos += limit
         else:
@@ -513,6 +510,14 @@ def _scan_body(j: Journal, pos: int, end: int | None = None) -> int:
     return pos
 
 
+def _add_blob_marks(j: Journal, block: bytes | bytearray, base: int, limit: int) -> None:
+    """Add the blob references in ``block[:limit]`` (file offset ``base``) to ``j.blob_offsets``."""
+    at = block.find(_BLOB_MARK, 0, limit)
+    while at >= 0:
+        j.blob_offsets.append(base + at)
+        at = block.find(_BLOB_MARK, at + 1, limit)
+
+
 def _find_blob_marks(j: Journal, start: int, end: int) -> None:
     """Add the blob references in bytes ``start``..``end`` (a block at a time) to ``j.blob_offsets``."""
     overlap = len(_BLOB_MARK) - 1
@@ -520,10 +525,7 @@ def _find_blob_marks(j: Journal, start: int, end: int) -> None:
     while at < end:
         stop = min(end, at + _CHUNK)
         block = j.source.read(at, stop)
-        found = block.find(_BLOB_MARK)
-        while found >= 0:
-            j.blob_offsets.append(at + found)
-            found = block.find(_BLOB_MARK, found + 1)
+        _add_blob_marks(j, block, at, len(block))
         at = stop if stop == end else stop - overlap  # (a mark across two blocks is found in the next)
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import codecs
 from typing import Final
 
-__all__ = ["first_invalid_utf8", "is_utf8"]
+__all__ = ["first_invalid_utf8", "is_utf8", "is_utf8_line"]
 
 _PIECE: Final = 16 * 1024
 _decode = codecs.utf_8_decode
@@ -40,3 +40,8 @@ def first_invalid_utf8(data: bytes | bytearray, piece: int = _PIECE) -> int | No
 
 def is_utf8(data: bytes | bytearray) -> bool:
     return first_invalid_utf8(data) is None
+
+
+def is_utf8_line(data: bytes | bytearray) -> bool:
+    """One line (no line feed) of UTF-8: a record that can be copied as its stored bytes."""
+    return b"\n" not in data and is_utf8(data)

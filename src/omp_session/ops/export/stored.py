@@ -16,7 +16,7 @@ from bisect import bisect_left
 from collections.abc import Callable
 from typing import Any
 
-from omp_session.format.utf8 import is_utf8
+from omp_session.format.utf8 import is_utf8, is_utf8_line
 from omp_session.js import codec
 from omp_session.js.codec import UNDEFINED
 from omp_session.model.session import Session
@@ -92,7 +92,7 @@ def record_bytes(session: Session) -> Callable[[int], bytes]:
     def bytes_of(k: int) -> bytes:
         if k + 1 < records:
             raw = raw_of(k + 1)
-            if b"\n" not in raw and is_utf8(raw):
+            if is_utf8_line(raw):
                 return raw
         return json_bytes(stored(k))
 

@@ -31,7 +31,7 @@ from omp_session.format.gc_pause import gc_paused
 from omp_session.format.reader import decode_record
 from omp_session.format.split import forked, interleaved, later_part
 from omp_session.format.title import TitleSlot, build_title_slot
-from omp_session.format.utf8 import is_utf8
+from omp_session.format.utf8 import is_utf8_line
 from omp_session.js import codec
 from omp_session.model.session import Session
 from omp_session.store.atomic import open_output, write_new_file
@@ -657,7 +657,7 @@ class _Job:
         """Entry ``k``'s line as read, to be written as it is when nothing in it is redacted;
         None unless it is what its bytes say (see _plain), on one line (a value spanning lines is
         written on one) and UTF-8 (else it is written from what omp reads)."""
-        return raw if self._plain(k) and b"\n" not in raw and is_utf8(raw) else None
+        return raw if self._plain(k) and is_utf8_line(raw) else None
 
     def entries(self, lo: int = 0, hi: int | None = None) -> Iterator[tuple[Any, bytes | None]]:
         """Each redacted entry (of ``lo``..``hi - 1``), and its line as read (line feed included)
