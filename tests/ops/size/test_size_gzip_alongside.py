@@ -146,10 +146,10 @@ def test_an_error_of_the_second_thread_is_raised(tmp_path: Path, monkeypatch: py
     path = _big_file(tmp_path / "big.jsonl")
     real = doctor._deflated_samples
 
-    def second_fails(fd: int, size: int, which: range, stop: threading.Event | None) -> int | None:
+    def second_fails(fd: int, size: int, which: range, *stops: threading.Event | None) -> int | None:
         if which.start:
             raise OSError(5, "Input/output error")
-        return real(fd, size, which, stop)
+        return real(fd, size, which, *stops)
 
     monkeypatch.setattr(doctor, "_deflated_samples", second_fails)
     with pytest.raises(OSError, match="Input/output error"):

@@ -178,13 +178,13 @@ _WINDOW = 32 * 1024  # deflate's window: each sample is primed with the bytes be
 _GZIP_FRAME = 18  # gzip's header (no name) and trailer
 
 
-def _deflated_samples(fd: int, size: int, which: range, stop: threading.Event | None) -> int | None:
+def _deflated_samples(fd: int, size: int, which: range, *stops: threading.Event | None) -> int | None:
     """The deflated size of samples ``which`` of :func:`_gzip_size`'s estimate, read from ``fd``
     with ``pread`` (two threads share the one open file: the same bytes, no shared offset);
-    None when ``stop`` was set."""
+    None once one of ``stops`` is set."""
     n = 0
     for i in which:
-        if stop is not None and stop.is_set():
+        if any(stop is not None and stop.is_set() for stop in stops):
             return None
         at = (size - _SAMPLE) * i // (_SAMPLES - 1)
         before = min(at, _WINDOW)
@@ -205,24 +205,15 @@ def _gzip_size(path: str, stop: threading.Event | None = None) -> tuple[int, boo
         if size > EXACT_ARCHIVE_BYTES:
             # half the samples in a second thread (zlib lets go of the interpreter lock): the
             # estimate was most of `size` on a file of a few dozen megabytes
-            half = _SAMPLES // 2
-            other: list[int | BaseException | None] = []
-
-            def second_half() -> None:
-                try:
-                    other.append(_deflated_samples(f.fileno(), size, range(half, _SAMPLES), stop))
-                except BaseException as e:  # handed to this thread, which raises it
-                    other.append(e)
-
-            helper = threading.Thread(target=second_half, name="omp-session-gzip-size-2", daemon=True)
-            helper.start()
+            half, fd = _SAMPLES // 2, f.fileno()
+            other = Background(lambda own: _deflated_samples(fd, size, range(half, _SAMPLES), stop, own),
+                               "omp-session-gzip-size-2")
             try:
-                mine = _deflated_samples(f.fileno(), size, range(half), stop)
-            finally:
-                helper.join()
-            theirs = other[0]
-            if isinstance(theirs, BaseException):
-                raise theirs
+                mine = _deflated_samples(fd, size, range(half), stop)
+            except BaseException:
+                other.cancel()
+                raise
+            theirs = other.result()
             if mine is None or theirs is None:
                 return 0, True
             return round((mine + theirs) * size / (_SAMPLES * _SAMPLE)) + _GZIP_FRAME, True
