@@ -206,18 +206,19 @@ def stored_keys(paths: tuple[Path, ...]) -> list[Path]:
     return out
 
 
-def open_stored(path: str | os.PathLike[str]) -> Session:
-    """The session ``path`` names: from the ``--store`` store when one is active, else the file."""
+def open_stored(path: str | os.PathLike[str], *, usage: bool = False) -> Session:
+    """The session ``path`` names: from the ``--store`` store when one is active, else the file
+    (``usage``: as :func:`omp_session.open`'s)."""
     active = active_store()
     if active is None:
         from omp_session.model.session import open_session
 
-        return open_session(path)
+        return open_session(path, usage=usage)
     parsed, storage = active
     try:
         from omp_session.catalog.stored import read_stored_session
 
-        return read_stored_session(storage, os.fspath(path))
+        return read_stored_session(storage, os.fspath(path), usage=usage)
     except SessionError:  # SessionFileError is an OSError too: it already says what happened
         raise
     except FileNotFoundError:
@@ -228,12 +229,12 @@ def open_stored(path: str | os.PathLike[str]) -> Session:
         raise SessionFileError(os.fspath(path), e.strerror or str(e)) from None
 
 
-def open_one(path: str | os.PathLike[str]) -> Session:
+def open_one(path: str | os.PathLike[str], *, usage: bool = False) -> Session:
     """The session ``path`` names, for a command that reads one session (show, tree, context, cat,
     export, stats, resume...): as :func:`open_stored`, but a file (or a key's value) that is not an
     omp session at all is refused with one line, the words ``validate`` uses (catalog/not_a_session.py).
     ``validate`` and ``repair`` report on such files: they call :func:`open_stored`."""
-    s = open_stored(path)
+    s = open_stored(path, usage=usage)
     try:
         refuse_non_session(s, path)
     except BaseException:

@@ -120,7 +120,8 @@ def export(session: str | None, fmt: str | None, output: Path | None, leaf_id: s
     if output is not None:  # refused before the work: an existing file without --force, a directory...
         check_output(output, force=force, error=SessionError, stdout=True)
     path = resolve_any(session)
-    with open_one(path) as s:  # a file that is not a session: one line, exit 1, nothing written
+    # the Markdown's header sums the usage: kept as the file is read, not read again
+    with open_one(path, usage=fmt == "md") as s:  # a file that is not a session: one line, exit 1, nothing written
         pieces: Iterable[bytes]
         if fmt == "html":  # bytes: a big session's entries are copied one by one, never decoded
             # subagent transcripts live in a session's artifacts folder: files, or in a store the

@@ -34,7 +34,7 @@ def show(path: Path, as_json: bool) -> None:
     from omp_session.format.split import forked
     from omp_session.ops.validate.check import validate
 
-    with open_one(path) as s:  # a file that is not a session is one line, exit 1
+    with open_one(path, usage=True) as s:  # a file that is not a session is one line, exit 1
         # validate's own findings and severities, so both say the same; on a big file found by a
         # child process while this one adds up the usage
         render.show(s, as_json, forked(lambda: validate(s), s.journal.size))

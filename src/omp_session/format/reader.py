@@ -26,6 +26,7 @@ from omp_session.errors import JSONSyntaxError
 from omp_session.js import codec
 from omp_session.js.codec import UNDEFINED
 
+from . import usage_numbers
 from .gc_pause import gc_paused
 from .split import pieces_of, scan_in_two
 from .title import TitleSlot, parse_title_slot
@@ -66,6 +67,26 @@ class _Envelope(msgspec.Struct):
 
 
 _DECODER = msgspec.json.Decoder(_Envelope)
+
+
+class _MessageAndUsage(msgspec.Struct):
+    """A :class:`MessageHead`'s fields and the usage object's bytes (a scan that keeps usage)."""
+
+    role: Any = UNDEFINED
+    provider: Any = UNDEFINED
+    model: Any = UNDEFINED
+    toolName: Any = UNDEFINED
+    usage: msgspec.Raw = usage_numbers.ABSENT
+
+
+class _EnvelopeAndUsage(msgspec.Struct):
+    type: Any = UNDEFINED
+    id: Any = UNDEFINED
+    parentId: Any = UNDEFINED
+    message: _MessageAndUsage = UNDEFINED  # type: ignore[assignment]
+
+
+_USAGE_DECODER = msgspec.json.Decoder(_EnvelopeAndUsage)
 _INTERN: dict[Any, Any] = {}
 
 
@@ -248,6 +269,10 @@ class Journal:
     _lfs_end: int = 0  # the line feeds before this offset are in _lfs
     # called with (index, raw bytes, value) when a record is first decoded; returns the value to keep
     decode_hook: Callable[[int, bytes, Any], Any] | None = None
+    # a scan asked to keep usage (scan_file(usage=True)): the records whose bytes are an assistant
+    # message with a plain usage (format/usage_numbers.py), ascending, and its six numbers each
+    usage_records: array[int] | None = None
+    usage_numbers: array[float] = field(default_factory=lambda: array("d"))
 
     def __len__(self) -> int:
         return len(self.starts)
@@ -418,28 +443,31 @@ def _envelope_of(value: Any) -> tuple[Any, Any, Any]:
     return UNDEFINED, UNDEFINED, UNDEFINED
 
 
-def scan_file(path: str | os.PathLike[str]) -> Journal:
-    """Scan a file. Raises OSError for I/O problems (missing, directory, unreadable)."""
+def scan_file(path: str | os.PathLike[str], *, usage: bool = False) -> Journal:
+    """Scan a file. Raises OSError for I/O problems (missing, directory, unreadable). ``usage``:
+    keep the plain usage numbers of assistant messages as they pass (``Journal.usage_records``),
+    for a caller that sums them (a little more work and memory than the scan alone)."""
     handle = open(path, "rb")  # noqa: SIM115 - a large file's handle lives as long as the Journal
     try:
         size = os.fstat(handle.fileno()).st_size
         if size < _IN_MEMORY:
             data = handle.read()
             handle.close()
-            return scan_bytes(data)
-        return _scan(_Source(handle=handle, size=size))
+            return scan_bytes(data, usage=usage)
+        return _scan(_Source(handle=handle, size=size), usage)
     except BaseException:
         handle.close()
         raise
 
 
-def scan_bytes(data: bytes) -> Journal:
-    return _scan(_Source(data=bytes(data)))
+def scan_bytes(data: bytes, *, usage: bool = False) -> Journal:
+    return _scan(_Source(data=bytes(data)), usage)
 
 
-def _scan(src: _Source) -> Journal:
+def _scan(src: _Source, usage: bool = False) -> Journal:
     size = src.size
-    j = Journal(source=src, size=size, streaming=size >= STREAMING_THRESHOLD)
+    j = Journal(source=src, size=size, streaming=size >= STREAMING_THRESHOLD,
+                usage_records=array("q") if usage else None)
     j.final_newline = size == 0 or src.read(size - 1, size) == b"\n"
     pos = 0
     if src.read(0, 3) == _BOM:
@@ -554,16 +582,36 @@ def _clean_chunk(j: Journal, chunk: bytes | bytearray, limit: int, base: int) ->
 
 def _take(j: Journal, chunk: bytes | bytearray, limit: int, starts: list[int], ends: list[int]) -> bool:
     """Validate ``chunk[:limit]`` in one msgspec call and keep its records if there is one per line."""
+    decoder: Any = _DECODER if j.usage_records is None else _USAGE_DECODER
     try:
-        envs = _DECODER.decode_lines(chunk if limit == len(chunk) else memoryview(chunk)[:limit])
+        envs = decoder.decode_lines(chunk if limit == len(chunk) else memoryview(chunk)[:limit])
     except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):  # too deep for msgspec
         return False
     if len(envs) != len(starts):
         return False
+    if j.usage_records is not None:
+        _keep_usage(j, envs, len(j.starts))
     j.starts.extend(starts)
     j.ends.extend(ends)
     _add_envelopes(j, envs)
     return True
+
+
+def _keep_usage(j: Journal, envs: list[Any], first: int) -> None:
+    """Keep the usage numbers of the assistant messages among ``envs`` (records ``first``...; read
+    now: they point into a buffer the next chunk reuses) and make each message a :class:`MessageHead`."""
+    records, numbers, plain = j.usage_records, j.usage_numbers, usage_numbers.plain_numbers
+    assert records is not None
+    for n, e in enumerate(envs):
+        m = e.message
+        if m is UNDEFINED:
+            continue
+        e.message = MessageHead(m.role, m.provider, m.model, m.toolName)
+        if m.usage is not usage_numbers.ABSENT and m.role == "assistant" and e.type == "message":
+            found = plain(m.usage)
+            if found is not None:
+                records.append(first + n)
+                numbers.extend(found)
 
 
 def _add_envelopes(j: Journal, envs: list[_Envelope]) -> None:
@@ -768,7 +816,8 @@ class _TwoHalves:
 
     def part(self, j: Journal) -> Journal:
         # pread never moves the shared file offset, so the child may use the inherited handle
-        return Journal(source=j.source, size=j.size, streaming=j.streaming)
+        return Journal(source=j.source, size=j.size, streaming=j.streaming,
+                       usage_records=None if j.usage_records is None else array("q"))
 
     def scan(self, j: Journal, start: int, end: int | None = None) -> int:
         return _scan_body(j, start, end)
@@ -785,7 +834,7 @@ class _TwoHalves:
 
         return pickle.dumps((part.starts, part.ends, part.types, part.ids, part.parents, part.linear, table, codes,
                              part.values, [(m.start, m.end) for m in part.malformed], part.blob_offsets,
-                             part.loose_heads),
+                             part.loose_heads, part.usage_records, part.usage_numbers),
                             protocol=pickle.HIGHEST_PROTOCOL)
 
 
@@ -793,7 +842,7 @@ class _TwoHalves:
         import pickle
 
         (starts, ends, types, ids, parents, linear, table, codes, values, malformed, blobs,
-         loose) = pickle.loads(payload)
+         loose, usage_records, usage) = pickle.loads(payload)
         heads = [None if t is None else head_of_fields(*t) for t in table]
         first = len(j.starts)
         j.starts.extend(starts)
@@ -808,6 +857,9 @@ class _TwoHalves:
         j.malformed.extend(MalformedSpan(a, b) for a, b in malformed)
         j.blob_offsets.extend(blobs)
         j.loose_heads = j.loose_heads or loose
+        if j.usage_records is not None and usage_records is not None:
+            j.usage_records.extend(array("q", [first + i for i in usage_records]))
+            j.usage_numbers.extend(usage)
 
 
 _TWO_HALVES = _TwoHalves()

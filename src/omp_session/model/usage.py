@@ -97,13 +97,14 @@ def _plain_usage(usage: Any) -> bool:
 class UsageSum:
     """The running sum of :func:`usage_statistics`, one entry at a time."""
 
-    __slots__ = ("numeric", "totals")
+    __slots__ = ("extras_numeric", "numeric", "totals")
 
     def __init__(self) -> None:
         self.totals: dict[str, Any] = {name: 0.0 for name in (*_USAGE_FIELDS, "orchestrationInput",
                                                               "orchestrationOutput", "orchestrationCacheRead",
                                                               "premiumRequests", "cost")}
         self.numeric = True  # all of input..totalTokens and cost are still numbers
+        self.extras_numeric = True  # and the orchestration parts and premiumRequests
 
     def add(self, entry: Any) -> None:
         """Add ``entry``'s usage; raises :class:`ContextError` where omp throws."""
@@ -132,6 +133,7 @@ class UsageSum:
             premium = get(usage, "premiumRequests")
             if not (nullish(premium) and totals["premiumRequests"].__class__ is float):
                 totals["premiumRequests"] = _js_add(totals["premiumRequests"], 0 if nullish(premium) else premium)
+            self.extras_numeric = self._extras_are_numbers()
         except JSTypeError as exc:
             raise ContextError(f"{describe(entry)}: {exc}") from None
 
@@ -151,12 +153,16 @@ class UsageSum:
         t["totalTokens"] += tt
         t["cost"] += cost
         # `x ?? 0` of the absent parts is still added to a total that became a string
-        if not (t["orchestrationInput"].__class__ is t["orchestrationOutput"].__class__
-                is t["orchestrationCacheRead"].__class__ is t["premiumRequests"].__class__ is float):
+        if not self.extras_numeric:
             for name in ("orchestrationInput", "orchestrationOutput", "orchestrationCacheRead", "premiumRequests"):
                 if t[name].__class__ is not float:
                     t[name] = _js_add(t[name], 0)
         return True
+
+    def _extras_are_numbers(self) -> bool:
+        t = self.totals
+        return (t["orchestrationInput"].__class__ is t["orchestrationOutput"].__class__
+                is t["orchestrationCacheRead"].__class__ is t["premiumRequests"].__class__ is float)
 
     def result(self) -> dict[str, Any]:
         return {name: num_out(value) for name, value in self.totals.items()}

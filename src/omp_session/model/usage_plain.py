@@ -11,31 +11,19 @@ is expected) gives None, and the caller reads the entry whole, as before.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from bisect import bisect_left
+from collections.abc import Callable, Sequence
 from typing import Any, Final
 
 import msgspec
 
+from omp_session.format.usage_numbers import INT_MAX as _INT_MAX
+from omp_session.format.usage_numbers import INT_MIN as _INT_MIN
+from omp_session.format.usage_numbers import Usage as _Usage
+from omp_session.format.usage_numbers import numbers_of
 from omp_session.js.codec import UNDEFINED
 
-__all__ = ["PlainAssistant", "plain_assistant", "plain_reader"]
-
-_ABSENT: Any = msgspec.Raw()
-
-
-class _Cost(msgspec.Struct):
-    total: int | float
-
-
-class _Usage(msgspec.Struct):
-    input: int | float
-    output: int | float
-    cacheRead: int | float
-    cacheWrite: int | float
-    totalTokens: int | float
-    cost: _Cost
-    orchestration: msgspec.Raw = _ABSENT
-    premiumRequests: msgspec.Raw = _ABSENT
+__all__ = ["Numbers", "PlainAssistant", "plain_assistant", "plain_reader", "usage_reader"]
 
 
 class _Message(msgspec.Struct):
@@ -56,10 +44,6 @@ class _Entry(msgspec.Struct):
 
 _ENTRY: Final = msgspec.json.Decoder(_Entry)
 _UNDECODABLE: Final = (msgspec.MsgspecError, RecursionError)
-# msgspec keeps a JSON integer of any size; the full decode (orjson, and the exact decoder after
-# it, as js/codec.py) gives a float beyond these, as omp's JSON.parse gives a double
-_INT_MIN: Final = -(2**63)
-_INT_MAX: Final = 2**64 - 1
 
 
 _SCALARS: Final = frozenset({str, float, bool, type(None), type(UNDEFINED)})
@@ -68,14 +52,13 @@ _SCALARS: Final = frozenset({str, float, bool, type(None), type(UNDEFINED)})
 def _as_decoded(plain: PlainAssistant) -> bool:
     """Whether msgspec gave ``plain``'s values as the full decode gives them (a nested value is not
     looked into: an array or object where a scalar is expected is left to the full decode)."""
-    numbers = plain.numbers  # ints and floats: two comparisons in C rule out a wide integer
-    if max(numbers) > _INT_MAX or min(numbers) < _INT_MIN:
-        return False
-    for value in (plain.entry_id, plain.entry_timestamp, plain.message_timestamp, plain.provider, plain.model):
-        kind = value.__class__
-        if kind is not str and kind not in _SCALARS and (kind is not int or not _INT_MIN <= value <= _INT_MAX):
-            return False
-    return True
+    return all(map(_scalar_as_decoded, (plain.entry_id, plain.entry_timestamp, plain.message_timestamp,
+                                        plain.provider, plain.model)))
+
+
+def _scalar_as_decoded(value: Any) -> bool:
+    kind = value.__class__
+    return kind is str or kind in _SCALARS or (kind is int and _INT_MIN <= value <= _INT_MAX)
 
 
 class PlainAssistant:
@@ -83,15 +66,13 @@ class PlainAssistant:
 
     __slots__ = ("entry_id", "entry_timestamp", "message_timestamp", "model", "numbers", "provider")
 
-    def __init__(self, entry: _Entry, message: _Message, usage: _Usage) -> None:
+    def __init__(self, entry: _Entry, message: _Message, numbers: tuple[int | float, ...]) -> None:
         self.entry_id = entry.id
         self.entry_timestamp = entry.timestamp
         self.message_timestamp = message.timestamp
         self.provider = message.provider
         self.model = message.model
-        # input, output, cacheRead, cacheWrite, totalTokens, cost.total
-        self.numbers = (usage.input, usage.output, usage.cacheRead, usage.cacheWrite, usage.totalTokens,
-                        usage.cost.total)
+        self.numbers = numbers  # input, output, cacheRead, cacheWrite, totalTokens, cost.total
 
 
 def plain_assistant(raw: bytes | memoryview) -> PlainAssistant | None:
@@ -103,10 +84,10 @@ def plain_assistant(raw: bytes | memoryview) -> PlainAssistant | None:
     message = entry.message
     if entry.type != "message" or message is None or message.role != "assistant":
         return None
-    usage = message.usage
-    if usage is None or usage.orchestration is not _ABSENT or usage.premiumRequests is not _ABSENT:
+    numbers = None if message.usage is None else numbers_of(message.usage)
+    if numbers is None:
         return None
-    plain = PlainAssistant(entry, message, usage)
+    plain = PlainAssistant(entry, message, numbers)
     return plain if _as_decoded(plain) else None
 
 
@@ -136,3 +117,47 @@ def plain_reader(s: Any) -> Callable[[int], PlainAssistant | None]:
         return plain
 
     return read
+
+
+Numbers = tuple[Any, Any, Sequence[int | float]]  # an assistant's model, provider and usage numbers
+
+
+def usage_reader(s: Any) -> Callable[[int], Numbers | None]:
+    """For the session ``s``: entry ``k``'s (model, provider, usage numbers) where
+    :func:`plain_reader` finds it a plain assistant usage, else None (such an entry may also be
+    None: its caller reads it whole), the same numbers either way. From the numbers the scan kept
+    when the session was read with ``usage=True`` (nothing read again), else from the entry's bytes.
+    Quickest asked for in file order."""
+    j = s.journal
+    if j.usage_records is None or s.migrated:
+        plain = plain_reader(s)
+
+        def from_bytes(k: int) -> Numbers | None:
+            found = plain(k)
+            return None if found is None else (found.model, found.provider, found.numbers)
+
+        return from_bytes
+    changed = set(j.values)
+    changed.update(j.blob_records())
+    records, numbers, heads = j.usage_records, j.usage_numbers, j.heads
+    after = [0]  # where the last record asked for was found: the next is usually the next one
+
+    def kept(k: int) -> Numbers | None:
+        r = k + 1
+        at = after[0]
+        if at >= len(records) or records[at] != r:
+            at = bisect_left(records, r)
+            if at == len(records) or records[at] != r:
+                return None
+        after[0] = at + 1
+        if r in changed:
+            return None
+        head = heads[r]
+        model, provider = head.model, head.provider
+        # as plain_assistant: a model or provider the full decode would give otherwise is read whole
+        # (the entry's id and timestamps are not looked at: they change neither sums nor models)
+        if not (type(model) is type(provider) is str or (_scalar_as_decoded(model) and _scalar_as_decoded(provider))):
+            return None
+        return model, provider, numbers[6 * at:6 * at + 6]
+
+    return kept

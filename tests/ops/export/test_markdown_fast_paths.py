@@ -217,7 +217,7 @@ def test_header_figures_are_those_of_two_passes(tmp_path: Path, bad_usage: str |
 
     path = _branched(tmp_path / "s.jsonl", bad_usage=bad_usage, side=side, side_usage=side_usage)
     if not plain:
-        monkeypatch.setattr(markdown_usage, "plain_reader", lambda s: lambda k: None)
+        monkeypatch.setattr(markdown_usage, "usage_reader", lambda s: lambda k: None)
     with open_session(path) as s:
         branch, counted = s.branch_indices(LEAF), usage_or_model_candidates(s)
         expected = _figures_two_passes(s, branch, counted)

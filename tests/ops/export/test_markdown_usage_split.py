@@ -106,7 +106,7 @@ def test_a_child_that_fails_leaves_its_part_to_this_process(tmp_path: Path, monk
     monkeypatch.setattr(split, "_worth_splitting", lambda size, start: False)
     alone = _figures(path)
     here = os.getpid()
-    real_reader = markdown_usage.plain_reader
+    real_reader = markdown_usage.usage_reader
 
     def dies_in_the_child(s: Any) -> Any:
         plain = real_reader(s)
@@ -119,6 +119,6 @@ def test_a_child_that_fails_leaves_its_part_to_this_process(tmp_path: Path, monk
         return read
 
     monkeypatch.setattr(split, "_worth_splitting", lambda size, start: True)
-    monkeypatch.setattr(markdown_usage, "plain_reader", dies_in_the_child)
+    monkeypatch.setattr(markdown_usage, "usage_reader", dies_in_the_child)
     assert _figures(path) == alone
     assert _no_child_left()

@@ -5,7 +5,7 @@ give the same figures: the branch's models and usage, and the usage of every bra
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from omp_session.errors import ContextError
@@ -13,7 +13,7 @@ from omp_session.format.split import ReadAhead
 from omp_session.model.session import Session
 from omp_session.model.text import model_of, nonempty_str, usage_line
 from omp_session.model.usage import branch_and_all_usage, usage_statistics
-from omp_session.model.usage_plain import plain_reader
+from omp_session.model.usage_plain import Numbers, usage_reader
 
 __all__ = ["all_figures", "branch_figures", "note_model", "usage_text"]
 
@@ -55,10 +55,11 @@ def all_figures(s: Session, branch: Sequence[int], counted: Sequence[int]) -> tu
     mine = [k for k in branch if counted[k]]
     models: dict[str, None] = {}
     on_branch = set(mine)
-    plain, peek = _plain_ahead(s, every), s.peek_in_order()
+    plain, cancel = _usage_ahead(s, every)
+    peek = s.peek_in_order()
 
     def numbers(k: int) -> Sequence[int | float] | None:
-        fast = plain(bisect_left(every, k))  # (asked for each of every, in order)
+        fast = plain(k)
         if fast is None:
             return None
         if k in on_branch:
@@ -79,27 +80,23 @@ def all_figures(s: Session, branch: Sequence[int], counted: Sequence[int]) -> tu
     except ContextError:
         pass
     finally:
-        plain.cancel()
+        cancel()
     models_seen, usage = branch_figures(s, branch, counted)
     if mine == every:
         return models_seen, usage, usage
     return models_seen, usage, usage_text(s.peek_entry(k) for k in every)
 
 
-_Plain = tuple[Any, Any, Sequence[int | float]] | None  # an assistant's model, provider and usage numbers
-
-
-def _plain_ahead(s: Session, every: list[int]) -> ReadAhead[int, _Plain]:
-    """What :func:`plain_reader` reads of each entry of ``every`` (model, provider, numbers, or
-    None): a second of a 1 GB session's export before its first line, the later part read by a
-    forked child meanwhile (:class:`~omp_session.format.split.ReadAhead`)."""
-    plain = plain_reader(s)  # (one object per provider and model name: each pickled once)
-
-    def read(k: int) -> _Plain:
-        fast = plain(k)
-        return None if fast is None else (fast.model, fast.provider, fast.numbers)
-
-    return ReadAhead(every, read, s.journal.size, 55)
+def _usage_ahead(s: Session, every: list[int]) -> tuple[Callable[[int], Numbers | None], Callable[[], None]]:
+    """What :func:`usage_reader` reads of each entry of ``every`` (model, provider, numbers, or
+    None), asked for in that order, and what stops the reading: the numbers the scan kept, or
+    (a second of a 1 GB session's export before its first line) read from the entries' bytes,
+    the later part by a forked child meanwhile (:class:`~omp_session.format.split.ReadAhead`)."""
+    read = usage_reader(s)
+    if s.journal.usage_records is not None:
+        return read, lambda: None
+    ahead = ReadAhead(every, read, s.journal.size, 55)
+    return (lambda k: ahead(bisect_left(every, k))), ahead.cancel
 
 
 def note_model(seen: dict[str, None], entry: Any) -> None:
