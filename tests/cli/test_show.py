@@ -160,3 +160,44 @@ def test_show_lists_eight_labels_at_most_after_their_count(tmp_path: Path, n: in
     assert code == 0 and row.split(None, 1)[1] == (pairs if n <= 8 else f"{n}: {pairs}, …")
     code, out, _ = run("show", str(path), "--json")
     assert json.loads(out)["labels"] == {f"e{k}": f"mark-{k}" for k in range(n)}
+
+
+def test_at_a_narrow_terminal_the_validate_command_is_shown_whole(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """The line naming ``validate`` is for copying: where it does not fit, the command goes on a
+    line of its own instead of being cut."""
+    from screen import run_main
+
+    image = {"type": "image", "data": "blob:sha256:" + "ab" * 32, "mimeType": "image/png"}
+    records = [header("s1", cwd="/p")]
+    for k in range(14):
+        records.append(entry(f"{k:08x}", f"{k - 1:08x}" if k else None, timestamp=stamp(k), message=user([image])))
+    path = tmp_path / ("a-rather-long-folder-name-" * 3) / "many.jsonl"
+    path.parent.mkdir()
+    path.write_text(jsonl(records))
+    monkeypatch.setenv("PI_CODING_AGENT_DIR", str(tmp_path / "agent"))
+    lines = run_main(monkeypatch, ["show", str(path)], tty=False, columns=80).splitlines()
+    assert lines[-2:] == ["  … and 4 more; this lists them all:", f"  omp-session validate {path}"]
+    wide = run_main(monkeypatch, ["show", str(path)], tty=False, columns=400).splitlines()
+    assert wide[-1] == f"  … and 4 more: omp-session validate {path} lists them all"
+
+
+def test_counts_and_tokens_have_thousands_separators(tmp_path: Path) -> None:
+    records: list[object] = [header("s1", cwd="/p")]
+    parent = None
+    for k in range(1001):
+        records.append(entry(f"e{k}", parent, timestamp=stamp(1), message=user(f"q{k}")))
+        parent = f"e{k}"
+    records.append(entry("a", parent, timestamp=stamp(2),
+                         message=assistant("hi", usage={"input": 1234567, "output": 7654, "cacheRead": 0,
+                                                         "cacheWrite": 0, "totalTokens": 1242221,
+                                                         "cost": {"total": 1.5}})))
+    path = tmp_path / "s.jsonl"
+    path.write_text(jsonl(records))
+    code, out, _ = run("show", str(path))
+    rows = {line.split(None, 1)[0]: line.split(None, 1)[1] for line in out.splitlines()
+            if line.startswith(" ") and not line.startswith("  ")}
+    assert code == 0
+    assert rows["entries"] == "1,002 (message 1,002)"
+    assert rows["leaf"] == "a (branch of 1,002 entries)"
+    assert out.count("$1.5000 · 1,234,567 in / 7,654 out") == 2

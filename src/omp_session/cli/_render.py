@@ -321,8 +321,13 @@ def _plain_numbers(s: Session) -> Any:
 def _money(usage: dict[str, Any]) -> str:
     cost = usage.get("cost")
     total = cost if isinstance(cost, int | float) else None
-    tokens = usage.get("input", 0), usage.get("output", 0)
+    tokens = _count(usage.get("input", 0)), _count(usage.get("output", 0))
     return (f"${total:.4f}" if total is not None else "-") + f" · {tokens[0]} in / {tokens[1]} out"
+
+
+def _count(value: Any) -> str:
+    """A count with thousands separators (a total omp made a string, or null, as it is)."""
+    return f"{value:,}" if isinstance(value, int | float) and not isinstance(value, bool) else str(value)
 
 
 def problems_line(counts: dict[str, int], worst: str | None) -> str:
@@ -350,9 +355,10 @@ def show(s: Session, as_json: bool, findings: Findings = None) -> None:
         ("title", f"{_shown(info['title'])} ({_shown(info['title_source'])})" if info["title"] else None),
         ("cwd", info["cwd"]), ("created", info["created"]), ("version", info["version"]),
         ("size", f"{info['size']:,} bytes"), ("parent session", info["parent_session"]),
-        ("entries", f"{info['entries']} (" + ", ".join(f"{_shown(k)} {v}" for k, v in info["entry_types"].items()) + ")"),
-        ("malformed records", info["malformed_records"]),
-        ("leaf", f"{_shown(info['leaf_id'])} (branch of {info['branch_length']} entries)"),
+        ("entries", f"{info['entries']:,} (" + ", ".join(f"{_shown(k)} {v:,}" for k, v in info["entry_types"].items())
+         + ")"),
+        ("malformed records", f"{info['malformed_records']:,}"),
+        ("leaf", f"{_shown(info['leaf_id'])} (branch of {info['branch_length']:,} entries)"),
         ("branches", f"{info['branches']} tips: " + ", ".join(_shown(t) for t in info["branch_tips"][:8])),
         ("labels", _labels_row(info["labels"])),
         ("models", ", ".join(_shown(m) for m in info["models"]) or None),
@@ -385,9 +391,13 @@ def show(s: Session, as_json: bool, findings: Findings = None) -> None:
     if len(found) > SHOWN_FINDINGS:
         import shlex  # rarely needed: not on show's start-up
 
-        more = _one_line(f"… and {len(found) - SHOWN_FINDINGS} more: omp-session validate "
-                         f"{shlex.quote(s.path or '')} lists them all")
-        out.append("  " + (clip(more, max(cells - 2, 12)) if cells else more))
+        rest, command = f"… and {len(found) - SHOWN_FINDINGS:,} more", \
+            _one_line(f"omp-session validate {shlex.quote(s.path or '')}")
+        more = f"{rest}: {command} lists them all"
+        if cells and len(more) + 2 > cells:  # a command to copy is never cut: on a line of its own
+            out += [f"  {rest}; this lists them all:", f"  {command}"]
+        else:
+            out.append("  " + more)
     page("\n".join(out) + "\n")
 
 
