@@ -173,3 +173,19 @@ def test_the_cli_opens_show_and_the_markdown_export_keeping_usage(monkeypatch: p
         result = CliRunner().invoke(cli, args)
         assert result.exit_code == 0, result.output
         assert asked == [wanted], args
+
+
+def test_a_model_equal_to_another_record_s_is_its_own(tmp_path: Path) -> None:
+    """Message heads are shared between records whose fields are equal, and true, 1 and 1.0 are:
+    such a model or provider is read from the entry's own bytes, as without kept numbers."""
+    lines = [_assistant(n).replace('"model":"m"', f'"model":{m}').replace('"provider":"p"', f'"provider":{m}')
+             for n, m in enumerate(["true", "1", "1.0", '"m"', "null"])]
+    path = _write(tmp_path, lines)
+    with open_session(path, usage=True) as kept, open_session(path) as plain:
+        got = [usage_reader(kept)(k) for k in range(5)]
+        want = [usage_reader(plain)(k) for k in range(5)]
+        assert [(type(g[0]), g[0], type(g[1])) if g else None for g in got][3:] == [(str, "m", str),
+                                                                                  (type(None), None, type(None))]
+        assert got[:3] == [None, None, None] and want[:3] != [None, None, None]
+        for g, w in zip(got, want, strict=True):
+            assert g is None or (repr(g[:2]), list(g[2])) == (repr(w[:2]), list(w[2]))  # type: ignore[index]

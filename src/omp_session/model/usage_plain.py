@@ -47,6 +47,7 @@ _UNDECODABLE: Final = (msgspec.MsgspecError, RecursionError)
 
 
 _SCALARS: Final = frozenset({str, float, bool, type(None), type(UNDEFINED)})
+_SHARED_AS_IS: Final = frozenset({str, type(None), type(UNDEFINED)})
 
 
 def _as_decoded(plain: PlainAssistant) -> bool:
@@ -154,9 +155,10 @@ def usage_reader(s: Any) -> Callable[[int], Numbers | None]:
             return None
         head = heads[r]
         model, provider = head.model, head.provider
-        # as plain_assistant: a model or provider the full decode would give otherwise is read whole
-        # (the entry's id and timestamps are not looked at: they change neither sums nor models)
-        if not (type(model) is type(provider) is str or (_scalar_as_decoded(model) and _scalar_as_decoded(provider))):
+        # a string, null or nothing, as plain_assistant reads it; anything else is read whole: a
+        # head is shared between records whose fields are equal, and true, 1 and 1.0 are (the
+        # entry's id and timestamps are not looked at: they change neither sums nor models)
+        if model.__class__ not in _SHARED_AS_IS or provider.__class__ not in _SHARED_AS_IS:
             return None
         return model, provider, numbers[6 * at:6 * at + 6]
 
