@@ -59,12 +59,12 @@ def _table(title: str, rows: list[tuple[str, Bucket]], total: int) -> None:
         return
     click.echo(title)
     for name, b in rows:
-        click.echo(f"  {name:<24} {b.count:>7}  {_size(b.bytes):>10}  {_pct(b.bytes, total)}")
+        click.echo(f"  {name:<24} {b.count:>7,}  {_size(b.bytes):>10}  {_pct(b.bytes, total)}")
 
 
 def _print_report(r: SizeReport) -> None:
     t = r.bytes
-    click.echo(f"{r.path}: {_size(t)}, {r.entries} entries")
+    click.echo(f"{r.path}: {_size(t)}, {r.entries:,} entries")
     click.echo(f"  header and title slot {_size(r.header_bytes):>10}" +
                (f"; other (unreadable, blank) {_size(r.other_bytes)}" if r.other_bytes else ""))
 
@@ -79,7 +79,7 @@ def _print_report(r: SizeReport) -> None:
             (f"tool outputs > {LONG_TOOL_OUTPUT_BYTES // 1024} KB", r.long_tool_outputs),
             ("abandoned branches", r.abandoned)]
     for name, b in rows:
-        click.echo(f"  {name:<24} {b.count:>7}  {_size(b.bytes):>10}  {_pct(b.bytes, t)}")
+        click.echo(f"  {name:<24} {b.count:>7,}  {_size(b.bytes):>10}  {_pct(b.bytes, t)}")
     if r.image_refs:  # what the store holds is validate's question (blob-missing)
         n = r.image_refs
         click.echo(f"  ({n} image{'s' if n != 1 else ''} stored as {'' if n != 1 else 'a '}blob "
