@@ -474,3 +474,17 @@ def test_tree_shows_every_entry_of_a_long_session(tmp_path: Path) -> None:
     assert indent["question 0"] == indent["question 29"] == indent["side"]
     assert indent["question 59"] == indent["question 31"] == indent["question 30"] > indent["question 29"]
     assert any(line.endswith("assistant: answer") for line in lines)
+
+
+@pytest.mark.parametrize(("n", "words"), [(1, "1 warning"), (2, "2 warnings")])
+def test_the_header_counts_problems_in_words(tmp_path: Path, n: int, words: str) -> None:
+    """The header's problems read as ``show``'s: "2 warnings", not "2 warning"."""
+    image = {"type": "image", "data": "blob:sha256:" + "ab" * 32, "mimeType": "image/png"}
+    records: list[Any] = [builders.header("s1", cwd="/p")]
+    records += [builders.entry(f"e{k}", f"e{k - 1}" if k else None, timestamp=builders.stamp(k),
+                               message=user([image])) for k in range(n)]
+    path = tmp_path / "s.jsonl"
+    path.write_text(builders.jsonl(records))
+    with omp_session.open(path, blob_store=MemoryBlobStore()) as s:
+        md = export(s, "md")
+    assert f"- **Problems found while reading:** {words} (run omp-session validate)" in md

@@ -290,7 +290,8 @@ def _header(s: Session, r: _Renderer, branch: Sequence[int], leaf: Any, tips: li
         counts: dict[str, int] = {}
         for d in s.diagnostics:
             counts[d.severity.value] = counts.get(d.severity.value, 0) + 1
-        rows.append(("Problems found while reading", ", ".join(f"{n} {sev}" for sev, n in counts.items())
+        rows.append(("Problems found while reading", ", ".join(f"{n:,} {sev}" + ("s" if n != 1 and sev != "info" else "")
+                                                               for sev, n in counts.items())
                      + " (run omp-session validate)"))
     r.para("\n".join(f"- **{name}:** {value}" for name, value in rows))
 
