@@ -15,6 +15,8 @@ and imports, for the commands and for the baseline alike.
   issue 15's memory target (peak RSS <= 0.2x omp's).
 * floors (unless ``--no-floors``): ``read`` (the file read in 1 MiB pieces), ``orjson`` (every
   line parsed by ``orjson.loads``), the fair yardstick of a command that must read every record,
+  ``orjson2`` (the same with the file's halves in two processes, as our commands split a big
+  file: the least such a command takes on two cores),
   ``roundtrip`` (every line parsed and written back with ``orjson.dumps``), the least a command
   that rewrites every record does, and ``copy`` (the bytes read and written back as they are), what
   writing a file of the session's size costs on this machine; each command's time is also printed
@@ -67,6 +69,18 @@ FLOOR_CODE = {
     "roundtrip": ("import sys, orjson\nout = sys.stdout.buffer\nwith open(sys.argv[1], 'rb') as f:\n"
                   "    for line in f:\n        try:\n            out.write(orjson.dumps(orjson.loads(line)) + b'\\n')\n"
                   "        except orjson.JSONDecodeError:\n            pass\n"),
+    # every line parsed with orjson, the file's halves in two processes as our commands split a
+    # big file (each opens it itself: a shared offset would move under the other): the least a
+    # command that must decode every record takes on two cores, before any work of its own
+    "orjson2": ("import os, sys, orjson\np = sys.argv[1]\nmid = os.path.getsize(p) // 2\n"
+                "def parse(lines):\n    for line in lines:\n        try:\n            orjson.loads(line)\n"
+                "        except orjson.JSONDecodeError:\n            pass\n"
+                "child = os.fork()\n"
+                "with open(p, 'rb') as f:\n"
+                "    if child == 0:\n"
+                "        f.seek(max(mid - 1, 0))\n        f.readline()\n        parse(f)\n"
+                "    else:\n        parse(iter(lambda: f.readline() if f.tell() < mid else b'', b''))\n"
+                "if child == 0:\n    os._exit(0)\nos.waitpid(child, 0)\n"),
     # the bytes read and written (to stdout, a file) as they are: what the machine charges for
     # writing a file of the session's size, the least `cat --whole-file` and `repair -o` do (on
     # some machines here a new gigabyte of page cache costs seconds, on others a fraction of one)
@@ -212,7 +226,7 @@ def summarize(label: str, size: int, runs: dict[str, list[dict]]) -> dict:
 
 def print_table(report: dict) -> None:
     print("whole processes, medians, contenders interleaved; ratio = time / baseline (open + context + tree); "
-          "/orjson, /read, /roundtrip, /copy = time / floor")
+          "/orjson, /orjson2, /read, /roundtrip, /copy = time / floor")
     print(f"targets: peak RSS <= {RSS_LIMIT / MB:.0f} MB and time <= {TIME_ALL:g}x for every command; "
           f"<= {TIME_TIGHT:g}x and RSS <= {OMP_RSS_SHARE:g}x omp's open for {', '.join(sorted(TIGHT))}")
     for s in report["sizes"]:
@@ -229,13 +243,13 @@ def print_table(report: dict) -> None:
                 if base.get("seconds"):
                     line += f" ({seconds / base['seconds']:.2f}x baseline)"
         print(line)
-        print(f"  {'command':<12} {'time s':>8} {'ratio':>7} {'limit':>6} {'/orjson':>8} {'/read':>7} "
+        print(f"  {'command':<12} {'time s':>8} {'ratio':>7} {'limit':>6} {'/orjson':>8} {'/orjson2':>9} {'/read':>7} "
               f"{'/roundtrip':>10} {'/copy':>6} {'peak RSS':>10}  result")
         for r in s["rows"]:
             t = "-" if r["seconds"] is None else f"{r['seconds']:.2f}"
             ratio = "-" if r["ratio"] is None else f"{r['ratio']:.2f}x"
             floor = " ".join("-".rjust(w) if r.get(f"ratio_{f}") is None else f"{r[f'ratio_{f}']:.2f}x".rjust(w)
-                             for f, w in (("orjson", 8), ("read", 7), ("roundtrip", 10), ("copy", 6)))
+                             for f, w in (("orjson", 8), ("orjson2", 9), ("read", 7), ("roundtrip", 10), ("copy", 6)))
             rss = f"{r['peak_rss'] / MB:.0f} MB"
             verdict = "PASS" if r["pass"] else "MISS " + ",".join(k for k, v in r["checks"].items() if v is not True)
             if r["failed"]:
@@ -250,7 +264,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--commands", default=",".join(COMMANDS), help="subset of " + ",".join(COMMANDS))
     ap.add_argument("--no-omp", action="store_true", help="leave omp's open out (no Bun needed)")
-    ap.add_argument("--no-floors", action="store_true", help="leave the floors out (read, orjson, roundtrip, copy)")
+    ap.add_argument("--no-floors", action="store_true", help="leave the floors out (read, orjson, orjson2, roundtrip, copy)")
     ap.add_argument("--mem-limit", default="6G", help="address-space limit per child (default 6G)")
     ap.add_argument("--data-dir", type=Path, default=DATA_DIR, help=f"data cache (default {DATA_DIR})")
     ap.add_argument("--keep-data", action="store_true", help="keep data this run generates, for later runs")
