@@ -54,3 +54,19 @@ def test_in_a_pipe_lines_are_whole_and_name_the_file(tmp_path: Path, monkeypatch
     assert r.exit_code == 0, r.output
     first = r.stdout.splitlines()[0]
     assert first.startswith("1. Fix the pagination") and first.endswith(".jsonl") and str(root) in first
+
+
+def test_a_session_file_among_the_query_words_gets_a_hint(tmp_path: Path) -> None:
+    """Other commands take the session as their argument; search reads every argument as QUERY.
+    A word naming a session file is still searched for, and stderr says how to search that file."""
+    root = _root(tmp_path)
+    path = next(root.rglob("*.jsonl"))
+    args = ["--root", str(root), "--index", str(tmp_path / "i.db")]
+    r = CliRunner().invoke(cli, ["search", "pagination", str(path), *args])
+    assert r.exit_code == 0 and r.stdout == "no matches\n"
+    assert r.stderr == (f"omp-session: {path} is searched for as a word of the query; to search that session: "
+                        f"--session {path}\n")
+    r = CliRunner().invoke(cli, ["search", "pagination", "--session", str(path), *args])
+    assert r.exit_code == 0 and "pagination" in r.stdout and r.stderr == ""
+    r = CliRunner().invoke(cli, ["search", "pagination", "missing.jsonl", *args])  # not a file: no hint
+    assert r.exit_code == 0 and r.stderr == ""

@@ -207,6 +207,7 @@ def search_command(query: tuple[str, ...], role: str | None, cwd: str | None, cw
         return
     base = Path(root) if root else sessions_dir()
     session = resolve_session(session_arg, root=base) if session_arg is not None else None
+    _hint_session_words(query, session_arg)
     with _progress() as progress:
         result = search(" ".join(query), index_path=index_path, root=base, role=role, cwd=cwd, since_ms=since,
                         until_ms=until, session=session, current_branch=current_branch, thinking=thinking,
@@ -217,6 +218,19 @@ def search_command(query: tuple[str, ...], role: str | None, cwd: str | None, cw
         return
     _print_hits(result.hits)
     _say_cut(result.truncated, limit, one_per_session)
+
+
+def _hint_session_words(query: tuple[str, ...], session_arg: str | None) -> None:
+    """A query word naming a session file is searched for as a word (QUERY is every argument): say
+    how to search that session instead, as other commands take it as their argument."""
+    for word in query:
+        if word.endswith((".jsonl", ".jsonl.gz")) and os.path.isfile(word):
+            if session_arg is None:
+                import shlex
+
+                _notice(f"{word} is searched for as a word of the query; to search that session: "
+                        f"--session {shlex.quote(word)}")
+            return
 
 
 def _say_cut(truncated: bool, limit: int, one_per_session: bool) -> None:
