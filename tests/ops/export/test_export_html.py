@@ -332,6 +332,16 @@ def test_viewer_in_chromium(which: str, tmp_path: Path, rich: tuple[Path, Memory
         ids = session.ids
         assert shown["errors"] == [] and shown["network"] == []
         assert [r["id"] for r in shown["tree"]] and len(shown["tree"]) == len(session)
+        # indented only for side branches: at a fork the last child continues at the fork's indent
+        parent, depth = session.parent_index, {r["k"]: r["depth"] for r in shown["tree"]}
+        kids: dict[int, list[int]] = {}
+        for k in range(len(session)):
+            if parent[k] >= 0:
+                kids.setdefault(parent[k], []).append(k)
+        for k, d in depth.items():
+            p = parent[k]
+            assert d == (0 if p < 0 else depth[p] + (len(kids[p]) > 1 and kids[p][-1] != k)), ids[k]
+        assert 0 in depth.values() and 1 in depth.values()  # (both sessions have side branches)
         assert shown["initial"]["selected"] == [session.get_leaf_id()]
         # every branch of the session is reachable from the tree, and shows exactly its path
         tips = {ids[k] for k in branch_tips(session)}

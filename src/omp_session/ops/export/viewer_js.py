@@ -148,9 +148,11 @@ VIEWER_JS: Final = r"""(function () {
 
   // ----- tree: one flat depth-first list, of which only the rows in view exist -------------------
   function flatten() {
-    // iterative DFS (a deep session would overflow a recursive one); depth grows only at forks,
-    // so a long linear conversation stays flush left. Entries on a parent cycle reach no root:
-    // they are listed after the rest so that none is lost.
+    // iterative DFS (a deep session would overflow a recursive one); depth grows only for side
+    // branches, as `tree` draws them: at a fork the last branch (the newest in the file) continues
+    // at the fork's indent, after the others, which hang one level deeper. A long conversation
+    // forked many times stays flush left. Entries on a parent cycle reach no root: they are
+    // listed after the rest so that none is lost.
     var order = new Int32Array(N), depth = new Int32Array(N), pos = new Int32Array(N).fill(-1), n = 0;
     function walk(start) {
       var stack = [start, 0];
@@ -158,8 +160,8 @@ VIEWER_JS: Final = r"""(function () {
         var d = stack.pop(), k = stack.pop();
         if (pos[k] >= 0) continue;
         pos[k] = n; order[n] = k; depth[n] = d; n++;
-        var kids = children[k] || [], dd = kids.length > 1 ? d + 1 : d;
-        for (var c = kids.length - 1; c >= 0; c--) stack.push(kids[c], dd);
+        var kids = children[k] || [], last = kids.length - 1;
+        for (var c = last; c >= 0; c--) stack.push(kids[c], c === last ? d : d + 1);
       }
     }
     doc.roots.forEach(walk);
