@@ -90,12 +90,17 @@ VIEWER_JS: Final = r"""(function () {
     });
     return out.join('\n');
   }
+  // terminal colour and cursor codes (ANSI escape sequences: CSI, OSC and the like, the 8-bit
+  // forms too; the grammar search snippets drop, ops/search/snippet.py) are not shown: an output
+  // reads as the terminal showed it, not as "ESC[32m" around a mark. Search finds what is shown.
+  var ANSI = /(?:\x1b\[|\x9b)[\x30-\x3f]*[\x20-\x2f]*[\x40-\x7e]|(?:\x1b[\]PX^_]|[\x9d\x90\x98\x9e\x9f])[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)|\x1b[\x21-\x2f]?[\x30-\x7e]/g;
+  function withoutAnsi(s) { return s.replace(ANSI, ''); }
   function preview(k) {
     var e = E[k], m = msgOf(k);
     if (m) {
-      if (m.role === 'toolResult') return String(m.toolName || '') + ': ' + textOf(m.content);
+      if (m.role === 'toolResult') return String(m.toolName || '') + ': ' + withoutAnsi(textOf(m.content));
       if (m.role === 'bashExecution') return '$ ' + String(m.command || '');
-      return textOf(m.content);
+      return withoutAnsi(textOf(m.content));
     }
     if (!isObj(e)) return json(e);
     if (e.type === 'compaction' || e.type === 'branch_summary') return String(e.summary || '');
@@ -297,14 +302,14 @@ VIEWER_JS: Final = r"""(function () {
   // An entry is first turned into parts (plain data), then into DOM. Search reads the same
   // parts' text, so what it counts in the data is exactly what it highlights on screen.
   function blockParts(content, out, opts) {
-    if (typeof content === 'string') { if (content) out.push({ t: 'text', s: content }); return; }
+    if (typeof content === 'string') { if (content) out.push({ t: 'text', s: withoutAnsi(content) }); return; }
     if (!Array.isArray(content)) { if (content !== undefined && content !== null) out.push({ t: 'long', s: json(content), what: 'Value' }); return; }
     content.forEach(function (b) {
       if (!isObj(b)) { out.push({ t: 'long', s: json(b), what: 'Value' }); return; }
-      if (b.type === 'text') { if (typeof b.text === 'string' && b.text) out.push({ t: 'text', s: b.text }); }
+      if (b.type === 'text') { if (typeof b.text === 'string' && b.text) out.push({ t: 'text', s: withoutAnsi(b.text) }); }
       else if (b.type === 'thinking') {
         var th = typeof b.thinking === 'string' ? b.thinking : '';
-        if (th.trim()) out.push({ t: 'thinking', s: th });
+        if (th.trim()) out.push({ t: 'thinking', s: withoutAnsi(th) });
       } else if (b.type === 'redactedThinking') {
         out.push({ t: 'note', s: '[redacted thinking: ' + (typeof b.data === 'string' ? b.data.length : 0) + ' characters of encrypted data]' });
       } else if (b.type === 'toolCall') {
@@ -321,16 +326,16 @@ VIEWER_JS: Final = r"""(function () {
       var role = String(m.role);
       if (role === 'assistant') blockParts(m.content, out, { noTools: mode === 'no-tools' });
       else if (role === 'toolResult') {
-        var content = m.content, text = textOf(content);
+        var content = m.content, text = withoutAnsi(textOf(content));
         if (text) out.push({ t: 'long', s: text, what: 'Output' });
         if (Array.isArray(content)) content.forEach(function (b) { if (isObj(b) && b.type === 'image') out.push({ t: 'image', b: b }); });
       } else if (role === 'bashExecution') {
         out.push({ t: 'pre', s: '$ ' + String(m.command || '') });
-        if (typeof m.output === 'string' && m.output) out.push({ t: 'long', s: m.output, what: 'Output' });
+        if (typeof m.output === 'string' && m.output) out.push({ t: 'long', s: withoutAnsi(m.output), what: 'Output' });
       } else if (m.content !== undefined) blockParts(m.content, out);
       else out.push({ t: 'long', s: json(m), what: 'Message' });
     } else if (isObj(e) && (e.type === 'compaction' || e.type === 'branch_summary')) {
-      out.push({ t: 'text', s: String(e.summary || '') });
+      out.push({ t: 'text', s: withoutAnsi(String(e.summary || '')) });
     } else if (isObj(e) && e.type === 'custom_message') {
       blockParts(e.content, out);
     } else {
