@@ -288,3 +288,20 @@ def test_cat_refuses_its_old_all_rather_than_copy_one_branch(project: Path) -> N
     make(project, "x")
     code, out, err = run("cat", "latest", "--all")
     assert code == 2 and out == "" and "--whole-file" in err and err.count("\n") == 1
+
+
+def test_latest_outside_any_project_names_all(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``latest`` is the current project's newest: run from another folder it finds nothing, and
+    the one line says that ``--all`` looks in every project."""
+    from builders import entry, header, user, write_session
+
+    agent = tmp_path / "agent"
+    write_session(agent / "sessions" / "--w--" / "2026-01-01T00-00-00-000Z_s1.jsonl",
+                  [entry("u1", None, message=user("hello"))], head=header("s1", cwd="/w"))
+    monkeypatch.setenv("PI_CODING_AGENT_DIR", str(agent))
+    monkeypatch.chdir(tmp_path)
+    r = CliRunner().invoke(cli, ["show", "latest"])
+    assert r.exit_code == 1
+    assert r.stderr.strip().endswith("(--all: the newest of every project)") and len(r.stderr.splitlines()) == 1
+    r = CliRunner().invoke(cli, ["show", "latest", "--all"])
+    assert r.exit_code == 0 and "s1" in r.stdout

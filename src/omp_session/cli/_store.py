@@ -169,7 +169,13 @@ def resolve_any(arg: str) -> str:
     with the command's ``--all``, in every project."""
     active = active_store()
     if active is None:
-        return resolve_session(arg, every_project=_every_project())
+        try:
+            return resolve_session(arg, every_project=_every_project())
+        except SessionNotFoundError as e:
+            if arg != "latest" or _every_project():
+                raise
+            # latest is the current project's: a first try from another folder finds nothing
+            raise SessionNotFoundError(f"{e} (--all: the newest of every project)") from None
     return resolve_in_store(arg, *active, every_project=_every_project())
 
 
