@@ -59,6 +59,14 @@ def test_tail_says_how_many_entries_it_left_out(tmp_path: Path) -> None:
     assert f"{hidden} earlier entries not shown" in result.stdout
 
 
+def test_tail_counts_the_entries_it_left_out_with_separators(tmp_path: Path) -> None:
+    path = _session(tmp_path, 400)
+    result = invoke(cli, "tail", "-n", "2", str(path))
+    with open_session(path) as s:
+        hidden = len(s.branch_indices()) - 2
+    assert hidden >= 1000 and f"… {hidden:,} earlier entries not shown" in result.stdout
+
+
 def test_show_usage_is_the_whole_sessions(tmp_path: Path) -> None:
     path = _session(tmp_path, 40)
     result = invoke(cli, "show", "--json", str(path))

@@ -160,7 +160,7 @@ class _Printer:
     def entries(self, entries: Sequence[Any], limit: int) -> None:
         shown = entries[-limit:] if limit else []
         if len(entries) > len(shown) and not self.as_json:
-            self.line((f"… {len(entries) - len(shown)} earlier entries not shown", ("dim",)))
+            self.line((f"… {len(entries) - len(shown):,} earlier entries not shown", ("dim",)))
         for entry in shown:
             self.entry(entry)
 
