@@ -24,16 +24,18 @@ from ._store import refuse_non_session_file
 __all__ = ["redact"]
 
 
-def _print_report(result: RedactReport, out: Path, as_json: bool, report: bool) -> None:
+def _print_report(result: RedactReport, out: Path | None, as_json: bool, report: bool) -> None:
     if as_json:
-        payload = {"output": str(out), "counts": result.counts(),
+        payload = {"output": None if out is None else str(out), "counts": result.counts(),
                    "findings": [f.to_json() for f in result.findings] if report else None}
         click.echo(json.dumps(payload, ensure_ascii=False))
         return
     counts = result.counts()
     total = sum(counts.values())
-    click.echo(f"wrote {out}: {total} redaction(s)" + (
-        " (" + ", ".join(f"{c} {n}" for c, n in counts.items()) + ")" if counts else ""))
+    said = f"wrote {out}: {total} redaction(s)" if out is not None else \
+        f"{result.source}: {total} redaction(s) to make, nothing written" if total else \
+        f"{result.source}: nothing to redact"
+    click.echo(said + (" (" + ", ".join(f"{c} {n}" for c, n in counts.items()) + ")" if counts else ""))
     if report:
         for f in result.findings:
             click.echo(f"  {f}")
@@ -41,7 +43,9 @@ def _print_report(result: RedactReport, out: Path, as_json: bool, report: bool) 
 
 @command("redact")
 @session_argument()
-@output_option("Where to write the redacted copy (required: never in place).", required=True)
+@output_option("Where to write the redacted copy (required but with --check: never in place).")
+@click.option("--check", is_flag=True, help="Write nothing: list what would be redacted (as --report) and exit 1 "
+              "when anything would be, 0 when nothing.")
 @click.option("--report", is_flag=True, help="List every redaction: category and location, never the value.")
 @json_option("Print the summary (and --report) as one JSON object.")
 @click.option("--secret", "secrets", multiple=True, metavar="VALUE", help="A value to redact (repeatable).")
@@ -56,7 +60,7 @@ def _print_report(result: RedactReport, out: Path, as_json: bool, report: bool) 
 @click.option("--drop-custom", is_flag=True, help="Empty custom entries and custom messages (entries stay).")
 @click.option("--no-builtin", is_flag=True, help="Only the --secret/--secrets-from/--pattern rules.")
 @force_option("Replace OUT if it exists.")
-def redact(session: str, out: Path, report: bool, as_json: bool, secrets: tuple[str, ...],
+def redact(session: str, out: Path | None, check: bool, report: bool, as_json: bool, secrets: tuple[str, ...],
                    secrets_files: tuple[Path, ...], patterns: tuple[str, ...], paths: bool,
                    drop_tool_output: bool, drop_images: bool, drop_thinking: bool, drop_custom: bool,
                    no_builtin: bool, force: bool) -> None:
@@ -68,12 +72,25 @@ def redact(session: str, out: Path, report: bool, as_json: bool, secrets: tuple[
     a secret are removed whole, with a marker.
 
     \b
-    Example:
+    Examples:
       omp-session redact latest -o shared.jsonl --paths --secrets-from .env \\
           --report
+      omp-session redact latest --check          # exit 1 when a secret is found
     """
+    if check and (out is not None or force):
+        raise click.UsageError(f"--check writes nothing: leave out {'-o' if out is not None else '--force'}")
+    if not check and out is None:
+        raise click.UsageError("Missing option '-o' / '--output' (or --check to write nothing)")
     path = resolve_session(session)
     refuse_non_session_file(path)  # a file that is not a session is one line, exit 1, nothing written
+    rules = _rules(secrets, secrets_files, patterns, paths, drop_tool_output, drop_images, drop_thinking, drop_custom,
+                   no_builtin)
+    if out is None:  # --check: the report alone
+        checked = _redact(path, rules, None, force)
+        _print_report(checked, None, as_json, True)
+        if checked.findings:
+            raise SystemExit(1)
+        return
     try:
         out_exists = out.exists()  # stat() can fail, e.g. "File name too long"
         same = os.path.abspath(out) == os.path.abspath(path) or (out_exists and os.path.samefile(out, path))
@@ -81,13 +98,22 @@ def redact(session: str, out: Path, report: bool, as_json: bool, secrets: tuple[
         raise SessionError(f"{out}: {e.strerror or e}") from None
     if same:
         raise SessionError(f"{out}: is the input session; redact never writes in place (choose another -o)")
-    rules = RedactRules(secrets=secrets, secrets_files=secrets_files, patterns=patterns, builtin=not no_builtin,
-                        paths=paths, drop_tool_output=drop_tool_output, drop_images=drop_images,
-                        drop_thinking=drop_thinking, drop_custom=drop_custom)
     check_output(out, force=force, error=SessionError)  # before the work, not after
+    result = _redact(path, rules, out, force)
+    _print_report(result, result.output, as_json, report)
+
+
+def _rules(secrets: tuple[str, ...], secrets_files: tuple[Path, ...], patterns: tuple[str, ...], paths: bool,
+           drop_tool_output: bool, drop_images: bool, drop_thinking: bool, drop_custom: bool,
+           no_builtin: bool) -> RedactRules:
+    return RedactRules(secrets=secrets, secrets_files=secrets_files, patterns=patterns, builtin=not no_builtin,
+                       paths=paths, drop_tool_output=drop_tool_output, drop_images=drop_images,
+                       drop_thinking=drop_thinking, drop_custom=drop_custom)
+
+
+def _redact(path: str, rules: RedactRules, out: Path | None, force: bool) -> RedactReport:
     try:
         with os_errors(path):
-            result = redact_to(path, rules, out, force=force)  # record by record: bounded memory
+            return redact_to(path, rules, out, force=force)  # record by record: bounded memory
     except RecursionError:  # the reader's JSON parser has a depth limit too
         raise SessionError(f"{path}: nested too deeply to read") from None
-    _print_report(result, result.output, as_json, report)

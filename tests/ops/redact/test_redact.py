@@ -397,6 +397,36 @@ def test_cli_errors_are_one_line(planted: tuple[Path, Path], tmp_path: Path, arg
     assert not (tmp_path / "new.jsonl").exists() and (tmp_path / "exists.jsonl").read_text() == "x"
 
 
+def test_cli_check_writes_nothing_and_says_what_it_would_redact(planted: tuple[Path, Path], secrets_file: Path,
+                                                                 tmp_path: Path) -> None:
+    """``--check``: the report of the redaction ``-o`` would write, nothing written, exit 1 when
+    anything would be redacted, 0 when nothing."""
+    path, _ = planted
+    out = tmp_path / "written.jsonl"
+    wrote = run(str(path), "-o", str(out), "--secret", EXPLICIT, "--secrets-from", str(secrets_file), "--json",
+                "--report")
+    before = sorted(str(p) for p in [*tmp_path.rglob("*"), *path.parent.rglob("*")])
+    checked = run(str(path), "--check", "--secret", EXPLICIT, "--secrets-from", str(secrets_file), "--json")
+    assert checked.exit_code == 1, checked.output
+    doc, written = json.loads(checked.output), json.loads(wrote.output)
+    assert doc["output"] is None and doc["counts"] == written["counts"] and doc["findings"] == written["findings"]
+    assert doc["findings"] and not any(v in checked.output for v in forbidden())
+    human = run(str(path), "--check")
+    assert human.exit_code == 1 and " redaction(s) to make, nothing written (" in human.output
+    assert "anthropic-api-key: redacted at line" in human.output  # the report comes with --check
+    assert sorted(str(p) for p in [*tmp_path.rglob("*"), *path.parent.rglob("*")]) == before
+    clean = run(str(out), "--check", "--secret", EXPLICIT, "--secrets-from", str(secrets_file))
+    assert clean.exit_code == 0 and clean.output == f"{out}: nothing to redact\n", clean.output
+    again = tmp_path / "again.jsonl"  # redacted twice: what the first left stays as it is
+    assert run(str(out), "-o", str(again), "--secret", EXPLICIT, "--secrets-from", str(secrets_file)).exit_code == 0
+    assert again.read_bytes() == out.read_bytes()
+    again.unlink()
+    for args in (["-o", str(tmp_path / "x.jsonl")], ["--force"]):
+        r = run(str(path), "--check", *args)
+        assert r.exit_code == 2 and "--check writes nothing" in r.output
+    assert not (tmp_path / "x.jsonl").exists()
+
+
 def test_cli_usage_and_missing_session(tmp_path: Path) -> None:
     assert run(str(tmp_path / "none.jsonl")).exit_code == 2  # -o is required
     r = run(str(tmp_path / "none.jsonl"), "-o", str(tmp_path / "o.jsonl"))

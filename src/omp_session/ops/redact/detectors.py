@@ -24,6 +24,7 @@ from .decode import decoded_views
 
 __all__ = [
     "BUILTIN_DETECTORS",
+    "MARKER",
     "MIN_SECRET_LEN",
     "SECRET_KEY_ENDINGS",
     "SECRET_KEY_WORDS",
@@ -45,6 +46,11 @@ _MIN_B64_CORE = 8
 
 def marker(category: str) -> str:
     return f"[REDACTED:{category}]"
+
+
+# what a redaction left (a marker above, or a removal's "[REDACTED: image removed]"): a file
+# redacted again keeps it as it is and reports nothing for it
+MARKER = re.compile(r"\[REDACTED[^\]]*\]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -231,8 +237,8 @@ class Matcher:
                     continue
             for m in d.find(text) if d.find is not None else d.regex.finditer(text):
                 span = d.check(m) if d.check is not None else m.span(d.group)
-                if span is None or span[1] <= span[0]:
-                    continue
+                if span is None or span[1] <= span[0] or MARKER.fullmatch(text, *span) is not None:
+                    continue  # (a marker is what an earlier redaction left: no secret, and stays as it is)
                 start, end = view_span(*span) if view_span is not None else span
                 found.append(Hit(start, end, d.category, rank))
 

@@ -36,7 +36,7 @@ from omp_session.js import codec
 from omp_session.model.session import Session
 from omp_session.store.atomic import open_output, write_new_file
 
-from .detectors import Hit, Matcher, marker, parse_secrets_file, secret_key_name
+from .detectors import MARKER, Hit, Matcher, marker, parse_secrets_file, secret_key_name
 from .prefilter import Prefilter, u_escape_of_text
 
 __all__ = ["Finding", "PatternError", "RedactReport", "RedactResult", "RedactRules", "SecretsFileError",
@@ -55,7 +55,6 @@ CUSTOM_MARKER = "[REDACTED: custom content removed]"
 _ENVELOPE = frozenset({"type", "id", "parentId", "timestamp", "targetId", "fromId", "firstKeptEntryId",
                        "providerReplayThroughEntryId", "version"})
 _MESSAGE_FIXED = frozenset({"role", "toolCallId", "timestamp"})
-_MARKER = re.compile(r"\[REDACTED[^\]]*\]")  # already redacted (e.g. a file redacted twice)
 _GROUP_BYTES = 1 << 20  # records read at once when looking for signed tool calls (or one bigger record)
 _AS_READ = object()  # an entry with nothing in it redacted, its line kept (see _Job._redacted)
 _UNCHANGED = object()  # an entry with nothing in it redacted, written from its value
@@ -136,11 +135,11 @@ class RedactResult:
 
 @dataclass
 class RedactReport:
-    """What :func:`redact_to` wrote (``output``) and found."""
+    """What :func:`redact_to` wrote (``output``; None: a check, nothing written) and found."""
 
     findings: list[Finding]
     source: str | None
-    output: Path
+    output: Path | None
 
     def counts(self) -> dict[str, int]:
         return _counts(self.findings)
@@ -278,7 +277,7 @@ class _Redactor:
                 self.note("image", "dropped", sub)
                 out[new_key] = []
                 continue
-            if isinstance(v, str) and k not in fixed_keys and secret_key_name(k) and v and not _MARKER.fullmatch(v):
+            if isinstance(v, str) and k not in fixed_keys and secret_key_name(k) and v and not MARKER.fullmatch(v):
                 self.note("secret-key-value", "redacted", sub)
                 out[new_key] = marker("secret-key-value")
                 continue
@@ -356,7 +355,7 @@ class _Redactor:
             while (new_key != k and new_key in m) or new_key in out:
                 new_key += "#"
             path = _key_path("$.message", new_key)
-            if isinstance(v, str) and secret_key_name(k) and v and not _MARKER.fullmatch(v):
+            if isinstance(v, str) and secret_key_name(k) and v and not MARKER.fullmatch(v):
                 self.note("secret-key-value", "redacted", path)
                 out[new_key] = marker("secret-key-value")
                 continue
@@ -814,20 +813,30 @@ def redact(session: Session | str | os.PathLike[str], rules: RedactRules | None 
     return result
 
 
+class _Discard:
+    """Where a check writes: nowhere."""
+
+    def write(self, data: bytes) -> None:
+        pass
+
+
 def redact_to(session: Session | str | os.PathLike[str], rules: RedactRules | None,
-              out: str | os.PathLike[str], *, force: bool = False) -> RedactReport:
+              out: str | os.PathLike[str] | None, *, force: bool = False) -> RedactReport:
     """Redact ``session`` straight into ``out``, one record at a time (memory stays bounded
     whatever the session's size); the same bytes and report as :func:`redact` then
     :func:`write_redacted`. ``out`` is written atomically (see store/atomic.py: a device or FIFO
     is streamed into); refused when it is the input, or exists without ``force``. Errors in the
-    title slot or header come before anything is written."""
+    title slot or header come before anything is written. ``out`` None: a check, the same
+    report and nothing written."""
     rules = rules or RedactRules()
-    target = Path(out)
+    target = None if out is None else Path(out)
 
     def run(s: Session, matcher: Matcher) -> RedactReport:
         job = _Job(s, rules, matcher)
-        with open_output(target, force=force, error=RedactError, source=s.path,
-                         in_place="is the input session; redact never writes in place") as f:
+        sink: Any = contextlib.nullcontext(_Discard()) if target is None else open_output(
+            target, force=force, error=RedactError, source=s.path,
+            in_place="is the input session; redact never writes in place")
+        with sink as f:
             f.write(job.head())
             j = s.journal
             # records are decoded and dropped, making no cycles: the collector's passes walked
