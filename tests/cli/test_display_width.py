@@ -71,7 +71,7 @@ def assert_fits(lines: list[str], cells: int) -> None:
     findings, on a line of its own where it does not fit): that one is whole."""
     assert lines
     commands = [x for x in lines if x.startswith("  omp-session validate ")]
-    assert all(x.endswith(".jsonl") for x in commands), commands
+    assert all(x.rstrip("'").endswith(".jsonl") for x in commands), commands
     too_wide = [(width(x), x) for x in lines if width(x) > cells and x not in commands]
     assert not too_wide, too_wide
 

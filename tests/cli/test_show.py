@@ -201,3 +201,24 @@ def test_counts_and_tokens_have_thousands_separators(tmp_path: Path) -> None:
     assert rows["entries"] == "1,002 (message 1,002)"
     assert rows["leaf"] == "a (branch of 1,002 entries)"
     assert out.count("$1.5000 · 1,234,567 in / 7,654 out") == 2
+
+
+def test_the_validate_line_is_measured_in_terminal_cells(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Wide characters in the path: the line naming ``validate`` is kept whole only when its
+    cells (not its characters) fit; else the command goes on a line of its own."""
+    from screen import run_main
+
+    from omp_session.cli._style import width
+
+    image = {"type": "image", "data": "blob:sha256:" + "ab" * 32, "mimeType": "image/png"}
+    records = [header("s1", cwd="/p")]
+    for k in range(14):
+        records.append(entry(f"{k:08x}", f"{k - 1:08x}" if k else None, timestamp=stamp(k), message=user([image])))
+    path = tmp_path / ("日本語のフォルダ" * 2) / "many.jsonl"
+    path.parent.mkdir()
+    path.write_text(jsonl(records))
+    monkeypatch.setenv("PI_CODING_AGENT_DIR", str(tmp_path / "agent"))
+    cells = len(f"  … and 4 more: omp-session validate {path} lists them all") + 2
+    lines = run_main(monkeypatch, ["show", str(path)], tty=False, columns=cells).splitlines()
+    assert [x for x in lines if width(x) > cells and not x.startswith("  omp-session validate ")] == []
+    assert lines[-1] == f"  omp-session validate '{path}'"  # (shlex quotes what is not ASCII)

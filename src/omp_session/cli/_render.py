@@ -394,7 +394,7 @@ def show(s: Session, as_json: bool, findings: Findings = None) -> None:
         rest, command = f"… and {len(found) - SHOWN_FINDINGS:,} more", \
             _one_line(f"omp-session validate {shlex.quote(s.path or '')}")
         more = f"{rest}: {command} lists them all"
-        if cells and len(more) + 2 > cells:  # a command to copy is never cut: on a line of its own
+        if cells and width(more) + 2 > cells:  # a command to copy is never cut: on a line of its own
             out += [f"  {rest}; this lists them all:", f"  {command}"]
         else:
             out.append("  " + more)
