@@ -1,6 +1,7 @@
 """A tool output's terminal colour codes are not shown in search snippets: every ANSI escape
-sequence (CSI ``ESC [ ... final``, OSC ``ESC ] ... BEL/ST``, the 8-bit CSI U+009B) goes whole,
-and the matches stay marked where they are."""
+sequence (CSI ``ESC [ ... final``, OSC ``ESC ] ... BEL/ST``) goes whole, and the matches stay
+marked where they are. The 8-bit forms (U+009B, U+009D...) are not taken for sequences: in
+decoded text they are mis-decoded characters (UTF-8 read as Latin-1) far more often."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from omp_session.ops.search.query import SearchHit, search
 from omp_session.ops.search.snippet import plain_snippet, strip_ansi
 
 _OUTPUT = ("\x1b[32m✓\x1b[0m loads the config file \x1b[2m[357ms]\x1b[22m\n"
-           "\x1b]8;;http://example.com\x07link\x1b]8;;\x1b\\ \x9b31mred\x9b0m \x1b(B\x1b[m config again")
+           "\x1b]8;;http://example.com\x07link\x1b]8;;\x1b\\ \x1b[31mred\x1b[0m \x1b(B\x1b[m config again")
 
 
 def _root(tmp_path: Path, text: str = _OUTPUT) -> Path:
@@ -39,7 +40,11 @@ def _root(tmp_path: Path, text: str = _OUTPUT) -> Path:
 def test_strip_ansi_removes_whole_sequences() -> None:
     assert strip_ansi("\x1b[32m✓\x1b[0m ok \x1b[2m[357ms]\x1b[22m") == "✓ ok [357ms]"
     assert strip_ansi("\x1b]8;;http://x\x07link\x1b]8;;\x1b\\ end") == "link end"
-    assert strip_ansi("\x9b31mred\x9b0m \x1b[1;38;5;208mX\x1b(B\x1b[m") == "red X"
+    assert strip_ansi("\x1b[31mred\x1b[0m \x1b[1;38;5;208mX\x1b(B\x1b[m") == "red X"
+    # UTF-8 read as Latin-1: ” is "â\x80\x9d" and “ is "â\x80\x9c", an 8-bit OSC and ST if taken
+    # for controls, and the words between them were lost
+    garbled = "“Hello.” He left the building at noon. “Bye.”".encode().decode("latin-1")
+    assert strip_ansi(garbled) == garbled
     assert strip_ansi("[32m stays: no ESC") == "[32m stays: no ESC"
 
 
@@ -58,6 +63,13 @@ def test_snippets_have_no_escape_sequences(tmp_path: Path) -> None:
     start, end = HIGHLIGHT
     assert hits[0].snippet == (f"✓ loads the {start}config{end} file [357ms] link red {start}config{end} again")
     assert hits[0].snippet_text() == "✓ loads the [config] file [357ms] link red [config] again"
+
+
+def test_a_mis_decoded_text_keeps_its_words_in_the_snippet(tmp_path: Path) -> None:
+    root = _root(tmp_path, "“Hello.” He left the building at noon. “Bye.”".encode().decode("latin-1"))
+    hits = search("building", root=root, index_path=tmp_path / "i.sqlite").hits
+    start, end = HIGHLIGHT
+    assert len(hits) == 1 and f"He left the {start}building{end} at noon." in hits[0].snippet
 
 
 def test_a_hit_made_elsewhere_is_plain_too() -> None:

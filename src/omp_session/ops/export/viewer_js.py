@@ -90,17 +90,19 @@ VIEWER_JS: Final = r"""(function () {
     });
     return out.join('\n');
   }
-  // terminal colour and cursor codes (ANSI escape sequences: CSI, OSC and the like, the 8-bit
-  // forms too; the grammar search snippets drop, ops/search/snippet.py) are not shown: an output
-  // reads as the terminal showed it, not as "ESC[32m" around a mark. Search finds what is shown.
-  var ANSI = /(?:\x1b\[|\x9b)[\x30-\x3f]*[\x20-\x2f]*[\x40-\x7e]|(?:\x1b[\]PX^_]|[\x9d\x90\x98\x9e\x9f])[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)|\x1b[\x21-\x2f]?[\x30-\x7e]/g;
+  // terminal colour and cursor codes (ANSI escape sequences: CSI, OSC and the like, the grammar
+  // search snippets drop, ops/search/snippet.py; not the 8-bit forms, which in decoded text are
+  // mis-decoded characters far more often) are not shown: an output reads as the terminal showed
+  // it, not as "ESC[32m" around a mark. Search finds what is shown.
+  var ANSI = /\x1b\[[\x30-\x3f]*[\x20-\x2f]*[\x40-\x7e]|\x1b[\]PX^_][^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)|\x1b[\x21-\x2f]?[\x30-\x7e]/g;
   function withoutAnsi(s) { return s.replace(ANSI, ''); }
-  function preview(k) {
+  function preview(k) { return withoutAnsi(previewText(k)); }
+  function previewText(k) {
     var e = E[k], m = msgOf(k);
     if (m) {
-      if (m.role === 'toolResult') return String(m.toolName || '') + ': ' + withoutAnsi(textOf(m.content));
+      if (m.role === 'toolResult') return String(m.toolName || '') + ': ' + textOf(m.content);
       if (m.role === 'bashExecution') return '$ ' + String(m.command || '');
-      return withoutAnsi(textOf(m.content));
+      return textOf(m.content);
     }
     if (!isObj(e)) return json(e);
     if (e.type === 'compaction' || e.type === 'branch_summary') return String(e.summary || '');

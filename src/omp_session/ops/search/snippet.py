@@ -29,15 +29,18 @@ _TERM = re.compile(r'"((?:[^"]|"")*)"(\*?)')
 _WORD = re.compile(r"[^\W_]+")
 _REACH: Final = 48  # characters looked at per word wanted, before or after the hit
 
-# ECMA-48 escape sequences, whole: CSI (ESC [ or the 8-bit U+009B; parameter bytes, intermediate
-# bytes, a final byte), OSC and the other strings (ESC ] P X ^ _ or their 8-bit forms, up to BEL or
-# ST), and the short ones (ESC ( B, ESC 7, ESC =). A string without its end loses only its
-# introducer, and so does an ESC before a space.
-_CSI = r"(?:\x1b\[|\x9b)[\x30-\x3f{marks}]*[\x20-\x2f]*[\x40-\x7e]"
-_STRING = r"(?:\x1b[\]PX^_]|[\x9d\x90\x98\x9e\x9f])[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)"
+# ECMA-48 escape sequences, whole: CSI (ESC [; parameter bytes, intermediate bytes, a final
+# byte), OSC and the other strings (ESC ] P X ^ _, up to BEL or ST), and the short ones (ESC ( B,
+# ESC 7, ESC =). A string without its end loses only its introducer, and so does an ESC before a
+# space. Not their 8-bit forms (U+009B, U+009D, ...): in text decoded from UTF-8 such a character
+# is a mis-decoded one far more often than a control (UTF-8 read as Latin-1 turns ” into
+# "â\x80\x9d" and “ into "â\x80\x9c": taken for a string from one to the next, the words between
+# were lost); plain_snippet drops the character alone.
+_CSI = r"\x1b\[[\x30-\x3f{marks}]*[\x20-\x2f]*[\x40-\x7e]"
+_STRING = r"\x1b[\]PX^_][^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)"
 _SHORT = r"\x1b[\x21-\x2f]?[\x30-\x7e]"
 _ANSI = re.compile("|".join((_CSI.format(marks=""), _STRING, _SHORT)))
-_INTRODUCER_CHARS: Final = "\x1b\x90\x98\x9b\x9d\x9e\x9f"
+_INTRODUCER_CHARS: Final = "\x1b"
 _INTRODUCERS = re.compile(f"[{_INTRODUCER_CHARS}]")
 _STRADDLE: Final = 512  # how far back a sequence may start and still reach into a stretch (an OSC 8 link)
 # in a finished snippet: a mark may sit inside a sequence (FTS5 marked its "32m"); what is left of
