@@ -305,3 +305,27 @@ def test_latest_outside_any_project_names_all(tmp_path: Path, monkeypatch: pytes
     assert r.stderr.strip().endswith("(--all: the newest of every project)") and len(r.stderr.splitlines()) == 1
     r = CliRunner().invoke(cli, ["show", "latest", "--all"])
     assert r.exit_code == 0 and "s1" in r.stdout
+    # cat's --all is its old --whole-file, refused: no hint to it
+    r = CliRunner().invoke(cli, ["cat", "latest"])
+    assert r.exit_code == 1 and "--all" not in r.stderr and "no session for this project" in r.stderr
+
+
+@pytest.mark.parametrize("args", [["redact", "latest", "--all", "--check"],
+                                  ["externalize", "latest", "--all", "--dry-run"],
+                                  ["prune", "latest", "--all", "--keep-branch", "--dry-run"]])
+def test_all_finds_latest_in_every_project_for_the_writing_commands(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                    args: list[str]) -> None:
+    """redact, externalize and prune take --all for SESSION as every other command does."""
+    from builders import assistant, entry, header, user, write_session
+
+    agent = tmp_path / "agent"
+    write_session(agent / "sessions" / "--w--" / "2026-01-01T00-00-00-000Z_s1.jsonl",
+                  [entry("u1", None, message=user("key ghp_R4nD0mT0k3nV4lu3F0rT3st1ngPurp0s3sXy")),
+                   entry("a1", "u1", message=assistant("ok"))], head=header("s1", cwd="/w"))
+    monkeypatch.setenv("PI_CODING_AGENT_DIR", str(agent))
+    monkeypatch.chdir(tmp_path)
+    r = CliRunner().invoke(cli, args)
+    assert "no session for this project" not in r.stderr, r.stderr
+    assert r.exit_code == (1 if args[0] == "redact" else 0), (r.stdout, r.stderr)
+    if args[0] == "redact":
+        assert "github-token" in r.stdout

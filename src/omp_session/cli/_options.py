@@ -24,7 +24,7 @@ else:  # older click (pyproject allows 8.1) has no type parameters to subscript
     _ParamType = click.ParamType
 
 __all__ = ["JSON_FIELDS", "WHEN", "When", "complete_sessions", "every_project_option", "force_option", "json_option",
-           "output_option", "session_argument", "since_option", "until_option"]
+           "output_option", "session_argument", "since_option", "takes_every_project", "until_option"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -167,6 +167,11 @@ def every_project_option(f: F) -> F:
     return click.option("--all", is_flag=True, expose_value=False, is_eager=True, callback=_remember_all,
                         help="Look for SESSION (latest, an id prefix) in every project, not only the current "
                              "one's.")(f)
+
+
+def takes_every_project(command: click.Command) -> bool:
+    """Whether ``command`` has :func:`every_project_option`'s ``--all``."""
+    return any(p.callback is _remember_all for p in command.params)
 
 
 def _remember_all(ctx: click.Context, _param: click.Parameter, value: bool) -> None:

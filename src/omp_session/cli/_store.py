@@ -164,6 +164,14 @@ def _every_project() -> bool:
     return ctx is not None and bool(ctx.meta.get(EVERY_PROJECT))
 
 
+def _offers_every_project() -> bool:
+    """Whether the running command takes ``--all`` for SESSION (cat's old ``--all`` is refused)."""
+    from ._options import takes_every_project
+
+    ctx = click.get_current_context(silent=True)
+    return ctx is not None and takes_every_project(ctx.command)
+
+
 def resolve_any(arg: str) -> str:
     """SESSION resolved in the ``--store`` store when one is active, else among the files;
     with the command's ``--all``, in every project."""
@@ -172,7 +180,7 @@ def resolve_any(arg: str) -> str:
         try:
             return resolve_session(arg, every_project=_every_project())
         except SessionNotFoundError as e:
-            if arg != "latest" or _every_project():
+            if arg != "latest" or _every_project() or not _offers_every_project():
                 raise
             # latest is the current project's: a first try from another folder finds nothing
             raise SessionNotFoundError(f"{e} (--all: the newest of every project)") from None

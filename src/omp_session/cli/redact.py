@@ -12,14 +12,13 @@ from pathlib import Path
 
 import click
 
-from omp_session.catalog.resolve import resolve_session
 from omp_session.errors import SessionError
 from omp_session.ops.redact.rewrite import RedactReport, RedactRules, redact_to
 from omp_session.store.atomic import check_output
 
 from ._errors import command, os_errors
 from ._options import force_option, json_option, output_option, session_argument
-from ._store import refuse_non_session_file
+from ._store import refuse_non_session_file, resolve_any
 
 __all__ = ["redact"]
 
@@ -81,7 +80,7 @@ def redact(session: str, out: Path | None, check: bool, report: bool, as_json: b
         raise click.UsageError(f"--check writes nothing: leave out {'-o' if out is not None else '--force'}")
     if not check and out is None:
         raise click.UsageError("Missing option '-o' / '--output' (or --check to write nothing)")
-    path = resolve_session(session)
+    path = resolve_any(session)  # (with --all, in every project)
     refuse_non_session_file(path)  # a file that is not a session is one line, exit 1, nothing written
     rules = _rules(secrets, secrets_files, patterns, paths, drop_tool_output, drop_images, drop_thinking, drop_custom,
                    no_builtin)

@@ -27,7 +27,7 @@ from omp_session.ops.size.prune import prune as prune_session
 
 from ._errors import command
 from ._options import force_option, json_option, output_option, session_argument
-from ._store import refuse_non_session_file
+from ._store import refuse_non_session_file, resolve_any
 from ._style import clip
 
 __all__ = ["externalize", "prune", "size"]
@@ -175,7 +175,7 @@ def externalize(session: str, out: Path | None, store: Path | None, dry_run: boo
     """
     if (out is None) != dry_run:
         raise click.UsageError("give -o OUT, or --dry-run")
-    path = resolve_session(session)
+    path = resolve_any(session)  # (with --all, in every project)
     refuse_non_session_file(path)
     res = externalize_session(path, out, store=store, force=force)
     if as_json:
@@ -214,7 +214,7 @@ def prune(session: str, keep_branch: str | None, out: Path | None, dry_run: bool
         raise click.UsageError("prune needs --keep-branch [LEAF]")
     if (out is None) != dry_run:
         raise click.UsageError("give -o OUT, or --dry-run")
-    path = resolve_session(session)
+    path = resolve_any(session)  # (with --all, in every project)
     refuse_non_session_file(path)
     plan = prune_session(path, out, leaf=keep_branch or None, force=force)
     if as_json:
