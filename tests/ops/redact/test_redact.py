@@ -593,3 +593,34 @@ def test_secret_key_value_starting_with_a_bracket_is_redacted(tmp_path: Path) ->
     assert result.entries[0]["data"] == {"password": "[REDACTED:secret-key-value]",
                                          "token": "[REDACTED:secret-key-value]"}
     assert [x.path for x in result.findings] == ["$.data.password"]  # an existing marker is not counted again
+
+
+@pytest.mark.parametrize("option", ["--paths", "--drop-tool-output", "--drop-custom"])
+def test_a_file_redacted_before_checks_clean_with_the_same_option(tmp_path: Path, option: str) -> None:
+    """What --paths and the --drop-* options left (``<cwd>``, the removal markers) is not redacted
+    again nor reported: a second run gives the same bytes and --check passes (found in review)."""
+    from click.testing import CliRunner
+
+    from builders import entry, header, tool_result, user, write_session
+    from omp_session.cli import cli
+
+    def redact(*args: str) -> Any:
+        return CliRunner().invoke(cli, ["redact", *args])
+
+    src = write_session(tmp_path / "s.jsonl", [
+        entry("u1", None, message=user(f"in {tmp_path}/proj/src")),
+        entry("a1", "u1", message=assistant([{"type": "toolCall", "id": "c1", "name": "bash",
+                                              "arguments": {"command": "ls"}}])),
+        entry("r1", "a1", message=tool_result("a.py", call_id="c1")),
+        entry("b1", "r1", message={"role": "bashExecution", "command": "ls", "output": "a.py", "exitCode": 0,
+                                   "timestamp": 1}),
+        entry("x1", "b1", type="custom_message", customType="ext", content="ext says", display=True)],
+        head=header("s1", cwd=f"{tmp_path}/proj"))
+    out, again = tmp_path / "out.jsonl", tmp_path / "again.jsonl"
+    first = redact(str(src), "-o", str(out), option, "--json")
+    assert first.exit_code == 0 and json.loads(first.output)["counts"], first.output
+    second = redact(str(out), "-o", str(again), option, "--json")
+    assert second.exit_code == 0 and json.loads(second.output)["counts"] == {}, second.output
+    assert again.read_bytes() == out.read_bytes()
+    checked = redact(str(out), "--check", option)
+    assert checked.exit_code == 0 and checked.stdout == f"{out}: nothing to redact\n", checked.output

@@ -318,9 +318,7 @@ class _Redactor:
             # the entry stays (children keep their parent); only its payload goes
             del e["data"]
             self.note("custom", "dropped", "$.data")
-        if r.drop_custom and kind == "custom_message":
-            e["content"] = CUSTOM_MARKER
-            e.pop("details", None)
+        if r.drop_custom and kind == "custom_message" and _replace(e, "content", CUSTOM_MARKER, "details"):
             self.note("custom", "dropped", "$.content")
         message = e.get("message")
         done = {"message": self.message(message)} if isinstance(message, dict) else None
@@ -332,13 +330,10 @@ class _Redactor:
         role = m.get("role")
         if role == "toolResult" and r.drop_tool_output:
             self.drop_result(m, "tool-output", TOOL_OUTPUT_MARKER)
-        if role in ("bashExecution", "pythonExecution") and r.drop_tool_output and "output" in m:
-            m["output"] = TOOL_OUTPUT_MARKER
-            m.pop("images", None)
+        if role in ("bashExecution", "pythonExecution") and r.drop_tool_output and "output" in m and \
+                _replace(m, "output", TOOL_OUTPUT_MARKER, "images"):
             self.note("tool-output", "dropped", "$.message.output")
-        if role in ("custom", "hookMessage") and r.drop_custom:
-            m["content"] = CUSTOM_MARKER
-            m.pop("details", None)
+        if role in ("custom", "hookMessage") and r.drop_custom and _replace(m, "content", CUSTOM_MARKER, "details"):
             self.note("custom", "dropped", "$.message.content")
         payload = m.get("providerPayload")
         if isinstance(payload, dict) and r.drop_thinking and any(
@@ -424,13 +419,29 @@ class _Redactor:
         return out
 
     def drop_result(self, m: dict[str, Any], category: str, text: str) -> None:
+        before = m.get("content", _Absent), m.get("details", _Absent)
         m["content"] = [_text_block(text)]
         details = m.get("details")
         if isinstance(details, dict) and "usage" in details:
             m["details"] = {"usage": details["usage"]}  # subagent usage still counts in the statistics
         else:
             m.pop("details", None)
-        self.note(category, "dropped", "$.message.content")
+        if (m["content"], m.get("details", _Absent)) != before:  # (not a result dropped before)
+            self.note(category, "dropped", "$.message.content")
+
+
+class _Absent:
+    pass
+
+
+def _replace(obj: dict[str, Any], key: str, marker_text: str, also: str) -> bool:
+    """Set ``obj[key]`` to ``marker_text`` and drop ``obj[also]``; whether anything changed (a
+    file redacted before holds the marker already: nothing to report again)."""
+    if obj.get(key) == marker_text and also not in obj:
+        return False
+    obj[key] = marker_text
+    obj.pop(also, None)
+    return True
 
 
 def _home_dirs(rules: RedactRules, cwd: Any) -> list[str]:
@@ -448,7 +459,8 @@ def _literal_texts(rules: RedactRules, header: dict[str, Any]) -> list[tuple[str
         return []
     out: list[tuple[str, str, str]] = []
     cwd = header.get("cwd")
-    if isinstance(cwd, str) and len(cwd.rstrip("/")) > 1:
+    # (a file redacted before has the placeholder for its cwd: nothing to replace)
+    if isinstance(cwd, str) and len(cwd.rstrip("/")) > 1 and cwd != CWD_PLACEHOLDER:
         out.append((cwd.rstrip("/"), CWD_PLACEHOLDER, "path-cwd"))
     for home in sorted(_home_dirs(rules, cwd), key=len, reverse=True):
         out.append((home, HOME_PLACEHOLDER, "path-home"))
