@@ -42,7 +42,7 @@ def _print_report(result: RedactReport, out: Path | None, as_json: bool, report:
 
 @command("redact")
 @session_argument()
-@output_option("Where to write the redacted copy (required but with --check: never in place).")
+@output_option("Where to write the redacted copy (required unless --check; never in place).")
 @click.option("--check", is_flag=True, help="Write nothing: list what would be redacted (as --report) and exit 1 "
               "when anything would be, 0 when nothing.")
 @click.option("--report", is_flag=True, help="List every redaction: category and location, never the value.")
