@@ -24,7 +24,7 @@ else:  # older click (pyproject allows 8.1) has no type parameters to subscript
     _ParamType = click.ParamType
 
 __all__ = ["JSON_FIELDS", "WHEN", "When", "complete_sessions", "every_project_option", "force_option", "json_option",
-           "output_option", "session_argument", "since_option", "takes_every_project", "until_option"]
+           "output_option", "session_argument", "since_option", "until_option"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -169,14 +169,10 @@ def every_project_option(f: F) -> F:
                              "one's.")(f)
 
 
-def takes_every_project(command: click.Command) -> bool:
-    """Whether ``command`` has :func:`every_project_option`'s ``--all``."""
-    return any(p.callback is _remember_all for p in command.params)
-
-
 def _remember_all(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
-    from ._store import EVERY_PROJECT
+    from ._store import EVERY_PROJECT, EVERY_PROJECT_OFFERED
 
+    ctx.meta[EVERY_PROJECT_OFFERED] = True  # (called given or not: the command takes --all)
     if value:
         ctx.meta[EVERY_PROJECT] = True
 

@@ -157,6 +157,7 @@ def resolve_in_store(arg: str, parsed: StoreURL, storage: SessionStorage, cwd: s
 
 
 EVERY_PROJECT = "omp_session.every_project"  # ctx.meta: SESSION's command was given --all
+EVERY_PROJECT_OFFERED = "omp_session.every_project_offered"  # ctx.meta: the command takes that --all
 
 
 def _every_project() -> bool:
@@ -166,10 +167,8 @@ def _every_project() -> bool:
 
 def _offers_every_project() -> bool:
     """Whether the running command takes ``--all`` for SESSION (cat's old ``--all`` is refused)."""
-    from ._options import takes_every_project
-
     ctx = click.get_current_context(silent=True)
-    return ctx is not None and takes_every_project(ctx.command)
+    return ctx is not None and bool(ctx.meta.get(EVERY_PROJECT_OFFERED))
 
 
 def resolve_any(arg: str) -> str:
