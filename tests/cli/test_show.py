@@ -162,19 +162,24 @@ def test_show_lists_eight_labels_at_most_after_their_count(tmp_path: Path, n: in
     assert json.loads(out)["labels"] == {f"e{k}": f"mark-{k}" for k in range(n)}
 
 
+def _fourteen_missing_blobs(path: Path) -> Path:
+    """A session whose 14 images are missing from the blob store: 14 warnings, 4 past the ten shown."""
+    image = {"type": "image", "data": "blob:sha256:" + "ab" * 32, "mimeType": "image/png"}
+    records = [header("s1", cwd="/p")]
+    for k in range(14):
+        records.append(entry(f"{k:08x}", f"{k - 1:08x}" if k else None, timestamp=stamp(k), message=user([image])))
+    path.parent.mkdir()
+    path.write_text(jsonl(records))
+    return path
+
+
 def test_at_a_narrow_terminal_the_validate_command_is_shown_whole(tmp_path: Path,
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     """The line naming ``validate`` is for copying: where it does not fit, the command goes on a
     line of its own instead of being cut."""
     from screen import run_main
 
-    image = {"type": "image", "data": "blob:sha256:" + "ab" * 32, "mimeType": "image/png"}
-    records = [header("s1", cwd="/p")]
-    for k in range(14):
-        records.append(entry(f"{k:08x}", f"{k - 1:08x}" if k else None, timestamp=stamp(k), message=user([image])))
-    path = tmp_path / ("a-rather-long-folder-name-" * 3) / "many.jsonl"
-    path.parent.mkdir()
-    path.write_text(jsonl(records))
+    path = _fourteen_missing_blobs(tmp_path / ("a-rather-long-folder-name-" * 3) / "many.jsonl")
     monkeypatch.setenv("PI_CODING_AGENT_DIR", str(tmp_path / "agent"))
     lines = run_main(monkeypatch, ["show", str(path)], tty=False, columns=80).splitlines()
     assert lines[-2:] == ["  … and 4 more; this lists them all:", f"  omp-session validate {path}"]
@@ -210,13 +215,7 @@ def test_the_validate_line_is_measured_in_terminal_cells(tmp_path: Path, monkeyp
 
     from omp_session.cli._style import width
 
-    image = {"type": "image", "data": "blob:sha256:" + "ab" * 32, "mimeType": "image/png"}
-    records = [header("s1", cwd="/p")]
-    for k in range(14):
-        records.append(entry(f"{k:08x}", f"{k - 1:08x}" if k else None, timestamp=stamp(k), message=user([image])))
-    path = tmp_path / ("日本語のフォルダ" * 2) / "many.jsonl"
-    path.parent.mkdir()
-    path.write_text(jsonl(records))
+    path = _fourteen_missing_blobs(tmp_path / ("日本語のフォルダ" * 2) / "many.jsonl")
     monkeypatch.setenv("PI_CODING_AGENT_DIR", str(tmp_path / "agent"))
     cells = len(f"  … and 4 more: omp-session validate {path} lists them all") + 2
     lines = run_main(monkeypatch, ["show", str(path)], tty=False, columns=cells).splitlines()
