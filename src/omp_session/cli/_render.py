@@ -31,7 +31,7 @@ from omp_session.js import codec
 from omp_session.model.session import Session, usage_or_model_candidates
 from omp_session.model.text import shown as _shown
 from omp_session.model.usage import branch_and_all_usage
-from omp_session.model.usage_plain import usage_reader
+from omp_session.model.usage_plain import usage_numbers
 
 from ._style import Styler, clip, clip_start, harmless, inert, page, paged, terminal_width, width
 
@@ -307,15 +307,7 @@ def show_info(s: Session, findings: Findings = None) -> dict[str, Any]:
     }
 
 
-def _plain_numbers(s: Session) -> Any:
-    """Entry k's usage numbers when its bytes are a plain assistant usage (model/usage_plain.py)."""
-    read = usage_reader(s)
-
-    def numbers(k: int) -> Any:
-        plain = read(k)
-        return None if plain is None else plain[2]
-
-    return numbers
+_plain_numbers = usage_numbers  # entry k's usage numbers when a plain assistant usage (model/usage_plain.py)
 
 
 def _money(usage: dict[str, Any]) -> str:

@@ -753,16 +753,11 @@ class Session:
         none is kept decoded, and a plain assistant usage is summed from its numbers (kept by the
         scan when the session was opened with ``usage=True``, else read from its bytes)."""
         from .usage import branch_and_all_usage
-        from .usage_plain import usage_reader
+        from .usage_plain import usage_numbers
 
         counted = usage_or_model_candidates(self)
-        read = usage_reader(self)
-
-        def numbers(k: int) -> Sequence[int | float] | None:
-            plain = read(k)
-            return None if plain is None else plain[2]
-
-        return branch_and_all_usage(self.peek_entry, [], [k for k in range(len(self)) if counted[k]], numbers)[1]
+        every = [k for k in range(len(self)) if counted[k]]
+        return branch_and_all_usage(self.peek_entry, [], every, usage_numbers(self))[1]
 
     def get_session_name(self) -> str | None:
         if self.header is None:

@@ -23,7 +23,7 @@ from omp_session.format.usage_numbers import Usage as _Usage
 from omp_session.format.usage_numbers import numbers_of
 from omp_session.js.codec import UNDEFINED
 
-__all__ = ["Numbers", "PlainAssistant", "plain_assistant", "plain_reader", "usage_reader"]
+__all__ = ["Numbers", "PlainAssistant", "plain_assistant", "plain_reader", "usage_numbers", "usage_reader"]
 
 
 class _Message(msgspec.Struct):
@@ -99,8 +99,7 @@ def plain_reader(s: Any) -> Callable[[int], PlainAssistant | None]:
     if s.migrated:
         return lambda k: None
     j = s.journal
-    changed = set(j.values)
-    changed.update(j.blob_records())
+    changed = _not_as_stored(j)
     raw = j.raw_in_order()  # the sums read every assistant's in file order
     # one object per provider and model name (a forked reader's results are pickled: each name
     # once); only strings are shared, as equal keys 1 and true would otherwise be one
@@ -118,6 +117,14 @@ def plain_reader(s: Any) -> Callable[[int], PlainAssistant | None]:
         return plain
 
     return read
+
+
+def _not_as_stored(j: Any) -> set[int]:
+    """The records whose bytes are not what the session reads: decoded or changed in memory, or
+    holding a blob reference (resolved on decode)."""
+    changed = set(j.values)
+    changed.update(j.blob_records())
+    return changed
 
 
 Numbers = tuple[Any, Any, Sequence[int | float]]  # an assistant's model, provider and usage numbers
@@ -138,8 +145,7 @@ def usage_reader(s: Any) -> Callable[[int], Numbers | None]:
             return None if found is None else (found.model, found.provider, found.numbers)
 
         return from_bytes
-    changed = set(j.values)
-    changed.update(j.blob_records())
+    changed = _not_as_stored(j)
     records, numbers, heads = j.usage_records, j.usage_numbers, j.heads
     after = [0]  # where the last record asked for was found: the next is usually the next one
 
@@ -163,3 +169,14 @@ def usage_reader(s: Any) -> Callable[[int], Numbers | None]:
         return model, provider, numbers[6 * at:6 * at + 6]
 
     return kept
+
+
+def usage_numbers(s: Any) -> Callable[[int], Sequence[int | float] | None]:
+    """:func:`usage_reader`'s numbers alone (what the sums of ``branch_and_all_usage`` take)."""
+    read = usage_reader(s)
+
+    def numbers(k: int) -> Sequence[int | float] | None:
+        plain = read(k)
+        return None if plain is None else plain[2]
+
+    return numbers

@@ -58,6 +58,7 @@ _MESSAGE_FIXED = frozenset({"role", "toolCallId", "timestamp"})
 _GROUP_BYTES = 1 << 20  # records read at once when looking for signed tool calls (or one bigger record)
 _AS_READ = object()  # an entry with nothing in it redacted, its line kept (see _Job._redacted)
 _UNCHANGED = object()  # an entry with nothing in it redacted, written from its value
+_ABSENT = object()  # a key an object does not have
 # Only a whole blob ref or base64 image data URL is skipped: text that merely starts like one is text.
 _NOT_TEXT = re.compile(r"blob:sha256:[0-9a-f]{64}|data:image/[A-Za-z0-9.+\-]+;base64,[A-Za-z0-9+/=]*")
 
@@ -419,19 +420,15 @@ class _Redactor:
         return out
 
     def drop_result(self, m: dict[str, Any], category: str, text: str) -> None:
-        before = m.get("content", _Absent), m.get("details", _Absent)
+        before = m.get("content", _ABSENT), m.get("details", _ABSENT)
         m["content"] = [_text_block(text)]
         details = m.get("details")
         if isinstance(details, dict) and "usage" in details:
             m["details"] = {"usage": details["usage"]}  # subagent usage still counts in the statistics
         else:
             m.pop("details", None)
-        if (m["content"], m.get("details", _Absent)) != before:  # (not a result dropped before)
+        if (m["content"], m.get("details", _ABSENT)) != before:  # (not a result dropped before)
             self.note(category, "dropped", "$.message.content")
-
-
-class _Absent:
-    pass
 
 
 def _replace(obj: dict[str, Any], key: str, marker_text: str, also: str) -> bool:
