@@ -8,6 +8,7 @@ without --force, unknown leaf), 2 usage errors.
 from __future__ import annotations
 
 import json
+import textwrap
 from pathlib import Path
 
 import click
@@ -28,7 +29,7 @@ from omp_session.ops.size.prune import prune as prune_session
 from ._errors import command
 from ._options import force_option, json_option, output_option, session_argument
 from ._store import refuse_non_session_file, resolve_any
-from ._style import clip
+from ._style import clip, terminal_width
 
 __all__ = ["externalize", "prune", "size"]
 
@@ -91,12 +92,28 @@ def _print_report(r: SizeReport) -> None:
         click.echo(f"    {clip(shown(entry_id), 10):<10} {tool:<14} {_size(n):>10}")
     if r.suggestions:
         click.echo("what would help:")
+        cells = terminal_width()
         for s in r.suggestions:
             about = "~" if s.action == "archive" and r.archive_estimated else ""
             click.echo(f"  {s.action:<12} saves {about + _size(s.saves):>10} ({_pct(s.saves, t).strip()})  {s.command}")
-            click.echo(f"  {'':<12} {s.note}")
+            for line in _wrapped(s.note, cells):
+                click.echo(f"  {'':<12} {line}")
     else:
         click.echo("nothing to gain: no inline images to move, no abandoned branches")
+
+
+def _wrapped(note: str, cells: int | None) -> list[str]:
+    """``note`` in lines that fit a terminal ``cells`` wide after the 15 cells of its indent (prose:
+    a pipe, ``cells`` None, keeps it one line for whoever reads it by program)."""
+    room = (cells or 0) - 15
+    return (textwrap.wrap(note, room, break_on_hyphens=False) or [note]) if room >= 20 else [note]
+
+
+def _output_or_dry_run(out: Path | None, dry_run: bool) -> None:
+    if out is not None and dry_run:
+        raise click.UsageError("give -o OUT or --dry-run, not both")
+    if out is None and not dry_run:
+        raise click.UsageError("give -o OUT, or --dry-run")
 
 
 @command("size")
@@ -173,8 +190,7 @@ def externalize(session: str, out: Path | None, store: Path | None, dry_run: boo
     Example:
       omp-session externalize latest -o smaller.jsonl
     """
-    if (out is None) != dry_run:
-        raise click.UsageError("give -o OUT, or --dry-run")
+    _output_or_dry_run(out, dry_run)
     path = resolve_any(session)  # (with --all, in every project)
     refuse_non_session_file(path)
     res = externalize_session(path, out, store=store, force=force)
@@ -212,8 +228,7 @@ def prune(session: str, keep_branch: str | None, out: Path | None, dry_run: bool
     """
     if keep_branch is None:
         raise click.UsageError("prune needs --keep-branch [LEAF]")
-    if (out is None) != dry_run:
-        raise click.UsageError("give -o OUT, or --dry-run")
+    _output_or_dry_run(out, dry_run)
     path = resolve_any(session)  # (with --all, in every project)
     refuse_non_session_file(path)
     plan = prune_session(path, out, leaf=keep_branch or None, force=force)

@@ -391,8 +391,9 @@ def _suggest(r: SizeReport) -> list[Suggestion]:
                               f"is unchanged"))
     if r.prune_saves > 0:
         out.append(Suggestion("prune", f"omp-session prune {q} --keep-branch -o NEW.jsonl", r.prune_saves,
-                              f"keeps only the current branch; {r.abandoned.count} entries on abandoned "
-                              f"branches stay in the original"))
+                              f"keeps only the current branch; {r.abandoned.count:,} "
+                              f"{'entry' if r.abandoned.count == 1 else 'entries'} on abandoned branches stay "
+                              f"in the original"))
     if r.archive_bytes is not None and r.archive_bytes < r.bytes:
         out.append(Suggestion("archive", f"gzip -k {q}  (a .jsonl.gz archive)", r.bytes - r.archive_bytes,
                               ("about, estimated from 8 MiB of samples; " if r.archive_estimated else "")
