@@ -76,6 +76,14 @@ def test_fence_is_the_helpers_once_the_batch_is_cleaned(text: str, info: str) ->
     assert clean_text(_fence(text, info)) == fence(text, info)
 
 
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.tuples(st.text("ab\n", max_size=4), st.integers(0, 80)), max_size=6))
+def test_fence_of_backtick_runs_of_any_length_is_the_helpers(parts: list[tuple[str, int]]) -> None:
+    # runs up to 80 long: the fence's search for a longer run, and its listing past 64
+    text = "".join(t + "`" * n for t, n in parts)
+    assert _fence(text) == fence(text)
+
+
 @settings(max_examples=1500, deadline=None)
 @given(st.one_of(odd_text, scalars, json_values))
 def test_inline_and_inline_code_are_the_helpers(value: Any) -> None:
