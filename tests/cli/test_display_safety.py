@@ -138,3 +138,26 @@ def test_tail_json_is_the_stored_entries(evil_session: Path, monkeypatch: pytest
     out = run_cli(monkeypatch, ["tail", str(evil_session), "--json", "-n", "100"], tty=tty)
     assert not JSON_ESCAPED & set(out)  # JSON escapes them itself
     assert [json.loads(x) for x in out.splitlines()] == [r for r in evil_records() if r["id"] != "a0000006"]
+
+
+@pytest.mark.parametrize("tty", [True, False], ids=["terminal", "pipe"])
+@pytest.mark.parametrize("command", [["tree"], ["context"], ["tail"]], ids=" ".join)
+def test_colour_codes_of_a_text_are_left_out_of_its_one_line_preview(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                   command: list[str], tty: bool) -> None:
+    # a tool's coloured output (a test run) read as "�[32m✓�[0m 12 passed" in every row, the
+    # codes taking a preview's width; its colours and styles (SGR) are dropped from the text of
+    # one-line previews, every other escape still shown harmlessly, and an id keeps its codes in
+    # view (shown harmlessly: the id one would look for holds them)
+    monkeypatch.setenv("PI_CODING_AGENT_DIR", str(tmp_path / "agent"))
+    coloured = "\x1b[32m\u2713\x1b[0m 12 passed \x1b[1;31mred\x1b[m \x1b]0;T\x07done"
+    path = write_session(tmp_path / "s.jsonl", [
+        entry("a0000001", None, timestamp=stamp(1), message=user("run the tests")),
+        entry("a0000002", "a0000001", timestamp=stamp(2), message=tool_result(coloured, name="bash")),
+        entry(EVIL_ID, "a0000002", timestamp=stamp(3), message=assistant("all \x1b[32mgreen\x1b[0m")),
+    ], head=header(id="0197aaaa-0000-7000-8000-0000000000e2", cwd="/p"))
+    out = run_cli(monkeypatch, [command[0], str(path), *command[1:]], tty=tty, columns=200)
+    assert not CONTROLS & set(OUR_STYLE.sub("", out)), repr(out)
+    assert "\u2713 12 passed red \ufffd]0;T\ufffddone" in OUR_STYLE.sub("", out), repr(out)
+    assert "all green" in OUR_STYLE.sub("", out)
+    if command == ["tree"]:
+        assert "e\ufffd[31mvil" in OUR_STYLE.sub("", out)

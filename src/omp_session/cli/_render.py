@@ -33,7 +33,7 @@ from omp_session.model.text import shown as _shown
 from omp_session.model.usage import branch_and_all_usage
 from omp_session.model.usage_plain import usage_numbers
 
-from ._style import Styler, clip, clip_start, harmless, inert, page, paged, terminal_width, width
+from ._style import Styler, clip, clip_start, harmless, inert, page, paged, terminal_width, uncoloured, width
 
 __all__ = ["context", "show", "show_info", "summary", "tree"]
 
@@ -554,7 +554,7 @@ def tree(s: Session, as_json: bool, *, depth: int | None = None, only_messages: 
         kids_here = r.kids[i]
         fork_part = fork_note(kids_here) if len(kids_here) > 1 else ""
         ident = _one_line(_shown(ids[node]))
-        text = _one_line(summary(entry))  # a model or tool name may hold a newline: one row still
+        text = _one_line(uncoloured(summary(entry)))  # a model or tool name may hold a newline: one row still
         if cells:  # the text gives way, so the label and the fork mark stay on the line
             head = f"{'*' if here else ' '} {ident} "
             text = clip(text, max(cells - width(lead + head + label_part + fork_part), 12))
@@ -673,7 +673,7 @@ def context(s: Session, as_json: bool, *, transcript: bool) -> None:
             text = _shown(msg.get("summary", ""))
         else:
             text = _text_of(msg.get("content")) if isinstance(msg, dict) else ""
-        line = inert(_clip(text, 100))
+        line = inert(_clip(uncoloured(text), 100))
         shown_role = _one_line(_shown(role))
         if cells:  # one row per message on the terminal too
             line = clip(line, max(cells - width(f"  {shown_role}: "), 12))

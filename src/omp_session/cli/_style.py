@@ -15,7 +15,8 @@ import unicodedata
 from bisect import bisect_right
 from itertools import accumulate
 
-__all__ = ["HarmlessOut", "Styler", "clip", "clip_start", "harmless", "inert", "page", "terminal_width", "width"]
+__all__ = ["HarmlessOut", "Styler", "clip", "clip_start", "harmless", "inert", "page", "terminal_width", "uncoloured",
+           "width"]
 
 # C0 and C1 controls but newline and tab, and any ESC that does not start one of our own colour
 # codes: a session's text must not clear the screen, retitle the window or hide a line (CR, BS)
@@ -111,6 +112,17 @@ def inert(text: str) -> str:
     # (a printable string holds no control character and no surrogate: the check is twice as
     # fast as a search that finds nothing, and tree asks it of every row)
     return text if text.isprintable() else _CONTENT_CONTROL.sub("\ufffd", text)
+
+
+_SGR = re.compile(r"\x1b\[[0-9;:]*m")
+
+
+def uncoloured(text: str) -> str:
+    """``text`` without its colour and style codes (SGR: ``ESC [ 32 m``), what a tool's output
+    holds most: for a one-line preview of a message's text, where the codes would show as
+    ``\ufffd[32m`` and take the width. Any other escape is left for :func:`inert` to show; an id
+    or a name keeps its codes (the thing one would look for holds them)."""
+    return _SGR.sub("", text) if "\x1b[" in text else text
 
 
 def harmless(text: str) -> str:

@@ -54,7 +54,7 @@ from ._store import (
     refuse_non_session_file,
     store_option,
 )
-from ._style import Styler, clip, inert, terminal_width, width
+from ._style import Styler, clip, inert, terminal_width, uncoloured, width
 
 __all__ = ["tail"]
 
@@ -116,6 +116,7 @@ def _preview(entry: Any) -> tuple[str, str]:
         return label, _clip(text, 100)
     role = shown(msg.get("role"))
     text, calls, thinking = _blocks(msg.get("content"))
+    text = uncoloured(text)
     if role == "assistant":
         parts = [_clip(text, 80)] if text.strip() else []
         if calls:
