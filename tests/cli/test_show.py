@@ -221,3 +221,30 @@ def test_the_validate_line_is_measured_in_terminal_cells(tmp_path: Path, monkeyp
     lines = run_main(monkeypatch, ["show", str(path)], tty=False, columns=cells).splitlines()
     assert [x for x in lines if width(x) > cells and not x.startswith("  omp-session validate ")] == []
     assert lines[-1] == f"  omp-session validate '{path}'"  # (shlex quotes what is not ASCII)
+
+
+def test_show_problems_row_names_every_code_of_its_worst_severity(tmp_path: Path) -> None:
+    # a file cut mid-record has two warnings of two codes; the row read "2 warnings
+    # (no-final-newline)", as if both were that one
+    records = [header("s1", cwd="/p"), entry("aaaaaaaa", None, timestamp=stamp(1), message=user("hello")),
+               entry("bbbbbbbb", "aaaaaaaa", timestamp=stamp(2), message=assistant("hi"))]
+    path = tmp_path / "cut.jsonl"
+    path.write_bytes(jsonl(records).encode() + b'{"type":"message","id":"cc')
+    code, out, _ = run("show", str(path), "--json")
+    info = json.loads(out)
+    assert code == 0
+    codes = [d["code"] for d in info["diagnostics"] if d["severity"] == "warning"]
+    assert sorted(codes) == ["no-final-newline", "truncated-record"]
+    code, out, _ = run("show", str(path))
+    problems = next(line for line in out.splitlines() if line.lstrip().startswith("problems"))
+    assert code == 0 and problems.split(None, 1)[1] == f"2 warnings ({', '.join(dict.fromkeys(codes))})"
+
+
+def test_show_problems_row_names_three_codes_then_how_many_more() -> None:
+    from omp_session.cli._render import problems_line
+
+    assert problems_line({"error": 0, "warning": 5, "info": 1}, ["a", "b", "c", "d", "e"]) == \
+        "5 warnings (a, b, c, 2 more codes), 1 info"
+    assert problems_line({"error": 5, "warning": 1, "info": 0}, ["x", "y", "z", "w"]) == \
+        "5 errors (x, y, z, 1 more code), 1 warning"
+    assert problems_line({"error": 0, "warning": 0, "info": 0}, []) == "none"

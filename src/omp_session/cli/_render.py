@@ -322,16 +322,25 @@ def _count(value: Any) -> str:
     return f"{value:,}" if isinstance(value, int | float) and not isinstance(value, bool) else str(value)
 
 
-def problems_line(counts: dict[str, int], worst: str | None) -> str:
-    """``2 errors (omp-cannot-open), 5 warnings``: the worst code beside its severity's count."""
+def problems_line(counts: dict[str, int], codes: Sequence[str]) -> str:
+    """``2 errors (omp-cannot-open), 5 warnings``: ``codes``, the distinct codes of the worst
+    severity found (the first three, then how many more), beside its count."""
     parts: list[str] = []
     for severity, n in counts.items():
         if n:
             words = f"{n} {severity}" + ("s" if n != 1 and severity != "info" else "")
-            if worst is not None and not parts:
-                words += f" ({worst})"
+            if codes and not parts:
+                more = len(codes) - 3
+                named = [*codes[:3], f"{more} more code{'s' if more != 1 else ''}"] if more > 0 else codes
+                words += f" ({', '.join(named)})"
             parts.append(words)
     return ", ".join(parts) or "none"
+
+
+def _worst_codes(info: dict[str, Any]) -> list[str]:
+    """The distinct codes of the worst severity among ``info``'s findings, in their order."""
+    worst = next((k for k, n in info["diagnostics_summary"].items() if n), None)
+    return list(dict.fromkeys(d["code"] for d in info["diagnostics"] if d["severity"] == worst))
 
 
 def show(s: Session, as_json: bool, findings: Findings = None) -> None:
@@ -355,7 +364,7 @@ def show(s: Session, as_json: bool, findings: Findings = None) -> None:
         ("labels", _labels_row(info["labels"])),
         ("models", ", ".join(_shown(m) for m in info["models"]) or None),
         ("cost (branch)", _money(info["usage"]["branch"])), ("cost (all)", _money(info["usage"]["all"])),
-        ("problems", problems_line(info["diagnostics_summary"], info["diagnostics_worst"])),
+        ("problems", problems_line(info["diagnostics_summary"], _worst_codes(info))),
     ]
     cells = terminal_width()
     shown = [(k, _one_line(_shown(v))) for k, v in rows if v is not None]  # any depth: a nested value is JSON
