@@ -15,7 +15,8 @@ from enum import StrEnum
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
-__all__ = ["CODES", "Code", "Diagnostic", "Severity", "Summary", "code_info", "format_location", "summarize"]
+__all__ = ["CODES", "Code", "Diagnostic", "Severity", "Summary", "code_info", "format_location", "severity_count",
+           "summarize"]
 
 
 def format_location(path: str | None, line: int | None, offset: int | None, entry_id: str | None) -> str:
@@ -206,6 +207,11 @@ def code_info(code: str) -> Code:
 class Summary(NamedTuple):
     counts: dict[Severity, int]  # every severity, most serious first, zeros included
     worst: str | None  # the code of the first of the most serious findings; None when there are none
+
+
+def severity_count(n: int, severity: str) -> str:
+    """``2 warnings``, ``1 error``, ``3 info``: a count of findings as ``show`` and ``validate`` say it."""
+    return f"{n:,} {severity}" + ("s" if n != 1 and severity != "info" else "")
 
 
 def summarize(diagnostics: Iterable[Diagnostic]) -> Summary:

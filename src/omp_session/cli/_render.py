@@ -23,7 +23,7 @@ from typing import Any, cast
 
 import orjson
 
-from omp_session.diagnostics import Diagnostic, summarize
+from omp_session.diagnostics import Diagnostic, severity_count, summarize
 from omp_session.format.blobs import holds_blob_ref
 from omp_session.format.gc_pause import gc_paused
 from omp_session.format.split import interleaved, pieces_of
@@ -328,7 +328,7 @@ def problems_line(counts: dict[str, int], codes: Sequence[str]) -> str:
     parts: list[str] = []
     for severity, n in counts.items():
         if n:
-            words = f"{n} {severity}" + ("s" if n != 1 and severity != "info" else "")
+            words = severity_count(n, severity)
             if codes and not parts:
                 more = len(codes) - 3
                 named = [*codes[:3], f"{more} more code{'s' if more != 1 else ''}"] if more > 0 else codes

@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from omp_session.catalog.listing import is_quarantine_name
-from omp_session.diagnostics import Diagnostic, Severity
+from omp_session.diagnostics import Diagnostic, Severity, severity_count
 from omp_session.errors import SessionNotFoundError
 from omp_session.ops.validate.check import validate as validate_file
 from omp_session.paths import sessions_dir
@@ -171,7 +171,7 @@ def _render(console: Console, path: Path, found: list[Diagnostic]) -> None:
         console.print(f"[green]ok[/] {escape(_safe(str(path)))}")
         return
     counts = {s: sum(d.severity is s for d in found) for s in Severity}
-    summary = ", ".join(f"{n} {s.value}(s)" for s, n in counts.items() if n)
+    summary = ", ".join(severity_count(n, s.value) for s, n in counts.items() if n)
     console.print(f"[bold]{escape(_safe(str(path)))}[/]: {summary}")
     for d in sorted(found, key=lambda d: (d.line is None, d.line or 0)):
         where = ", ".join(p for p in (f"line {d.line}" if d.line is not None else "",

@@ -398,3 +398,14 @@ def test_tool_results_are_matched_to_a_call_on_their_own_branch(tmp_path: Path) 
     path = _write(tmp_path / "s.jsonl", [json.dumps(r) for r in rows])
     orphans = sorted(d.line for d in validate(path) if d.code == "tool-result-orphan")
     assert orphans == [7, 8, 12, 13]
+
+
+def test_the_summary_line_counts_as_show_does(tmp_path: Path) -> None:
+    # it said "2 warning(s), 1 info(s)" where show says "2 warnings, 1 info"
+    path = tmp_path / "cut.jsonl"
+    write_jsonl(path, [header()])
+    with path.open("ab") as f:
+        f.write(b'{"type":"message","id":"cc')
+    result = invoke(validate_cmd, str(path))
+    first = result.stdout.splitlines()[0]
+    assert first == f"{path}: 2 warnings", result.stdout
