@@ -248,3 +248,36 @@ def test_show_problems_row_names_three_codes_then_how_many_more() -> None:
     assert problems_line({"error": 5, "warning": 1, "info": 0}, ["x", "y", "z", "w"]) == \
         "5 errors (x, y, z, 1 more code), 1 warning"
     assert problems_line({"error": 0, "warning": 0, "info": 0}, []) == "none"
+
+
+def test_show_branch_cost_counts_the_side_calls_hanging_off_the_branch_as_stats_does(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # omp attaches a side call (model_usage: the title, auto-thinking) to the branch without making
+    # it part of it; stats' current view counts it, show's "cost (branch)" did not: every session
+    # with a generated title read two current costs
+    from builders import usage
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    side = {"input": 11000, "output": 5, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 11005,
+            "cost": {"input": 0.011, "output": 0.0001, "cacheRead": 0, "cacheWrite": 0, "total": 0.0111}}
+    records = [header("s1", cwd="/p"),
+               entry("aaaaaaaa", None, timestamp=stamp(1), message=user("hello")),
+               entry("dddddddd", "aaaaaaaa", timestamp=stamp(2), type="model_usage", purpose="title",
+                     provider="anthropic", model="haiku", usage=side),
+               entry("bbbbbbbb", "aaaaaaaa", timestamp=stamp(3),
+                     message=assistant("hi", usage=usage(100, 20, 0.5))),
+               entry("eeeeeeee", "aaaaaaaa", timestamp=stamp(4), message=user("abandoned")),
+               entry("ffffffff", "eeeeeeee", timestamp=stamp(5), type="model_usage", purpose="title",
+                     provider="anthropic", model="haiku", usage=side),
+               entry("cccccccc", "bbbbbbbb", timestamp=stamp(6), message=user("more"))]
+    path = tmp_path / "s.jsonl"
+    path.write_text(jsonl(records))
+    code, out, _ = run("show", str(path), "--json")
+    assert code == 0
+    mine = json.loads(out)["usage"]
+    assert json.loads(out)["leaf_id"] == "cccccccc"
+    assert (mine["branch"]["input"], mine["branch"]["output"]) == (11100, 25)  # one side call, not the other's
+    assert (mine["all"]["input"], mine["all"]["output"]) == (22100, 30)
+    code, out, _ = run("stats", str(path), "--json", "--no-cache")
+    assert code == 0
+    current = json.loads(out)["total"]["current"]
+    assert (current["input"], current["output"], current["cost"]) == (11100, 25, mine["branch"]["cost"])
