@@ -281,3 +281,22 @@ def test_show_branch_cost_counts_the_side_calls_hanging_off_the_branch_as_stats_
     assert code == 0
     current = json.loads(out)["total"]["current"]
     assert (current["input"], current["output"], current["cost"]) == (11100, 25, mine["branch"]["cost"])
+
+
+def test_the_markdown_header_counts_the_branch_as_show_does(tmp_path: Path) -> None:
+    from builders import usage
+    side = {"input": 11000, "output": 5, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 11005,
+            "cost": {"input": 0.011, "output": 0.0001, "cacheRead": 0, "cacheWrite": 0, "total": 0.0111}}
+    records = [header("s1", cwd="/p"),
+               entry("aaaaaaaa", None, timestamp=stamp(1), message=user("hello")),
+               entry("dddddddd", "aaaaaaaa", timestamp=stamp(2), type="model_usage", purpose="title",
+                     provider="anthropic", model="haiku", usage=side),
+               entry("bbbbbbbb", "aaaaaaaa", timestamp=stamp(3),
+                     message=assistant("hi", model="sonnet", usage=usage(100, 20, 0.5)))]
+    path = tmp_path / "s.jsonl"
+    path.write_text(jsonl(records))
+    code, out, _ = run("export", str(path), "--format", "md", "-o", "-")
+    assert code == 0
+    head = out.split("\n## ")[0].splitlines()
+    assert "- **Tokens and cost (this branch):** 11,100 in · 25 out · \\$0.5111" in head
+    assert "- **Models:** anthropic/sonnet" in head  # a side call's model is not the conversation's

@@ -28,7 +28,7 @@ from omp_session.format.blobs import holds_blob_ref
 from omp_session.format.gc_pause import gc_paused
 from omp_session.format.split import interleaved, pieces_of
 from omp_session.js import codec
-from omp_session.model.session import Session, usage_or_model_candidates
+from omp_session.model.session import Session, usage_or_model_candidates, with_side_calls
 from omp_session.model.text import shown as _shown
 from omp_session.model.usage import branch_and_all_usage
 from omp_session.model.usage_plain import usage_numbers
@@ -273,9 +273,9 @@ def show_info(s: Session, findings: Findings = None) -> dict[str, Any]:
     leaf = s.get_leaf_id()
     branch = s.branch_indices()
     counted = usage_or_model_candidates(s)  # usage needs no other entry decoded, and none is kept
+    mine = with_side_calls(s, branch, [k for k in branch if counted[k]])
     usage = dict(zip(("branch", "all"), branch_and_all_usage(
-        s.peek_entry, _branch_and_side_calls(s, branch, counted), [k for k in range(len(s)) if counted[k]],
-        _plain_numbers(s)), strict=True))
+        s.peek_entry, mine, [k for k in range(len(s)) if counted[k]], _plain_numbers(s)), strict=True))
     labels = {str(k): v for k, v in s.labels().items()}
     # asked for last: validate may be running in a child meanwhile (cli/view.py)
     found = s.diagnostics if findings is None else findings() if callable(findings) else findings
@@ -305,26 +305,6 @@ def show_info(s: Session, findings: Findings = None) -> dict[str, Any]:
         "diagnostics_worst": worst,
         "diagnostics": [d.to_json() for d in found],
     }
-
-
-def _branch_and_side_calls(s: Session, branch: Sequence[int], counted: bytearray) -> list[int]:
-    """The entries of ``branch`` that may hold usage, and the side calls hanging off it: a
-    ``model_usage`` entry (a title, an auto-thinking classification) is attached to the branch
-    it was made for without becoming part of it (spec S3.15); stats' current view counts it."""
-    mine = [k for k in branch if counted[k]]
-    if s.migrated:  # (the envelope columns describe a migrated file, not its entries)
-        calls = [k for k in range(len(s)) if _type_of(s.peek_entry(k)) == "model_usage"]
-    else:
-        calls = [k for k, t in enumerate(s.types) if t == "model_usage"]
-    if not calls:
-        return mine
-    on_branch, parents = set(branch), s.parent_index
-    side = [k for k in calls if k not in on_branch and parents[k] in on_branch]
-    return sorted(mine + side) if side else mine
-
-
-def _type_of(entry: Any) -> Any:
-    return entry.get("type") if isinstance(entry, dict) else None
 
 
 _plain_numbers = usage_numbers  # entry k's usage numbers when a plain assistant usage (model/usage_plain.py)

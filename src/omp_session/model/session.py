@@ -65,6 +65,7 @@ __all__ = [
     "open_session",
     "read_session",
     "usage_or_model_candidates",
+    "with_side_calls",
 ]
 
 KIND_MESSAGE = 0    # a user or toolResult message
@@ -128,6 +129,26 @@ def is_task_result(head: Any) -> bool:
     """Whether a message with this head (:class:`~omp_session.format.reader.MessageHead`) is a
     ``task`` tool's result: the only tool result whose usage omp's sum reads."""
     return bool(head.role == "toolResult" and head.toolName == "task")
+
+
+def with_side_calls(s: Session, branch: Sequence[int], picked: list[int]) -> list[int]:
+    """``picked`` (entries of ``branch``, in its order) and the side calls hanging off the branch,
+    in file order when there are any: a ``model_usage`` entry (a title, an auto-thinking
+    classification) is attached to the branch it was made for without becoming part of it (spec
+    S3.15), and the branch's usage counts it, as stats' current view does."""
+    if s.migrated:  # (the envelope columns describe a migrated file, not its entries)
+        calls = [k for k in range(len(s)) if _type_of(s.peek_entry(k)) == "model_usage"]
+    else:
+        calls = [k for k, t in enumerate(s.types) if t == "model_usage"]
+    if not calls:
+        return picked
+    on_branch, parents = set(branch), s.parent_index
+    side = [k for k in calls if k not in on_branch and parents[k] in on_branch]
+    return sorted(picked + side) if side else picked
+
+
+def _type_of(entry: Any) -> Any:
+    return entry.get("type") if isinstance(entry, dict) else None
 
 
 def usage_or_model_candidates(s: Session) -> bytearray:

@@ -10,7 +10,7 @@ from typing import Any
 
 from omp_session.errors import ContextError
 from omp_session.format.split import ReadAhead
-from omp_session.model.session import Session
+from omp_session.model.session import Session, with_side_calls
 from omp_session.model.text import model_of, nonempty_str, usage_line
 from omp_session.model.usage import branch_and_all_usage, usage_statistics
 from omp_session.model.usage_plain import Numbers, usage_reader
@@ -29,13 +29,15 @@ def branch_figures(s: Session, branch: Sequence[int], counted: Sequence[int]) ->
     """The models of ``branch`` in order of first use and its usage line, in one pass that keeps
     no entry."""
     models: dict[str, None] = {}
+    mine = [k for k in branch if counted[k]]
+    on_branch = set(mine)
 
     def entries() -> Iterator[Any]:
-        for k in branch:
-            if counted[k]:
-                entry = s.peek_entry(k)
+        for k in with_side_calls(s, branch, mine):
+            entry = s.peek_entry(k)
+            if k in on_branch:  # (a side call's model is not one the conversation used)
                 note_model(models, entry)
-                yield entry
+            yield entry
 
     walk = entries()
     usage = usage_text(walk)
@@ -54,7 +56,8 @@ def all_figures(s: Session, branch: Sequence[int], counted: Sequence[int]) -> tu
     every = [k for k in range(len(s)) if counted[k]]
     mine = [k for k in branch if counted[k]]
     models: dict[str, None] = {}
-    on_branch = set(mine)
+    on_branch = set(mine)  # (a side call's model is not one the conversation used)
+    mine = with_side_calls(s, branch, mine)
     plain, cancel = _usage_ahead(s, every)
     peek = s.peek_in_order()
 
