@@ -12,13 +12,13 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Final
-from urllib.parse import quote, urlencode
+from urllib.parse import urlencode
 
 from omp_session.ops.search.index import HIGHLIGHT
 from omp_session.ops.search.query import SearchHit
 from omp_session.ops.stats.report import StatsReport
 
-from .sessions import ACTIVE_MS, SORTS, Page, Query, Row
+from .sessions import ACTIVE_MS, SORTS, Page, Query, Row, url_word
 
 _PER_PAGE = Query().per_page  # a link leaves out the page size when it is the default
 
@@ -33,8 +33,8 @@ def _e(value: Any) -> str:
 
 
 def session_url(session_id: str, entry_id: str | None = None) -> str:
-    url = "/s/" + quote(session_id, safe="")
-    return url + ("#" + quote(entry_id, safe="") if entry_id else "")
+    url = "/s/" + url_word(session_id)
+    return url + ("#" + url_word(entry_id) if entry_id else "")
 
 
 def _layout(title: str, here: str, body: str, scripts: Iterable[str] = ()) -> str:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import re
 import stat
 import threading
 import time
@@ -33,14 +34,30 @@ from omp_session.catalog import listing
 from omp_session.catalog.summaries import ListCache, SessionStats, is_archived
 from omp_session.js.date import to_iso
 
-__all__ = ["ACTIVE_MS", "SORTS", "STATS_WAIT", "Catalog", "Page", "Query", "QueryError", "Row", "now_ms", "paged",
-           "row_json"]
+__all__ = ["ACTIVE_MS", "SORTS", "STATS_WAIT", "Catalog", "Page", "Query", "QueryError", "Row", "index_row", "now_ms",
+           "paged", "row_json", "url_word"]
 
 ACTIVE_MS: Final = 5 * 60 * 1000  # a session written to this recently is marked active
 SORTS: Final = ("modified", "created", "size", "messages", "title", "cost")
 STATS_WAIT: Final = 2.0  # seconds a request waits for cost and models before answering with what is known
 _STATS_SAVE_EVERY: Final = 500  # files read between two writes of the stats cache
 _SUFFIXES: Final = (".jsonl", ".jsonl.gz")
+_SURROGATE: Final = re.compile("[\ud800-\udfff]")
+
+
+def url_word(text: str) -> str:
+    """``text`` (an id) as one segment of a URL. A lone surrogate (a damaged file's JSON escape)
+    has no UTF-8: it goes as U+FFFD, the form :func:`index_row` also files the row under (and
+    the search index keeps the id in)."""
+    return quote(_SURROGATE.sub("\ufffd", text), safe="")
+
+
+def index_row(by_id: dict[str, Row], row: Row) -> None:
+    """File ``row`` under its id, and under the id its URL names when that differs (a lone
+    surrogate in it); the first row of an id wins (the newest: rows come newest first)."""
+    if isinstance(row.id, str) and row.id:
+        by_id.setdefault(row.id, row)
+        by_id.setdefault(_SURROGATE.sub("\ufffd", row.id), row)
 
 
 @dataclass
@@ -90,7 +107,7 @@ def row_json(row: Row, now_ms: float) -> dict[str, Any]:
     if row.archived:
         out["archived"] = True
     out["active"] = now_ms - row.modified < ACTIVE_MS
-    out["url"] = "/s/" + quote(row.id, safe="")  # an id is the file's word: "#", "?" or "/" in it too
+    out["url"] = "/s/" + url_word(row.id)  # an id is the file's word: "#", "?" or "/" in it too
     if row.stats_known:  # list --stats' fields, only once computed (a cost sort or a model filter)
         st = row.stats
         if st is None:  # unreadable: the row stays, marked by nulls
@@ -279,8 +296,7 @@ class Catalog:
                     p.children.append(sub)
             # the newest session of an id wins (a copy under another name shares it)
             for r in (p, *p.children):
-                if isinstance(r.id, str) and r.id and r.id not in by_id:
-                    by_id[r.id] = r
+                index_row(by_id, r)
             counts[p.cwd] = counts.get(p.cwd, 0) + 1
         # a text the cache's JSON cannot hold (a lone surrogate of a damaged file): the listing is
         # still right, only not kept for the next start

@@ -15,7 +15,6 @@ import contextlib
 import threading
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
-from urllib.parse import quote
 
 from omp_session.catalog.listing import SessionInfo, sort_sessions
 from omp_session.catalog.store_listing import list_derived_sessions, list_store_sessions
@@ -31,7 +30,7 @@ from omp_session.store.derived.layout import tables_layout
 from omp_session.store.reopening import ReopeningStorage
 
 from .events import plain
-from .sessions import Catalog, Page, Query, Row, paged
+from .sessions import Catalog, Page, Query, Row, index_row, paged, url_word
 from .store_filters import Namespaces, needs_tables, store_namespaces
 from .viewer import SessionStream, links_below, resume_line, serve_csp, served_pieces
 
@@ -139,8 +138,7 @@ class StoreCatalog(Catalog):
             p.children = [_row(c, p.path) for c in subagents.get(p.path, []) if c.path.startswith(self.parsed.root)]
             parents.append(p)
             for r in (p, *p.children):
-                if isinstance(r.id, str) and r.id and r.id not in by_id:
-                    by_id[r.id] = r
+                index_row(by_id, r)
             counts[p.cwd] = counts.get(p.cwd, 0) + 1
         return parents, by_id, sorted(counts.items())
 
@@ -184,7 +182,7 @@ def store_page(catalog: StoreCatalog, row: Row) -> SessionStream:
     try:
         pieces = render_html_pieces(s, subagents=link is None, on_problem=problems.append,
                                     transcripts=FILE_TRANSCRIPTS if files else store_transcripts(catalog.storage, row.path))
-        events = f"/events/{quote(row.id, safe='')}"
+        events = f"/events/{url_word(row.id)}"
         data: dict[str, Any] = {"id": row.id, "resume": resume_line(s, row.path), "events": events,
                                 "archived": row.archived, "entries": len(s), "leaf": plain(s.get_leaf_id())}
     except BaseException:

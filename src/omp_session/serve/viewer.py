@@ -20,7 +20,6 @@ import shlex
 from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 from typing import Any, Final, cast
-from urllib.parse import quote
 
 from omp_session.errors import SessionError, SessionFileError
 from omp_session.format.blobs import BlobStore
@@ -31,7 +30,7 @@ from omp_session.paths import blobs_dir, project_dir_name
 
 from .events import plain
 from .security import DEFAULT_CSP
-from .sessions import Catalog, Row
+from .sessions import Catalog, Row, url_word
 
 __all__ = ["SERVE_DATA_ID", "SessionPage", "SessionStream", "links_below", "resume_line", "serve_csp", "served_pieces",
            "session_page", "session_stream"]
@@ -229,7 +228,7 @@ def session_stream(catalog: Catalog, row: Row) -> SessionStream:
         pieces = render_html_pieces(s, subagents=link is None, on_problem=problems.append)
         resume = resume_line(s, path)
         # what the event stream's "ready" is compared with, to see a change made while the page loaded
-        data = {"id": session_id, "resume": resume, "events": None if archived else f"/events/{quote(session_id, safe='')}",
+        data = {"id": session_id, "resume": resume, "events": None if archived else f"/events/{url_word(session_id)}",
                 "archived": archived, "entries": len(s), "leaf": plain(s.get_leaf_id())}
     except BaseException:
         s.close()

@@ -1,0 +1,79 @@
+"""Bugs found by using ``omp-session serve`` as a demanding and a hostile user: each test failed
+before its fix."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from serve_corpus import build, iso
+from test_events import Stream
+
+from conftest import Served
+from omp_session.paths import project_dir_name
+from omp_session.serve.app import start
+
+CWD = "/home/u/hunt"
+SURROGATE_ID = "hunt-\ud800-id"  # a lone surrogate in the header's id (a JSON \ud800 escape)
+
+
+def _session(path: Path, id_json: str, text: str) -> None:
+    """A session whose header's id is ``id_json``, a JSON string literal written as it is."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    head = ('{"type":"session","version":3,"id":' + id_json + ',"timestamp":"' + iso(0) + '","cwd":'
+            + json.dumps(CWD) + "}")
+    msg = json.dumps({"type": "message", "id": "u1", "parentId": None, "timestamp": iso(1),
+                      "message": {"role": "user", "content": text, "timestamp": 1}})
+    path.write_text(head + "\n" + msg + "\n")
+
+
+@pytest.fixture(scope="module")
+def hunt(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    base = tmp_path_factory.mktemp("hunt")
+    root = base / "sessions"
+    files = build(root, 3)
+    bucket = root / project_dir_name(CWD)
+    _session(bucket / "2026-01-01T00-00-00-000Z_surrogate.jsonl", r'"hunt-\ud800-id"', "surrogate id here")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("XDG_CACHE_HOME", str(base / "cache"))
+        with start(root) as running:
+            yield Served(root, files, running)
+
+
+def _row(served: Served, text: str) -> dict[str, object]:
+    reply = served.get(f"/api/sessions?text={text}")
+    assert reply.status == 200, reply.text
+    [row] = reply.json()["sessions"]
+    return row  # type: ignore[no-any-return]
+
+
+# ----- a lone surrogate in a session's id ----------------------------------------------------------
+
+
+def test_a_lone_surrogate_in_a_session_id_does_not_break_the_list(hunt: Served) -> None:
+    """Was 500 on ``/`` and ``/api/sessions`` (every session unlisted for one damaged header): the
+    id's URL was quoted as UTF-8, which a lone surrogate is not."""
+    assert hunt.get("/").status == 200
+    row = _row(hunt, "surrogate")
+    assert row["id"] == SURROGATE_ID
+    # and its link opens it, live updates included
+    page = hunt.get(str(row["url"]))
+    assert page.status == 200, page.text
+    assert b"surrogate id here" in page.body
+    data = json.loads(page.text.split('id="omp-serve-session">')[1].split("</script>")[0])
+    stream = Stream(hunt, data["events"])
+    try:
+        said = stream.until("ready")
+        assert said["entries"] == 1
+    finally:
+        stream.close()
+
+
+def test_a_search_hit_in_a_session_with_a_surrogate_id_links_to_it(hunt: Served) -> None:
+    """The search index keeps the id as U+FFFD: its link must open the session too."""
+    found = hunt.get("/search?q=surrogate")
+    assert found.status == 200
+    link = found.text.split('<h2><a href="')[1].split('"')[0]
+    assert hunt.get(link).status == 200
