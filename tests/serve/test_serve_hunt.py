@@ -17,6 +17,8 @@ from omp_session.serve.app import start
 
 CWD = "/home/u/hunt"
 SURROGATE_ID = "hunt-\ud800-id"  # a lone surrogate in the header's id (a JSON \ud800 escape)
+SLASH_ID = "hunt/a/../b"  # an id is the file's own word: a "/" in it is only text
+NEWLINE_ID = "hunt\nline/x"  # and so is a line break
 
 
 def _session(path: Path, id_json: str, text: str) -> None:
@@ -36,6 +38,8 @@ def hunt(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     files = build(root, 3)
     bucket = root / project_dir_name(CWD)
     _session(bucket / "2026-01-01T00-00-00-000Z_surrogate.jsonl", r'"hunt-\ud800-id"', "surrogate id here")
+    _session(bucket / "2026-01-01T00-00-00-000Z_slash.jsonl", json.dumps(SLASH_ID), "slash id here")
+    _session(bucket / "2026-01-01T00-00-00-000Z_newline.jsonl", json.dumps(NEWLINE_ID), "newline id here")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("XDG_CACHE_HOME", str(base / "cache"))
         with start(root) as running:
@@ -77,3 +81,32 @@ def test_a_search_hit_in_a_session_with_a_surrogate_id_links_to_it(hunt: Served)
     assert found.status == 200
     link = found.text.split('<h2><a href="')[1].split('"')[0]
     assert hunt.get(link).status == 200
+
+
+# ----- a "/" in a session's id ------------------------------------------------------------------------
+
+
+def test_a_session_whose_id_holds_a_slash_opens_from_its_link(hunt: Served) -> None:
+    """Was 404: the listed URL ``/s/hunt%2Fa%2F..%2Fb`` is decoded to a path of several segments,
+    which ``/s/{sid}`` does not match; the id is only looked up in the listing, never a path."""
+    row = _row(hunt, "slash")
+    assert row["url"] == "/s/hunt%2Fa%2F..%2Fb"
+    page = hunt.get(str(row["url"]))
+    assert page.status == 200, page.text
+    assert b"slash id here" in page.body
+    stream = Stream(hunt, "/events/hunt%2Fa%2F..%2Fb")
+    try:
+        stream.until("ready")
+    finally:
+        stream.close()
+    row = _row(hunt, "newline")
+    assert row["url"] == "/s/hunt%0Aline%2Fx"
+    assert b"newline id here" in hunt.get(str(row["url"])).body
+    stream = Stream(hunt, "/events/hunt%0Aline%2Fx")
+    try:
+        stream.until("ready")
+    finally:
+        stream.close()
+    # still nothing but listed ids: a path is never taken from the URL
+    for path in ["/s/hunt/a/../b/x", "/s/hunt%2Fa", "/s//etc/passwd", "/events/..%2F..%2Fetc%2Fpasswd"]:
+        assert hunt.get(path).status == 404, path

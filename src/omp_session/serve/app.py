@@ -22,6 +22,7 @@ from urllib.parse import urlencode
 
 from starlette.applications import Starlette
 from starlette.concurrency import iterate_in_threadpool
+from starlette.convertors import Convertor, register_url_convertor
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response, StreamingResponse
 from starlette.routing import Route
@@ -49,6 +50,23 @@ MAX_PER_PAGE: Final = 100_000
 SEARCH_LIMIT: Final = 200  # hits on the search page (the JSON API keeps the CLI's 20 unless told)
 _SURROGATE: Final = re.compile("[\ud800-\udfff]")
 _STATIC_TYPES: Final = {".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8"}
+
+
+class _SessionId(Convertor[str]):
+    """A session's id in ``/s/<id>`` and ``/events/<id>``: the rest of the path, whatever it holds
+    (an id is the file's own word: a "/" or a line break in it is only text). It is only ever
+    looked up in the listing, never made a path."""
+
+    regex = "(?s:.*)"
+
+    def convert(self, value: str) -> str:
+        return value
+
+    def to_string(self, value: str) -> str:
+        return value
+
+
+register_url_convertor("session_id", _SessionId())
 
 
 def _static_files() -> dict[str, tuple[bytes, str]]:
@@ -379,8 +397,8 @@ def build_app(root: str | os.PathLike[str], *, token: str, host: str = "127.0.0.
     routes = [
         Route("/", index),
         Route("/api/sessions", sessions_json),
-        Route("/s/{sid}", session),
-        Route("/events/{sid}", events),
+        Route("/s/{sid:session_id}", session),
+        Route("/events/{sid:session_id}", events),
         Route("/search", search_html),
         Route("/api/search", search_api),
         Route("/costs", costs),
