@@ -110,3 +110,17 @@ def test_a_session_whose_id_holds_a_slash_opens_from_its_link(hunt: Served) -> N
     # still nothing but listed ids: a path is never taken from the URL
     for path in ["/s/hunt/a/../b/x", "/s/hunt%2Fa", "/s//etc/passwd", "/events/..%2F..%2Fetc%2Fpasswd"]:
         assert hunt.get(path).status == 404, path
+
+
+# ----- search limits ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", ["/api/search", "/search"])
+@pytest.mark.parametrize("limit", ["9223372036854775807", "99999999999999999999999999"])
+def test_a_huge_search_limit_is_not_a_500(hunt: Served, path: str, limit: str) -> None:
+    """Was 500 with a traceback: the limit went to SQLite, which takes 64-bit integers only."""
+    reply = hunt.get(f"{path}?q=unique1word&limit={limit}")
+    assert reply.status == 200, reply.text
+    assert b"unique1word" in reply.body
+    if path == "/api/search":  # cut to the largest limit, as the JSON says
+        assert hunt.get(f"{path}?q=unique1word&meta=1&limit={limit}").json()["limit"] == 1_000_000

@@ -48,6 +48,7 @@ __all__ = ["MAX_PER_PAGE", "PER_PAGE", "Running", "build_app", "serve_forever", 
 PER_PAGE: Final = 100
 MAX_PER_PAGE: Final = 100_000
 SEARCH_LIMIT: Final = 200  # hits on the search page (the JSON API keeps the CLI's 20 unless told)
+MAX_SEARCH_LIMIT: Final = 1_000_000  # more is cut to this: the limit goes to SQLite, which takes 64 bits
 _SURROGATE: Final = re.compile("[\ud800-\udfff]")
 _STATIC_TYPES: Final = {".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8"}
 
@@ -295,7 +296,7 @@ def build_app(root: str | os.PathLike[str], *, token: str, host: str = "127.0.0.
         if not q:
             return q, None, None, 200, False, limit
         try:
-            limit = max(1, _int(request.query_params.get("limit"), limit, name="limit"))
+            limit = min(MAX_SEARCH_LIMIT, max(1, _int(request.query_params.get("limit"), limit, name="limit")))
             role = request.query_params.get("role") or None
             whole = request.query_params.get("sessions", "") not in ("", "0")
             if store is not None:  # one hit more than shown says whether there are more
