@@ -4,11 +4,12 @@ before its fix."""
 from __future__ import annotations
 
 import json
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from serve_corpus import build, iso
+from serve_corpus import build, iso, sid
 from test_events import Stream
 
 from conftest import Served
@@ -124,3 +125,46 @@ def test_a_huge_search_limit_is_not_a_500(hunt: Served, path: str, limit: str) -
     assert b"unique1word" in reply.body
     if path == "/api/search":  # cut to the largest limit, as the JSON says
         assert hunt.get(f"{path}?q=unique1word&meta=1&limit={limit}").json()["limit"] == 1_000_000
+
+
+# ----- a session's page opened on a malformed #hash -----------------------------------------------
+
+_HASH_CHECK = """
+import { launchChromium } from %(launch)s;
+const spec = %(spec)s;
+const browser = await launchChromium();
+try {
+  const page = await browser.newPage();
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(String(e)));
+  await page.goto(spec.url);  // the token becomes a cookie
+  await page.goto(spec.base + spec.path);
+  let status = '';
+  try {
+    await page.waitForFunction(() => window.ompServe && window.ompServe.status === 'live', null, { timeout: 10000 });
+  } catch (e) { /* said below */ }
+  status = await page.evaluate(() => window.ompServe ? window.ompServe.status : null);
+  console.log(JSON.stringify({ status, errors }));
+} finally {
+  await browser.close();
+}
+"""
+
+
+@pytest.mark.browser
+def test_a_malformed_hash_does_not_stop_the_page_going_live(tmp_path: Path, browser_ready: None) -> None:
+    """Was: ``/s/<id>#%E0%A4%A`` (a hand-made or cut permalink) threw URIError in the toolbar
+    script before the event stream was opened: the page never went live, and later #hashes were
+    not followed. The static site's page already caught it."""
+    root = tmp_path / "sessions"
+    build(root, 2)
+    with start(root) as running:
+        spec = {"url": running.url, "base": running.base, "path": f"/s/{sid(0)}#%E0%A4%A"}
+        launch = (Path(__file__).resolve().parents[1] / "browser" / "launch.mjs").as_uri()
+        script = tmp_path / "check_hash.mjs"
+        script.write_text(_HASH_CHECK % {"launch": json.dumps(launch), "spec": json.dumps(spec)}, "utf-8")
+        done = subprocess.run(["node", str(script)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    got = json.loads(done.stdout)
+    assert got["errors"] == []
+    assert got["status"] == "live"

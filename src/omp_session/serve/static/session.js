@@ -49,7 +49,10 @@
     return !!node;
   }
   function fromHash() {
-    if (location.hash.length > 1) goToEntry(decodeURIComponent(location.hash.slice(1)));
+    if (location.hash.length < 2) return;
+    var id;
+    try { id = decodeURIComponent(location.hash.slice(1)); } catch (err) { return; }  // a hand-made "#%"
+    goToEntry(id);
   }
   fromHash();
   window.addEventListener('hashchange', fromHash);
