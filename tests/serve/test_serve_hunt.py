@@ -12,9 +12,11 @@ import pytest
 from serve_corpus import build, iso, sid
 from test_events import Stream
 
+from builders import entry, header, user, write_session
 from conftest import Served
 from omp_session.paths import project_dir_name
 from omp_session.serve.app import start
+from omp_session.serve.site import build_site
 
 CWD = "/home/u/hunt"
 SURROGATE_ID = "hunt-\ud800-id"  # a lone surrogate in the header's id (a JSON \ud800 escape)
@@ -168,3 +170,21 @@ def test_a_malformed_hash_does_not_stop_the_page_going_live(tmp_path: Path, brow
     got = json.loads(done.stdout)
     assert got["errors"] == []
     assert got["status"] == "live"
+
+
+# ----- export --site ----------------------------------------------------------------------------------
+
+
+def test_a_copied_session_is_in_the_site_search_index_once(tmp_path: Path) -> None:
+    """Was twice: the index took one search text per listed file, and a copy of a session under
+    another name (its id the same) shares the one page, so every hit of it was shown twice."""
+    root = tmp_path / "sessions"
+    first = write_session(root / "--p--" / "2026-01-01T00-00-00-000Z_a.jsonl",
+                          [entry("u1", None, message=user("copied kiwiword"))], head=header("copied-1", cwd="/p"))
+    (first.parent / "2026-01-01T00-00-00-000Z_b.jsonl").write_bytes(first.read_bytes())
+    site = tmp_path / "site"
+    report = build_site(site, root)
+    assert report.problems == [] and report.sessions == 1
+    text = (site / "search-index.js").read_text("utf-8")
+    index = json.loads(text.removeprefix("window.ompSiteIndex = ").rstrip().removesuffix(";"))
+    assert [s["id"] for s in index] == ["copied-1"]

@@ -524,9 +524,11 @@ def _write_indexes(out: str, parents: list[Row], pages: dict[str, str], sessions
     # sized first: over the cap, nothing is read
     fragments: list[str] = []
     total = 0
+    indexed: set[str] = set()  # a copy of a session under another name shares its id, page and text
     for row in (r for p in parents for r in (p, *p.children)):
         e = sessions.get(row.id)
-        if e is not None and live.get(row.id) == e["page"]:
+        if e is not None and live.get(row.id) == e["page"] and row.id not in indexed:
+            indexed.add(row.id)
             path = os.path.join(out, e["search"])
             with contextlib.suppress(OSError):
                 total += os.path.getsize(path)
