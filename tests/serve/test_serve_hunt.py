@@ -4,6 +4,7 @@ before its fix."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -188,3 +189,31 @@ def test_a_copied_session_is_in_the_site_search_index_once(tmp_path: Path) -> No
     text = (site / "search-index.js").read_text("utf-8")
     index = json.loads(text.removeprefix("window.ompSiteIndex = ").rstrip().removesuffix(";"))
     assert [s["id"] for s in index] == ["copied-1"]
+
+
+# ----- an id's U+FFFD form shared by a genuine id -------------------------------------------------
+
+
+def test_an_id_holding_u_fffd_opens_itself_not_a_damaged_id_of_that_form(tmp_path: Path) -> None:
+    """Was the newer damaged session: an id with a lone surrogate was filed under its U+FFFD form
+    first when it was the newer, so the listed link of the session whose id really is that form
+    (``x-\\ufffd-id``) opened the other one, and it could not be opened at all. A URL names the
+    session whose id it spells; a damaged id is found by its U+FFFD form only when none does."""
+    root = tmp_path / "sessions"
+    bucket = root / project_dir_name(CWD)
+    genuine = bucket / "2026-01-01T00-00-00-000Z_genuine.jsonl"
+    damaged = bucket / "2026-01-01T00-00-01-000Z_damaged.jsonl"
+    _session(genuine, json.dumps("x-\ufffd-id"), "genuine kiwi")
+    _session(damaged, r'"x-\ud800-id"', "damaged kiwi")
+    os.utime(genuine, (1_700_000_000, 1_700_000_000))
+    os.utime(damaged, (1_700_000_100, 1_700_000_100))  # the damaged one is the newer
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+        with start(root) as running:
+            served = Served(root, {}, running)
+            rows = {r["id"]: r for r in served.get("/api/sessions").json()["sessions"]}
+            assert len(rows) == 2 and "x-\ud800-id" in rows  # both listed
+            page = served.get(str(rows["x-\ufffd-id"]["url"]))
+            assert page.status == 200 and b"genuine kiwi" in page.body
+            data = json.loads(page.text.split('id="omp-serve-session">')[1].split("</script>")[0])
+            assert data["id"] == "x-\ufffd-id"

@@ -34,7 +34,7 @@ from omp_session.catalog import listing
 from omp_session.catalog.summaries import ListCache, SessionStats, is_archived
 from omp_session.js.date import to_iso
 
-__all__ = ["ACTIVE_MS", "SORTS", "STATS_WAIT", "Catalog", "Page", "Query", "QueryError", "Row", "index_row", "now_ms",
+__all__ = ["ACTIVE_MS", "SORTS", "STATS_WAIT", "Catalog", "Page", "Query", "QueryError", "Row", "ids_of", "now_ms",
            "paged", "row_json", "url_word"]
 
 ACTIVE_MS: Final = 5 * 60 * 1000  # a session written to this recently is marked active
@@ -47,17 +47,26 @@ _SURROGATE: Final = re.compile("[\ud800-\udfff]")
 
 def url_word(text: str) -> str:
     """``text`` (an id) as one segment of a URL. A lone surrogate (a damaged file's JSON escape)
-    has no UTF-8: it goes as U+FFFD, the form :func:`index_row` also files the row under (and
+    has no UTF-8: it goes as U+FFFD, the form :func:`ids_of` also files the row under (and
     the search index keeps the id in)."""
     return quote(_SURROGATE.sub("\ufffd", text), safe="")
 
 
-def index_row(by_id: dict[str, Row], row: Row) -> None:
-    """File ``row`` under its id, and under the id its URL names when that differs (a lone
-    surrogate in it); the first row of an id wins (the newest: rows come newest first)."""
-    if isinstance(row.id, str) and row.id:
-        by_id.setdefault(row.id, row)
+def ids_of(rows: Iterable[Row]) -> dict[str, Row]:
+    """``rows`` (newest first) by id: the first row of an id wins (a copy under another name
+    shares it). A row whose id holds a lone surrogate is also filed under the id its URL names
+    (U+FFFD in place of each), unless a row's own id is that: a URL opens the session whose id
+    it spells, and of damaged ids that read the same, the newest."""
+    by_id: dict[str, Row] = {}
+    damaged: list[Row] = []
+    for row in rows:
+        if isinstance(row.id, str) and row.id:
+            by_id.setdefault(row.id, row)
+            if _SURROGATE.search(row.id):
+                damaged.append(row)
+    for row in damaged:
         by_id.setdefault(_SURROGATE.sub("\ufffd", row.id), row)
+    return by_id
 
 
 @dataclass
@@ -286,7 +295,6 @@ class Catalog:
             rows[row.path] = row
         order = listing.sort_sessions(_as_info(r) for r in rows.values())
         parents = [rows[i.path] for i in order]
-        by_id: dict[str, Row] = {}
         counts: dict[str, int] = {}
         for p in parents:
             for s in subs.get(p.path, []):
@@ -294,10 +302,9 @@ class Catalog:
                 sub = None if st is None else self._row(s, st, p.path)
                 if sub is not None:
                     p.children.append(sub)
-            # the newest session of an id wins (a copy under another name shares it)
-            for r in (p, *p.children):
-                index_row(by_id, r)
             counts[p.cwd] = counts.get(p.cwd, 0) + 1
+        # the newest session of an id wins (a copy under another name shares it)
+        by_id = ids_of(r for p in parents for r in (p, *p.children))
         # a text the cache's JSON cannot hold (a lone surrogate of a damaged file): the listing is
         # still right, only not kept for the next start
         with contextlib.suppress(TypeError, ValueError):

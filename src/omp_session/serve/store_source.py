@@ -30,7 +30,7 @@ from omp_session.store.derived.layout import tables_layout
 from omp_session.store.reopening import ReopeningStorage
 
 from .events import plain
-from .sessions import Catalog, Page, Query, Row, index_row, paged, url_word
+from .sessions import Catalog, Page, Query, Row, ids_of, paged, url_word
 from .store_filters import Namespaces, needs_tables, store_namespaces
 from .viewer import SessionStream, links_below, resume_line, serve_csp, served_pieces
 
@@ -130,17 +130,14 @@ class StoreCatalog(Catalog):
     def _rows(self, sessions: list[SessionInfo], subagents: dict[str, list[SessionInfo]]
               ) -> tuple[list[Row], dict[str, Row], list[tuple[str, int]]]:
         """The listed parents in omp's order (subagents in ``children``), by id, and the projects."""
-        by_id: dict[str, Row] = {}
         counts: dict[str, int] = {}
         parents: list[Row] = []
         for info in sort_sessions(i for i in sessions if i.path.startswith(self.parsed.root)):
             p = _row(info, None)
             p.children = [_row(c, p.path) for c in subagents.get(p.path, []) if c.path.startswith(self.parsed.root)]
             parents.append(p)
-            for r in (p, *p.children):
-                index_row(by_id, r)
             counts[p.cwd] = counts.get(p.cwd, 0) + 1
-        return parents, by_id, sorted(counts.items())
+        return parents, ids_of(r for p in parents for r in (p, *p.children)), sorted(counts.items())
 
     def find(self, session_id: str) -> Row | None:
         self.refresh()
