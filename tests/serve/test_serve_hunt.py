@@ -15,8 +15,10 @@ from test_events import Stream
 
 from builders import entry, header, user, write_session
 from conftest import Served
+from omp_session.ops.search.query import SearchHit
 from omp_session.paths import project_dir_name
-from omp_session.serve.app import start
+from omp_session.serve.app import MAX_SEARCH_LIMIT, start
+from omp_session.serve.pages import SearchCut, search_page
 from omp_session.serve.site import build_site
 
 CWD = "/home/u/hunt"
@@ -217,3 +219,19 @@ def test_an_id_holding_u_fffd_opens_itself_not_a_damaged_id_of_that_form(tmp_pat
             assert page.status == 200 and b"genuine kiwi" in page.body
             data = json.loads(page.text.split('id="omp-serve-session">')[1].split("</script>")[0])
             assert data["id"] == "x-\ufffd-id"
+
+
+# ----- the link to more hits at the largest limit -------------------------------------------------
+
+
+@pytest.mark.parametrize("sessions", [False, True])
+def test_the_search_page_offers_no_more_than_the_largest_limit(sessions: bool) -> None:
+    """Was a link to ``limit=2000000`` when 1,000,000 hits were shown and more matched: the limit
+    is cut to 1,000,000, so it showed the same hits with the same link again; short of the cap,
+    the link asked for more than it gives."""
+    hit = SearchHit("s1", "t", "/r/s1.jsonl", "/p", "e1", "message", "user", "text", None, "kiwi", 0.0, None)
+    at_cap = search_page("kiwi", [hit], None, cut=SearchCut(MAX_SEARCH_LIMIT, "", sessions))
+    assert "limit=2000000" not in at_cap and "show 2000000" not in at_cap
+    assert "first 1 " in at_cap  # still said to be cut
+    near = search_page("kiwi", [hit], None, cut=SearchCut(600_000, "", sessions))
+    assert "limit=1000000" in near and "show 1000000" in near and "1200000" not in near

@@ -48,7 +48,7 @@ __all__ = ["MAX_PER_PAGE", "PER_PAGE", "Running", "build_app", "serve_forever", 
 PER_PAGE: Final = 100
 MAX_PER_PAGE: Final = 100_000
 SEARCH_LIMIT: Final = 200  # hits on the search page (the JSON API keeps the CLI's 20 unless told)
-MAX_SEARCH_LIMIT: Final = 1_000_000  # more is cut to this: the limit goes to SQLite, which takes 64 bits
+MAX_SEARCH_LIMIT: Final = pages.MAX_SEARCH_LIMIT  # more is cut to this: the limit goes to SQLite (64 bits)
 _SURROGATE: Final = re.compile("[\ud800-\udfff]")
 _STATIC_TYPES: Final = {".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8"}
 

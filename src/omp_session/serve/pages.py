@@ -21,8 +21,9 @@ from omp_session.ops.stats.report import StatsReport
 from .sessions import ACTIVE_MS, SORTS, Page, Query, Row, url_word
 
 _PER_PAGE = Query().per_page  # a link leaves out the page size when it is the default
+MAX_SEARCH_LIMIT: Final = 1_000_000  # a search limit past this is cut to it: no link asks for more
 
-__all__ = ["COST_GROUPINGS", "SearchCut", "costs_head", "costs_page", "error_page", "list_page", "search_page", "session_url"]
+__all__ = ["COST_GROUPINGS", "MAX_SEARCH_LIMIT", "SearchCut", "costs_head", "costs_page", "error_page", "list_page", "search_page", "session_url"]
 
 _NAV: Final = (("/", "Sessions"), ("/search", "Search"), ("/costs", "Costs"))
 COST_GROUPINGS: Final = ("day", "week", "month", "model", "provider", "project", "session")
@@ -189,14 +190,16 @@ def _search_url(query: str, user: str, machine: str, role: str, sessions: bool, 
 def _search_count(query: str, hits: list[SearchHit], groups: int, cut: SearchCut | None, user: str, machine: str) -> str:
     if cut is None:
         return f'<p class="count">{len(hits)} match(es) in {groups} session(s)</p>'
-    more = _search_url(query, user, machine, cut.role, cut.sessions, cut.limit * 2)
+    # twice as many, up to the largest limit (at it, no link: it would show the same hits again)
+    most = min(cut.limit * 2, MAX_SEARCH_LIMIT)
+    more = _search_url(query, user, machine, cut.role, cut.sessions, most)
+    show = f'<a href="{_e(more)}">show {most}</a>' if most > cut.limit else ""
     if cut.sessions:
         return (f'<p class="count">first {len(hits)} sessions shown (their best match each) &mdash; more sessions '
-                f'match: <a href="{_e(more)}">show {cut.limit * 2}</a></p>')
+                f"match{': ' + show if show else ''}</p>")
     whole = _search_url(query, user, machine, cut.role, True, None)
     return (f'<p class="count">first {len(hits)} matches shown (in {groups} session(s)) &mdash; there are more: '
-            f'<a href="{_e(more)}">show {cut.limit * 2}</a> &middot; <a href="{_e(whole)}">one match per '
-            f"session</a></p>")
+            f'{show + " &middot; " if show else ""}<a href="{_e(whole)}">one match per session</a></p>')
 
 
 def search_page(query: str, hits: list[SearchHit] | None, error: str | None,
