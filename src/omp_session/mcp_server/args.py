@@ -78,7 +78,8 @@ def when_arg(args: Mapping[str, Any], name: str, *, now_ms: int | None = None) -
     # ASCII digits only: str.isdigit() is also true of "²" and "١", which int() refuses
     if text[-1:] in _AGE_UNITS and text[:-1].isascii() and text[:-1].isdigit():
         now = int(time.time() * 1000) if now_ms is None else now_ms
-        ms = float(now - int(text[:-1]) * _AGE_UNITS[text[-1]])
+        # an int, checked below: float() of an age of hundreds of digits raised OverflowError
+        ms: float = now - int(text[:-1]) * _AGE_UNITS[text[-1]]
     else:
         ms = date_parse(text)
     if ms != ms or abs(ms) > _MAX_TIME:  # NaN: not a date
