@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -20,3 +25,29 @@ def test_an_age_too_long_ago_for_a_float_is_an_argument_error(tmp_path: Path, to
     args = {"since": age, **({"query": "parser"} if tool == "search_sessions" else {})}
     with pytest.raises(ToolArgumentError, match="not a date"):
         getattr(Library(tmp_path / "s"), tool)(args)
+
+
+def test_a_client_that_stops_reading_ends_the_server_quietly(tmp_path: Path) -> None:
+    """A client that went away (its end of stdout closed) ended the server with a traceback of an
+    ExceptionGroup around BrokenPipeError and status 1; every command ends quietly with 0 when
+    its reader closes stdout (docs/cli.md, "Exit status")."""
+    build(tmp_path / "agent" / "sessions")
+    env = {**os.environ, "PI_CODING_AGENT_DIR": str(tmp_path / "agent"), "XDG_CACHE_HOME": str(tmp_path / "cache"),
+           "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+    with subprocess.Popen([sys.executable, "-m", "omp_session", "mcp"], stdin=subprocess.PIPE,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=tmp_path) as server:
+        assert server.stdin is not None and server.stdout is not None and server.stderr is not None
+        server.stdin.write((json.dumps(init) + "\n").encode())
+        server.stdin.flush()
+        assert json.loads(server.stdout.readline())["id"] == 1
+        server.stdout.close()  # the client is gone: the next answers meet a closed pipe
+        with contextlib.suppress(BrokenPipeError):  # the server may be gone before the last
+            for n in range(2, 5):  # the first answer may still fit in the writer's buffer
+                server.stdin.write((json.dumps({"jsonrpc": "2.0", "id": n, "method": "ping"}) + "\n").encode())
+                server.stdin.flush()
+            server.stdin.close()
+        status = server.wait(timeout=60)
+        err = server.stderr.read().decode()
+    assert (status, err) == (0, "")

@@ -17,6 +17,7 @@ bug in this package ends as a JSON-RPC error, and the SDK keeps the server runni
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import sys
@@ -357,6 +358,14 @@ def run_stdio(library: Library) -> None:
             await server.run(_AnswerBeforeEOF(read, requests), requests.writer(write),
                              server.create_initialization_options())
 
-    anyio.run(main)
+    try:
+        anyio.run(main)
+    except BaseExceptionGroup as group:
+        # the client stopped reading (its end of stdout closed): raised as itself, the command
+        # ends quietly as every command does when its reader leaves (cli/_errors.reported)
+        broken, rest = group.split(BrokenPipeError)
+        if broken is None or rest is not None:
+            raise
+        raise BrokenPipeError(errno.EPIPE, os.strerror(errno.EPIPE)) from None
     if requests.gave_up:
         raise SystemExit(1)
