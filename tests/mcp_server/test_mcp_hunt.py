@@ -51,3 +51,18 @@ def test_a_client_that_stops_reading_ends_the_server_quietly(tmp_path: Path) -> 
         status = server.wait(timeout=60)
         err = server.stderr.read().decode()
     assert (status, err) == (0, "")
+
+
+@pytest.mark.parametrize(("since", "same_as"), [("0000-06-01", "0001-01-01"), ("1000000d", "0001-01-01"),
+                                                ("-000001-01-01T00:00:00Z", "0001-01-01"),
+                                                ("+010000-01-01T00:00:00Z", "9999-12-31T23:59:59.999Z")])
+def test_stats_take_every_since_the_other_tools_take(tmp_path: Path, since: str, same_as: str) -> None:
+    """A since before year 1 or after 9999 (Date.parse and an age take them, and list_sessions and
+    search_sessions did) was refused by session_stats, with a line about ``--since`` and a time the
+    caller never gave (``--since '-000711-01-07T10:50:10.669Z' is not a date…`` for 1000000d)."""
+    build(tmp_path / "s")
+    library = Library(tmp_path / "s")
+    got = library.session_stats({"since": since})
+    want = library.session_stats({"since": same_as})
+    assert {k: v for k, v in got.items() if k != "since"} == {k: v for k, v in want.items() if k != "since"}
+    assert (got["billed"]["requests"] > 0) == same_as.startswith("0001")

@@ -50,6 +50,9 @@ MAX_CHARS: Final = 100_000  # characters per item (read_session) or per page (re
 DEFAULT_ITEM_CHARS: Final = 2_000
 _SUFFIXES: Final = (".jsonl", ".jsonl.gz")
 _LIST_SHOWN: Final = 100  # forks, labels, tips... per session_tree answer
+# the times stats reads (Python's datetime: years 1 to 9999); Date.parse and an age reach further
+_STATS_FIRST_MS: Final = -62_135_596_800_000  # 0001-01-01T00:00:00.000Z
+_STATS_LAST_MS: Final = 253_402_300_799_999  # 9999-12-31T23:59:59.999Z
 
 
 def _inside(path: str, root: str) -> bool:
@@ -235,7 +238,10 @@ class Library:
             scope = {"project": project}
         else:
             paths, scope = None, {"all": True}
-        report = self._stats(paths, None if since is None else to_iso(since))
+        # a since beyond the years stats reads is the nearest it reads: stats refused it with a
+        # line about --since and a time the caller never gave
+        report = self._stats(paths, None if since is None else
+                             to_iso(min(max(since, _STATS_FIRST_MS), _STATS_LAST_MS)))
         out = {**scope, "since": _ms_iso(since), "sessions": len(report.sessions),
                "billed": report.total.billed.to_dict(), "current_branch": report.total.current.to_dict(),
                "by_model": [{"model": g.key, "billed": g.billed.to_dict(), "current_branch": g.current.to_dict()}
