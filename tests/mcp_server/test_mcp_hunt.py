@@ -10,8 +10,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from mcp_corpus import build
+from mcp_corpus import PARSER, PARSER_ID, build
 
+from builders import entry, header, stamp, user, write_session
 from omp_session.mcp_server.args import ToolArgumentError
 from omp_session.mcp_server.tools import Library
 
@@ -66,3 +67,16 @@ def test_stats_take_every_since_the_other_tools_take(tmp_path: Path, since: str,
     want = library.session_stats({"since": same_as})
     assert {k: v for k, v in got.items() if k != "since"} == {k: v for k, v in want.items() if k != "since"}
     assert (got["billed"]["requests"] > 0) == same_as.startswith("0001")
+
+
+def test_session_tree_shows_at_most_100_subagents(tmp_path: Path) -> None:
+    """docs/mcp.md: each list of session_tree at most 100, with <name>_not_shown beyond; the
+    subagents were all listed, however many (a row of up to 300 characters of first message each)."""
+    build(tmp_path / "s")
+    folder = tmp_path / "s" / "--work-proj--" / PARSER
+    for n in range(2, 131):
+        write_session(folder / f"agent-{n:03}.jsonl", [entry("s1", None, timestamp=stamp(7), message=user(f"task {n}"))],
+                      head=header(f"dddd{n:04}-0000-4000-8000-000000000000", cwd="/work/proj"))
+    tree = Library(tmp_path / "s").session_tree({"session": PARSER_ID})
+    assert len(tree["subagents"]) == 100
+    assert tree["subagents_not_shown"] == 30

@@ -216,7 +216,10 @@ class Library:
         handle = self.handle(path)
         with self._open(path) as s:
             out = {**self._head(s, handle), **self._tree(s)}
-        out["subagents"] = [self._row(i) for i in self._subagents(path)]
+        subagents = self._subagents(path)
+        out["subagents"] = [self._row(i) for i in subagents[:_LIST_SHOWN]]
+        if len(subagents) > _LIST_SHOWN:  # capped as the other lists are (docs/mcp.md)
+            out["subagents_not_shown"] = len(subagents) - _LIST_SHOWN
         return self._out(out)
 
     @_call
