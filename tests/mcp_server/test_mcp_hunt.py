@@ -80,3 +80,16 @@ def test_session_tree_shows_at_most_100_subagents(tmp_path: Path) -> None:
     tree = Library(tmp_path / "s").session_tree({"session": PARSER_ID})
     assert len(tree["subagents"]) == 100
     assert tree["subagents_not_shown"] == 30
+
+
+@pytest.mark.parametrize("project", ["/work/./proj", "/work/proj/.", "/work/x/../proj", "/work/proj//"])
+def test_a_project_is_the_same_directory_for_every_tool(tmp_path: Path, project: str) -> None:
+    """search_sessions took project as os.path.abspath makes it (the search's own filter), but
+    list_sessions and session_stats compared the text as given: /work/./proj found the session in
+    search and nothing in the other two."""
+    build(tmp_path / "s")
+    library = Library(tmp_path / "s")
+    assert [h["session"] for h in library.search_sessions({"query": "parser", "project": project})["hits"]] \
+        == [PARSER_ID]
+    assert [r["session"] for r in library.list_sessions({"project": project})["sessions"]] == [PARSER_ID]
+    assert library.session_stats({"project": project})["sessions"] == 1

@@ -60,10 +60,11 @@ def _inside(path: str, root: str) -> bool:
 
 
 def _under(cwd: str | None, project: str) -> bool:
-    """Whether a session's working directory is ``project`` or below it."""
+    """Whether a session's working directory is ``project`` or below it: ``project`` made
+    absolute and normal as search's filter takes it (``/a/./b``, ``/a/b/.``: ``/a/b``)."""
     if not isinstance(cwd, str):
         return False
-    base = project.rstrip("/") or "/"
+    base = os.path.abspath(project).rstrip("/") or "/"
     return cwd == base or cwd.startswith(base.rstrip("/") + "/")
 
 
