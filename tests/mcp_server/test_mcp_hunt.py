@@ -93,3 +93,13 @@ def test_a_project_is_the_same_directory_for_every_tool(tmp_path: Path, project:
         == [PARSER_ID]
     assert [r["session"] for r in library.list_sessions({"project": project})["sessions"]] == [PARSER_ID]
     assert library.session_stats({"project": project})["sessions"] == 1
+
+
+@pytest.mark.parametrize("session", ["a/\x00.jsonl", "\x00.jsonl", "a/" * 3000 + "x.jsonl"])
+def test_a_resource_uri_is_checked_as_a_tools_session_is(tmp_path: Path, session: str) -> None:
+    """resources/read passed its URI's session to locate unchecked: a NUL in a path
+    (omp-session://session/a%2F%00.jsonl) raised ValueError from realpath, a JSON-RPC error with
+    code 0 and a traceback on stderr, and a URI of any length came back whole in the error."""
+    build(tmp_path / "s")
+    with pytest.raises(ToolArgumentError, match="not a usable value"):
+        Library(tmp_path / "s").session_markdown(session)

@@ -264,7 +264,8 @@ class Library:
     def session_markdown(self, session: str, max_chars: int = DEFAULT_ITEM_CHARS) -> str:
         """A session's model context as plain text, for ``resources/read``."""
         self._begin()
-        path = self.locate(session)
+        # checked as a tool's session is: a URI can hold a NUL (realpath raised) or be any length
+        path = self.locate(text_arg({"session": session}, "session", required=True) or "")
         handle = self.handle(path)
         with self._open(path) as s:
             head = self._out(self._head(s, handle))
