@@ -103,3 +103,38 @@ def test_a_resource_uri_is_checked_as_a_tools_session_is(tmp_path: Path, session
     build(tmp_path / "s")
     with pytest.raises(ToolArgumentError, match="not a usable value"):
         Library(tmp_path / "s").session_markdown(session)
+
+
+def test_a_resource_the_files_cannot_give_is_one_line_as_a_tools_session_is(tmp_path: Path) -> None:
+    """resources/read let an OSError through (the tools make it their one-line error): 'latest'
+    once the server's working directory was removed ended as a JSON-RPC error with code 0 and a
+    traceback on stderr, where read_session(session='latest') said what went wrong in one line."""
+    build(tmp_path / "agent" / "sessions")
+    (tmp_path / "gone").mkdir()
+    env = {**os.environ, "PI_CODING_AGENT_DIR": str(tmp_path / "agent"), "XDG_CACHE_HOME": str(tmp_path / "cache"),
+           "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    with subprocess.Popen([sys.executable, "-m", "omp_session", "mcp"], stdin=subprocess.PIPE,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=tmp_path / "gone") as server:
+        assert server.stdin is not None and server.stdout is not None and server.stderr is not None
+
+        def ask(message: dict[str, object]) -> dict[str, object]:
+            assert server.stdin is not None and server.stdout is not None
+            server.stdin.write((json.dumps(message) + "\n").encode())
+            server.stdin.flush()
+            answer: dict[str, object] = json.loads(server.stdout.readline())
+            return answer
+
+        ask({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
+        (tmp_path / "gone").rmdir()
+        tool = ask({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                    "params": {"name": "read_session", "arguments": {"session": "latest"}}})
+        resource = ask({"jsonrpc": "2.0", "id": 3, "method": "resources/read",
+                        "params": {"uri": "omp-session://session/latest"}})
+        server.stdin.close()
+        status = server.wait(timeout=60)
+        err = server.stderr.read().decode()
+    assert tool["result"] == {"content": [{"type": "text", "text": "read_session: [Errno 2] No such file or directory"}],
+                              "isError": True}
+    assert resource["error"] == {"code": -32603, "message": "resources/read: [Errno 2] No such file or directory"}
+    assert (status, err) == (0, "")

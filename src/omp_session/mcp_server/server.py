@@ -212,6 +212,8 @@ def build_server(library: Library) -> Server[Any]:
             text = await run(lambda: library.session_markdown(session))
         except SessionError as e:
             raise _invalid(str(e)) from None
+        except (OSError, RecursionError) as e:  # as call_tool: one line, not the SDK's code 0 and a traceback
+            raise MCPError(code=types.INTERNAL_ERROR, message=utf8_safe(f"resources/read: {e}")) from None
         return types.ReadResourceResult(contents=[types.TextResourceContents(uri=uri, text=utf8_safe(text),
                                                                              mime_type="text/markdown")])
 
