@@ -224,6 +224,24 @@ def test_all_walks_every_project_and_keeps_subagents_under_parents(family: dict[
     assert stats(root=family["root"], cwd=str(Path.home() / "elsewhere"), cache=False).groups == []
 
 
+def test_all_and_a_project_skip_links_as_list_does(family: dict[str, Path], tmp_path: Path) -> None:
+    # list (omp's listing) never lists a session file or a project folder that is a symlink, and
+    # serve promises such a file is never served; stats counted both (its cost, its title in
+    # serve's /costs)
+    elsewhere = tmp_path / "elsewhere"
+    other = Builder("1234abcd", "2026-03-02T08:00:00.000Z", cwd="/work/app")
+    other.assistant("2026-03-02T08:00:01.000Z", usage(1, 1, 0.5))
+    outside = other.write(elsewhere / "-work-other" / "2026-03-02T08-00-00-000Z_1234abcd.jsonl")
+    (family["root"] / "-work-app" / "link.jsonl").symlink_to(outside)
+    (family["root"] / "-work-other").symlink_to(outside.parent, target_is_directory=True)
+    report = stats(all_sessions=True, root=family["root"], by="session", tz="UTC", cache=False)
+    assert [g.key for g in report.groups] == [str(family["parent"])]
+    here = stats(root=family["root"], cwd=str(Path.home() / "work" / "app"), by="session", tz="UTC", cache=False)
+    assert [g.key for g in here.groups] == [str(family["parent"])]
+    named = stats([family["root"] / "-work-app" / "link.jsonl"], tz="UTC", cache=False)  # named: read
+    assert named.total.billed.input == 1
+
+
 def test_cache_gives_the_same_report_and_notices_changes(family: dict[str, Path], tmp_path: Path) -> None:
     cache_dir = tmp_path / "cache"
     first = stats([family["parent"]], tz="UTC", cache=StatsCache(cache_dir))

@@ -376,10 +376,12 @@ def _artifact_files(path: str, depth: int) -> list[_Node]:
 
 
 def _project_files(directory: Path) -> list[str]:
+    # the files list finds (omp's listing): no symlink (and --all no linked project folder)
     try:
         with os.scandir(directory) as it:
             return sorted(os.path.join(directory, e.name) for e in it
-                          if e.name.endswith(_SUFFIX) and not e.name.startswith(".") and e.is_file())
+                          if e.name.endswith(_SUFFIX) and not e.name.startswith(".")
+                          and e.is_file(follow_symlinks=False))
     except OSError:
         return []
 
@@ -387,7 +389,7 @@ def _project_files(directory: Path) -> list[str]:
 def _all_files(root: Path) -> list[str]:
     try:
         with os.scandir(root) as it:
-            buckets = sorted(e.path for e in it if e.is_dir() and not e.name.startswith("."))
+            buckets = sorted(e.path for e in it if e.is_dir(follow_symlinks=False) and not e.name.startswith("."))
     except OSError:
         return []
     return [f for b in buckets for f in _project_files(Path(b))]
