@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 import os
 import sys
 from collections.abc import Callable, Iterator
@@ -292,7 +293,11 @@ def _caption(view: _View) -> str:
 
 
 def _short(x: float) -> str:
-    for unit, size in (("B", 1e9), ("M", 1e6), ("k", 1e3)):
+    if not math.isfinite(x):  # (a damaged usage: the sum of two 1e308 counts)
+        return "?" if x != x else "inf" if x > 0 else "-inf"
+    if abs(x) >= 1e15:  # not a count any session made: its 300 digits would fill the screen
+        return f"{x:.1e}"
+    for unit, size in (("T", 1e12), ("B", 1e9), ("M", 1e6), ("k", 1e3)):
         if abs(x) >= size:
             return f"{x / size:.1f}{unit}"
     return f"{x:,.0f}"

@@ -95,6 +95,24 @@ def test_the_active_block_shows_time_elapsed_and_left_and_a_projection() -> None
     assert d["start"] == "2026-03-01T11:00:00+01:00" and d["end"] == "2026-03-01T16:00:00+01:00"
 
 
+def test_a_projection_past_what_a_float_holds_is_null_not_an_overflow() -> None:
+    # a damaged usage of 1e308 tokens: the projection is infinite; round() of it raised
+    # OverflowError and `stats --blocks --json` (and serve's /costs) ended in a traceback
+    items = [_item("2026-03-01T10:20:00+00:00", cost=1.5, tokens=10), _item("2026-03-01T11:00:00+00:00")]
+    items[1].record.total_tokens = 1e308
+    (block,) = billing_blocks(items, _ms("2026-03-01T12:00:00+00:00"))
+    d = block.to_dict(zone("UTC"))
+    assert d["projected"] == {"totalTokens": None, "cost": block.projected()[1]}  # type: ignore[index]
+
+
+def test_token_counts_past_a_quadrillion_are_short_in_the_table() -> None:
+    from omp_session.cli.stats import _short
+
+    assert [_short(x) for x in (999.0, 1500.0, 2.5e6, 3.25e9, 4.5e12)] == ["999", "1.5k", "2.5M", "3.2B", "4.5T"]
+    assert [_short(x) for x in (1e308, -2e20, float("inf"), float("-inf"), float("nan"))] == \
+        ["1.0e+308", "-2.0e+20", "inf", "-inf", "?"]
+
+
 def test_a_block_is_not_active_at_its_end_nor_before_it() -> None:
     items = [_item("2026-03-01T10:20:00+00:00")]
     for now in (_ms("2026-03-01T15:00:00+00:00"), _ms("2026-03-01T09:00:00+00:00")):

@@ -10,6 +10,7 @@ leaves out still place the blocks, as they did on the bill.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, tzinfo
@@ -67,7 +68,9 @@ class Block:
             "elapsedMinutes": None if elapsed is None else int(elapsed // 60_000),
             "remainingMinutes": None if remaining is None else -int(-remaining // 60_000),
             "billed": self.billed.to_dict(),
-            "projected": None if projected is None else {"totalTokens": round(projected[0]), "cost": projected[1]},
+            "projected": None if projected is None else {
+                # (a damaged usage may make it infinite, which no integer is)
+                "totalTokens": round(projected[0]) if math.isfinite(projected[0]) else None, "cost": projected[1]},
             "models": [{"key": m.key, "billed": m.billed.to_dict()} for m in self.models],
         }
 
