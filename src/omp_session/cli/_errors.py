@@ -17,6 +17,7 @@ without ``--force``, ...) raise a ``SessionError`` with the message.
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 from collections.abc import Callable, Iterator
@@ -73,6 +74,23 @@ def reported(ctx: click.Context) -> Iterator[None]:
         if not stdout_closed():
             raise
         leave_quietly()
+    except FileNotFoundError as e:
+        # os.getcwd() in a folder removed under the shell (a deleted worktree): the current
+        # project is asked for everywhere, and it has no file name to give
+        if e.filename is not None or not _cwd_gone():
+            raise
+        click.echo(error_line(SessionError(
+            f"the current directory cannot be read ({e.strerror or e}; was it removed?): run from an existing "
+            "folder, or name the session by its path")), err=True)
+        sys.exit(1)
+
+
+def _cwd_gone() -> bool:
+    try:
+        os.getcwd()
+    except OSError:
+        return True
+    return False
 
 
 @contextmanager
