@@ -20,7 +20,7 @@ import click
 
 from omp_session.catalog.resolve import resolve_session
 from omp_session.ops.search.index import HIGHLIGHT, IndexReport, SearchIndex, default_index_path
-from omp_session.ops.search.query import SearchHit, search
+from omp_session.ops.search.query import MAX_LIMIT, SearchHit, search
 from omp_session.paths import sessions_dir
 
 from ._errors import command
@@ -189,6 +189,7 @@ def search_command(query: tuple[str, ...], role: str | None, cwd: str | None, cw
       omp-session search 'NEAR(cursor pagination, 5)' --sessions
     """
     cwd = cwd or cwd_alias
+    limit = min(limit, MAX_LIMIT)  # (more hits than any index holds: a database takes 64 bits at most)
     if store_url is None and (ns_user is not None or ns_host is not None):
         raise click.UsageError(f"--{'user' if ns_user is not None else 'machine'} filters a store's sessions: "
                                "it needs --store URL")

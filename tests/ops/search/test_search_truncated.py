@@ -76,3 +76,18 @@ def test_asking_whether_the_limit_cut_changes_no_hit(tmp_path: Path, monkeypatch
     assert [(h.session_id, h.entry_id, h.score) for h in got.hits] == \
         [(h.session_id, h.entry_id, h.score) for h in alone]
     assert got.truncated is True
+
+
+@pytest.mark.parametrize("how", [[], ["--session", "s"]], ids=["root", "session"])
+def test_a_limit_past_64_bits_is_no_limit_not_a_traceback(tmp_path: Path, how: list[str]) -> None:
+    # SQLite takes 64-bit integers: --limit 10**20 was an OverflowError (an IntegrityError with
+    # --session) and a traceback
+    root = _root(tmp_path, 3, 2)
+    common = ["--root", str(root), "--index", str(tmp_path / "i.sqlite")]
+    if how:
+        common += ["--session", str(next((root / "-w").glob("*_s1.jsonl")))]
+    code, out, err = run(cli, "search", "config", "--limit", str(10**20), "--json", *common)
+    assert code == 0, err
+    assert len(json.loads(out)) == (2 if how else 6) and "there are more" not in err
+    result = search("config", root=root, index_path=tmp_path / "j.sqlite", limit=2**63)
+    assert len(result.hits) == 6 and result.truncated is False

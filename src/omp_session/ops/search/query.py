@@ -39,7 +39,11 @@ from omp_session.js.date import to_iso
 from .index import FILE_SHIFT, HIGHLIGHT, KIND_CODES, KINDS, SEQ_SHIFT, IndexReport, SearchIndex
 from .snippet import cut_snippet, hit_pattern, plain_snippet
 
-__all__ = ["ROLES", "SearchHit", "SearchResult", "search", "to_fts"]
+__all__ = ["MAX_LIMIT", "ROLES", "SearchHit", "SearchResult", "search", "to_fts"]
+
+# a limit at least this large is none: no index holds that many hits, and a larger one (plus the
+# ranking's slack) would not fit the 64-bit integers SQLite and the stores take
+MAX_LIMIT: Final = 2**53
 
 ROLES: Final = {"user": ("user",), "assistant": ("assistant",),
                 "tool": ("toolResult", "bashExecution", "pythonExecution")}
@@ -241,6 +245,8 @@ def search(query: str, *, index: SearchIndex | None = None, index_path: str | os
     is updated first unless ``update`` is false; ``truncated`` in the result says the limit cut the
     hits. Raises :class:`QueryError` for a query that cannot be searched for."""
     fts = to_fts(query)
+    if limit is not None and limit >= MAX_LIMIT:
+        limit = None  # more hits than any index holds (and past the 64 bits SQLite takes): no limit
     if role is not None and role not in ROLES:
         raise QueryError(f"unknown role {role!r} (use user, assistant or tool)")
     notices: list[str] = []
