@@ -95,3 +95,24 @@ def test_import_takes_cwd_as_the_other_commands_do_for_project(home: Path) -> No
 
     by_project = said("--project", project)
     assert by_project == said("--cwd", project) and by_project != said("--all")
+
+
+def test_a_foreign_session_whose_file_is_gone_is_listed_with_an_unknown_size(home: Path) -> None:
+    # Codex's state database still lists rollouts that were deleted: their size is unknown, and the
+    # table's size column raised TypeError on it (--json was fine)
+    import sqlite3
+
+    db = home / ".codex" / "state_5.sqlite"
+    with sqlite3.connect(db) as con:
+        con.execute("CREATE TABLE threads (id TEXT, rollout_path TEXT, created_at INTEGER, updated_at INTEGER, "
+                    "cwd TEXT, title TEXT, first_user_message TEXT)")
+        con.execute("INSERT INTO threads VALUES ('t1', 'sessions/gone.jsonl', 1767323045, 1767323046, ?, 'gone', 'hi')",
+                    (str(home),))
+    con.close()
+    rows = [r for r in _rows("--all", "--foreign") if r.get("title") == "gone"]
+    assert len(rows) == 1 and rows[0]["size"] is None
+    for extra in ([], ["--sort", "size"]):
+        result = CliRunner().invoke(cli, ["list", "--all", "--foreign", *extra], env={"COLUMNS": "120"})
+        assert result.exit_code == 0, result.output
+        line = next(x for x in result.stdout.splitlines() if x.rstrip().endswith("gone"))
+        assert " ? " in line

@@ -455,7 +455,9 @@ def _money(value: Any) -> str:
     return "?" if value is None else str(value)
 
 
-def _size(n: int) -> str:
+def _size(n: int | None) -> str:
+    if n is None:  # a foreign session whose file is gone (Codex's database still lists it)
+        return "?"
     for unit in ("B", "KB", "MB", "GB"):
         if n < 1024 or unit == "GB":
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
