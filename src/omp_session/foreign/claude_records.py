@@ -106,19 +106,22 @@ def _from_dict(value: dict[str, Any]) -> ClaudeRecord:
     return out
 
 
-def _blocks(value: Any) -> list[Any] | None:
+def _blocks(value: Any, *, inner: bool = False) -> list[Any] | None:
+    """The blocks of a message's content; ``inner``: of a tool result's content, whose own
+    ``content`` the converter never reads (left ``None``, not followed however deep it nests)."""
     if not isinstance(value, list):
         return None
-    return [_block(item) if isinstance(item, dict) else None for item in value]
+    return [_block(item, inner) if isinstance(item, dict) else None for item in value]
 
 
-def _block(value: dict[str, Any]) -> ClaudeBlock:
+def _block(value: dict[str, Any], inner: bool) -> ClaudeBlock:
     get = value.get
     text, thinking, content = get("text"), get("thinking"), get("content")
     # the fields hold Python values here, not JSON text: the converter takes either
     exact: dict[str, Any] = {"text": text if isinstance(text, str) else None,
                              "thinking": thinking if isinstance(thinking, str) else None,
-                             "content": content if isinstance(content, str) else _blocks(content)}
+                             "content": content if isinstance(content, str) else
+                             None if inner else _blocks(content, inner=True)}
     return ClaudeBlock(type=get("type"), signature=get("signature"), id=get("id"), name=get("name"),
                        input=get("input"), tool_use_id=get("tool_use_id"), is_error=get("is_error"),
                        source=get("source"), **exact)
@@ -129,7 +132,7 @@ def tool_result_blocks(raw: bytes) -> list[Any]:
     try:
         return _DECODE_BLOCKS(raw)
     except (msgspec.DecodeError, RecursionError):  # an item that is not an object, an odd string...
-        return _blocks(decode_line(raw)) or []
+        return _blocks(decode_line(raw), inner=True) or []
 
 
 def read_claude_records(path: str | os.PathLike[str]) -> ClaudeRecords:

@@ -93,25 +93,52 @@ def raw_text(token: bytes) -> RawText | str:
 def materialize(value: Any) -> Any:
     """``value`` with its :class:`RawText` strings decoded: a copy where there are any, else
     ``value`` itself."""
+    try:
+        return _materialize(value)
+    except RecursionError:  # nested deeper than Python's stack (a tool call's arguments can be)
+        return _materialize_deep(value)
+
+
+def _materialize(value: Any) -> Any:
     c = value.__class__
     if c is RawText:
         return value.text
     if c is dict:
         copy: dict[str, Any] | None = None
         for k, v in value.items():
-            nv = materialize(v) if v.__class__ in _CONTAINERS else v
+            nv = _materialize(v) if v.__class__ in _CONTAINERS else v
             if nv is not v and copy is None:
                 copy = dict(value)
             if copy is not None:
                 copy[k] = nv
         return value if copy is None else copy
     if c is list:
-        items = [materialize(v) if v.__class__ in _CONTAINERS else v for v in value]
+        items = [_materialize(v) if v.__class__ in _CONTAINERS else v for v in value]
         return value if all(a is b for a, b in zip(items, value, strict=True)) else items
     return value
 
 
 _CONTAINERS = frozenset({dict, list, RawText})
+
+
+def _materialize_deep(value: Any) -> Any:
+    """:func:`materialize` with a stack of its own: every container is copied."""
+    if value.__class__ is RawText:
+        return value.text
+    if value.__class__ is not dict and value.__class__ is not list:
+        return value
+    root = dict(value) if value.__class__ is dict else list(value)
+    stack: list[Any] = [root]
+    while stack:
+        node = stack.pop()
+        for k, v in list(node.items() if node.__class__ is dict else enumerate(node)):
+            c = v.__class__
+            if c is RawText:
+                node[k] = v.text
+            elif c is dict or c is list:
+                node[k] = copy = dict(v) if c is dict else list(v)
+                stack.append(copy)
+    return root
 
 
 def _fragment(value: Any) -> Any:
@@ -162,7 +189,11 @@ def is_plain(value: Any) -> bool:
 def entry_line(value: Any, blobs: BlobSink | None, *, s20: bool) -> bytes:
     """``JSON.stringify(persist(value)) + "\\n"`` as omp writes the entry ``value`` (images stored
     in ``blobs``; ``None``: computed only, as for a dry run)."""
-    if is_plain(value):
+    try:
+        plain = is_plain(value)
+    except RecursionError:  # nested deeper than Python's stack: the general path has a stack of its own
+        plain = False
+    if plain:
         try:
             line = orjson.dumps(value, default=_fragment, option=_OPTIONS)
         except TypeError:  # a lone surrogate, an integer past 2**53, undefined: the exact encoder decides

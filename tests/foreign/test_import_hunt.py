@@ -1,0 +1,120 @@
+"""``omp-session import`` on what real (and hostile) Claude Code and Codex files hold: regressions
+found by feeding the importer odd input."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from omp_session.cli._group import cli
+from omp_session.js import codec
+
+CLAUDE_ID = "33333333-0000-4000-8000-000000000001"
+CODEX_ID = "0199a1b2-0000-7000-8000-000000000001"
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path / "home"
+    (home / "proj").mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
+    monkeypatch.delenv("PI_CODING_AGENT_SESSION_DIR", raising=False)
+    monkeypatch.chdir(home / "proj")
+    return home
+
+
+def _run(*args: str) -> Any:
+    return CliRunner().invoke(cli, ["import", *args], catch_exceptions=False)
+
+
+def _imported() -> list[dict[str, Any]]:
+    [made] = sorted((Path(os.environ["PI_CODING_AGENT_DIR"]) / "sessions").rglob("*.jsonl"))
+    return [codec.loads(line) for line in made.read_bytes().splitlines()[2:]]
+
+
+def _claude(home: Path, *lines: str) -> Path:
+    cwd = home / "proj"
+    folder = home / ".claude" / "projects" / str(cwd).replace("/", "-")
+    folder.mkdir(parents=True)
+    first = json.dumps({"type": "user", "uuid": "u1", "parentUuid": None, "cwd": str(cwd),
+                        "timestamp": "2026-01-02T03:04:05.000Z", "message": {"role": "user", "content": "hi"}})
+    path = folder / f"{CLAUDE_ID}.jsonl"
+    path.write_text("\n".join([first, *lines]) + "\n")
+    return path
+
+
+def _codex(home: Path, *records: str) -> Path:
+    folder = home / ".codex" / "sessions" / "2026" / "01" / "02"
+    folder.mkdir(parents=True)
+    meta = json.dumps({"timestamp": "2026-01-02T03:04:05.000Z", "type": "session_meta",
+                       "payload": {"id": CODEX_ID, "cwd": str(home / "proj"), "timestamp": "2026-01-02T03:04:05.000Z"}})
+    path = folder / f"rollout-2026-01-02T03-04-05-{CODEX_ID}.jsonl"
+    path.write_text("\n".join([meta, *records]) + "\n")
+    return path
+
+
+def _depth(value: Any) -> int:
+    depth = 0
+    while isinstance(value, list) and value:
+        value, depth = value[0], depth + 1
+    return depth + isinstance(value, list)
+
+
+@pytest.mark.parametrize("depth", [3_000, 100_000])
+def test_claude_tool_call_arguments_nested_deeper_than_pythons_stack_are_imported(home: Path, depth: int) -> None:
+    # the arguments of a tool call are the model's, and kept as they are: a RecursionError in the
+    # check for plain entries used to end the whole run with a traceback
+    _claude(home, '{"type":"assistant","uuid":"a1","parentUuid":"u1","timestamp":"2026-01-02T03:04:06.000Z",'
+                  '"message":{"model":"m","content":[{"type":"tool_use","id":"t1","name":"X","input":{"a":'
+                  + "[" * depth + "]" * depth + "}}]}}")
+    result = _run("claude")
+    assert result.exit_code == 0, result.output
+    assert "1 imported" in result.output
+    [call] = [e for e in _imported() if e.get("type") == "message" and e["message"]["role"] == "assistant"]
+    assert _depth(call["message"]["content"][0]["arguments"]["a"]) == depth
+
+
+def test_claude_tool_result_content_nested_deep_is_imported(home: Path) -> None:
+    # a tool result whose content nests tool results: only its own text and image blocks count,
+    # whatever the blocks inside hold (a RecursionError used to fail the session)
+    nested = '"x"'
+    for _ in range(1_500):
+        nested = '[{"type":"tool_result","tool_use_id":"t","content":' + nested + "}]"
+    _claude(home, '{"type":"user","uuid":"u2","parentUuid":"u1","timestamp":"2026-01-02T03:04:06.000Z",'
+                  '"message":{"role":"user","content":' + nested + "}}")
+    result = _run("claude")
+    assert result.exit_code == 0, result.output
+    results = [e["message"] for e in _imported() if e.get("type") == "message"
+               and e["message"]["role"] == "toolResult"]
+    assert results == [{"role": "toolResult", "toolCallId": "t", "toolName": "unknown", "content": [],
+                        "isError": False, "timestamp": 1767323046000}]
+
+
+def test_codex_function_call_arguments_nested_deep_are_imported(home: Path) -> None:
+    args = json.dumps('{"a":' + "[" * 3_000 + "]" * 3_000 + "}")
+    _codex(home, '{"timestamp":"2026-01-02T03:04:06.000Z","type":"response_item","payload":{"type":'
+                 '"function_call","name":"shell","call_id":"c1","arguments":' + args + "}}")
+    result = _run("codex", "--all")
+    assert result.exit_code == 0, result.output
+    [call] = [e for e in _imported() if e.get("type") == "message"]
+    assert _depth(call["message"]["content"][0]["arguments"]["a"]) == 3_000
+
+
+def test_materialize_decodes_raw_texts_beside_a_value_nested_deeper_than_pythons_stack() -> None:
+    from omp_session.foreign.lines import RawText, materialize
+
+    deep: Any = []
+    for _ in range(5_000):
+        deep = [deep]
+    entry = {"message": {"content": [{"type": "text", "text": RawText(b'"a\\nb"')},
+                                      {"type": "toolCall", "arguments": {"a": deep}}]}}
+    out = materialize(entry)
+    assert out["message"]["content"][0] == {"type": "text", "text": "a\nb"}
+    assert _depth(out["message"]["content"][1]["arguments"]["a"]) == 5_001
+    assert entry["message"]["content"][0]["text"] == RawText(b'"a\\nb"')  # the entry itself is left as it was
