@@ -118,3 +118,15 @@ def test_materialize_decodes_raw_texts_beside_a_value_nested_deeper_than_pythons
     assert out["message"]["content"][0] == {"type": "text", "text": "a\nb"}
     assert _depth(out["message"]["content"][1]["arguments"]["a"]) == 5_001
     assert entry["message"]["content"][0]["text"] == RawText(b'"a\\nb"')  # the entry itself is left as it was
+
+
+def test_codex_time_out_of_range_names_the_line(home: Path) -> None:
+    # docs/import.md: the failure names the file and the line, as for a Claude Code session
+    path = _codex(home,
+                  '{"timestamp":"2026-01-02T03:04:06.000Z","type":"response_item","payload":{"type":"message",'
+                  '"role":"user","content":[{"type":"input_text","text":"hi"}]}}',
+                  '{"timestamp":1e300,"type":"response_item","payload":{"type":"message","role":"assistant",'
+                  '"content":[{"type":"output_text","text":"hello"}]}}')
+    result = _run("codex", "--all")
+    assert result.exit_code == 1
+    assert f"{path}:3: RangeError: Invalid time value" in result.output

@@ -146,7 +146,10 @@ def _coalesce(*values: Any) -> Any:
 
 class _Item(dict[str, Any]):
     """A converted record (omp's ``ConvertedRecord``): message, following, model, rollback, title,
-    timestamp, compaction; a key is there only when omp's object has it."""
+    timestamp, compaction; a key is there only when omp's object has it. ``line``: the line of
+    the record it came from (for an error's message)."""
+
+    line = 0
 
 
 def _response_item(payload: dict[str, Any], timestamp: float, model: str, names: dict[str, str]) -> _Item | None:
@@ -403,12 +406,15 @@ def convert_codex(info: ForeignSession) -> Converted:
         _tally(record, item, out.kinds, out.problems, info.path, line)
         if item is None:
             continue
+        item.line = line
         if item.get("rollback"):
             _rollback(items, item["rollback"])
         else:
             items.append(item)
         if "following" in item:
-            items.append(_Item(message=item["following"]))
+            following = _Item(message=item["following"])
+            following.line = line
+            items.append(following)
         if item.get("title"):
             title = item["title"]
 
@@ -422,7 +428,7 @@ def convert_codex(info: ForeignSession) -> Converted:
             timestamp_text = to_iso(stamp)
         except ValueError:
             raise FormatError("RangeError: Invalid time value (omp cannot import this session)",
-                              path=info.path) from None
+                              path=info.path, line=item.line) from None
         entry: dict[str, Any] | None = None
         if message is not None:
             entry = {"type": "message", "id": entry_id, "parentId": parent, "timestamp": timestamp_text,
