@@ -130,3 +130,32 @@ def test_codex_time_out_of_range_names_the_line(home: Path) -> None:
     result = _run("codex", "--all")
     assert result.exit_code == 1
     assert f"{path}:3: RangeError: Invalid time value" in result.output
+
+
+def _claude_in(home: Path, project: str, sid: str) -> Path:
+    cwd = home / project
+    cwd.mkdir(exist_ok=True)
+    folder = home / ".claude" / "projects" / str(cwd).replace("/", "-")
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{sid}.jsonl"
+    path.write_text(json.dumps({"type": "user", "uuid": "u1", "parentUuid": None, "cwd": str(cwd),
+                                "timestamp": "2026-01-02T03:04:05.000Z",
+                                "message": {"role": "user", "content": f"hi {project}"}}) + "\n")
+    return path
+
+
+def test_project_narrows_the_sessions_a_source_names(home: Path) -> None:
+    # `import codex 0199a1b2 --project ~/src/api` (the command's own example): --project was
+    # ignored as soon as a SOURCE was given, so a prefix unique in the project was "ambiguous" and
+    # another project's session was imported
+    a = _claude_in(home, "a", "44444444-0000-4000-8000-00000000000a")
+    _claude_in(home, "b", "44444444-0000-4000-8000-00000000000b")
+    result = _run("claude", "44444444", "--project", str(home / "a"), "--json")
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output)
+    assert [s["path"] for s in report["sessions"]] == [str(a)] and report["not_found"] == []
+
+    other = _run("claude", "44444444-0000-4000-8000-00000000000b", "--project", str(home / "a"), "--dry-run")
+    assert other.exit_code == 1
+    assert "would import" not in other.output
+    assert f"44444444-0000-4000-8000-00000000000b: no such session found in project {home / 'a'}" in other.output

@@ -103,7 +103,7 @@ def import_command(kind: str, sources: tuple[str, ...], all_projects: bool, proj
     source: Source = "claude" if kind == "claude" else "codex"
     found = find_sessions(source, [os.path.abspath(r) for r in roots])
     here = os.getcwd()
-    scope = None if sources or all_projects else (project or here)
+    scope = project if project is not None else None if sources or all_projects else here
     chosen, unknown = select_sessions(found, wanted=sources, project=scope, since_ms=since)
     outcomes = list(import_sessions(chosen, fallback_cwd=here, dry_run=dry_run, update=update))
     if as_json:

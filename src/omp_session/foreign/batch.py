@@ -92,6 +92,8 @@ def select_sessions(sessions: Sequence[ForeignSession], *, wanted: Sequence[str]
     ``project`` (None: every project) modified at or after ``since_ms``; and a message for each
     name that matches nothing or more than one."""
     unknown: list[str] = []
+    if project is not None:  # first: a name is looked for among the project's sessions only
+        sessions = [s for s in sessions if _same_project(s.cwd, project)]
     chosen = list(sessions)
     if wanted:
         picked: dict[str, ForeignSession] = {}
@@ -104,13 +106,11 @@ def select_sessions(sessions: Sequence[ForeignSession], *, wanted: Sequence[str]
             if len(hits) == 1:
                 picked[hits[0].path] = hits[0]
             elif not hits:
-                unknown.append(f"{name}: no such session found")
+                unknown.append(f"{name}: no such session found" + (f" in project {project}" if project else ""))
             else:
                 unknown.append(f"{name}: matches {len(hits)} sessions ({', '.join(h.id for h in hits[:3])}...); "
                                "give more of the id or the path")
         chosen = list(picked.values())
-    if project is not None:
-        chosen = [s for s in chosen if _same_project(s.cwd, project)]
     if since_ms is not None:
         chosen = [s for s in chosen if s.modified_ms >= since_ms]
     return chosen, unknown
