@@ -159,3 +159,19 @@ def test_project_narrows_the_sessions_a_source_names(home: Path) -> None:
     assert other.exit_code == 1
     assert "would import" not in other.output
     assert f"44444444-0000-4000-8000-00000000000b: no such session found in project {home / 'a'}" in other.output
+
+
+@pytest.mark.parametrize("kind", ["[]", '["x"]', "{}", '{"a":1}'])
+def test_codex_record_whose_type_is_not_a_string_is_skipped(home: Path, kind: str) -> None:
+    # omp skips such a record; counting its kind used to raise TypeError (unhashable) and end
+    # the whole run with a traceback
+    path = _codex(home,
+                  '{"timestamp":"2026-01-02T03:04:06.000Z","type":' + kind + ',"payload":{"type":"x"}}',
+                  '{"timestamp":"2026-01-02T03:04:07.000Z","type":"response_item","payload":{"type":"message",'
+                  '"role":"user","content":[{"type":"input_text","text":"hi"}]}}')
+    result = _run("codex", "--all", "-v")
+    assert result.exit_code == 0, result.output
+    assert "1 imported" in result.output
+    assert f"{path}:2: a record without a type: skipped, as omp does" in result.output
+    assert [e["message"]["content"] for e in _imported() if e.get("type") == "message"] == [
+        [{"type": "text", "text": "hi"}]]

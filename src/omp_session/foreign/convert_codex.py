@@ -356,7 +356,8 @@ def _tally(record: dict[str, Any], item: _Item | None, kinds: Counter[str], prob
     label = f"{kind}/{sub}" if isinstance(sub, str) and kind in ("response_item", "event_msg") else str(kind)
     if item is not None:
         kinds[f"{label}: converted"] += 1
-    elif kind in ("response_item", "event_msg", "turn_context", "compacted") or kind in KNOWN_KINDS:
+    elif isinstance(kind, str) and (kind in ("response_item", "event_msg", "turn_context", "compacted")
+                                    or kind in KNOWN_KINDS):
         kinds[f"{label}: skipped"] += 1
     elif isinstance(kind, str):
         kinds[f"{label}: unknown, skipped"] += 1
