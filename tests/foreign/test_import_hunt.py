@@ -175,3 +175,15 @@ def test_codex_record_whose_type_is_not_a_string_is_skipped(home: Path, kind: st
     assert f"{path}:2: a record without a type: skipped, as omp does" in result.output
     assert [e["message"]["content"] for e in _imported() if e.get("type") == "message"] == [
         [{"type": "text", "text": "hi"}]]
+
+
+def test_run_from_a_removed_directory_is_one_line_not_a_traceback(home: Path) -> None:
+    _claude(home)
+    gone = home / "gone"
+    gone.mkdir()
+    os.chdir(gone)  # the fixture's monkeypatch.chdir takes us back afterwards
+    gone.rmdir()
+    result = CliRunner().invoke(cli, ["import", "claude", "--all"])
+    assert result.exit_code == 1
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    assert "omp-session: the current directory cannot be read" in result.output
