@@ -351,20 +351,20 @@ def _base36(n: int) -> str:
 def _tally(record: dict[str, Any], item: _Item | None, kinds: Counter[str], problems: list[Problem], path: str,
            line: int) -> None:
     kind = record.get("type")
-    payload = record.get("payload")
-    sub = payload.get("type") if isinstance(payload, dict) else None
-    label = f"{kind}/{sub}" if isinstance(sub, str) and kind in ("response_item", "event_msg") else str(kind)
-    if item is not None:
-        kinds[f"{label}: converted"] += 1
-    elif isinstance(kind, str) and (kind in ("response_item", "event_msg", "turn_context", "compacted")
-                                    or kind in KNOWN_KINDS):
-        kinds[f"{label}: skipped"] += 1
-    elif isinstance(kind, str):
-        kinds[f"{label}: unknown, skipped"] += 1
-        problems.append(Problem(path, line, f"unknown record kind {kind!r}: skipped, as omp does"))
-    else:
+    if not isinstance(kind, str):  # never converted; not put in words (an array may nest past str()'s stack)
         kinds["(no type): skipped"] += 1
         problems.append(Problem(path, line, "a record without a type: skipped, as omp does"))
+        return
+    payload = record.get("payload")
+    sub = payload.get("type") if isinstance(payload, dict) else None
+    label = f"{kind}/{sub}" if isinstance(sub, str) and kind in ("response_item", "event_msg") else kind
+    if item is not None:
+        kinds[f"{label}: converted"] += 1
+    elif kind in ("response_item", "event_msg", "turn_context", "compacted") or kind in KNOWN_KINDS:
+        kinds[f"{label}: skipped"] += 1
+    else:
+        kinds[f"{label}: unknown, skipped"] += 1
+        problems.append(Problem(path, line, f"unknown record kind {kind!r}: skipped, as omp does"))
 
 
 def convert_codex(info: ForeignSession) -> Converted:
