@@ -203,3 +203,24 @@ def test_codex_record_whose_type_is_nested_deep_is_skipped(home: Path, kind: str
     assert f"{path}:2: a record without a type: skipped, as omp does" in result.output
     assert [e["message"]["content"] for e in _imported() if e.get("type") == "message"] == [
         [{"type": "text", "text": "hi"}]]
+
+
+_CODEX_USER = ('{%s"type":"response_item","payload":{"type":"message","role":"user",'
+               '"content":[{"type":"input_text","text":"hi"}]}}')
+
+
+@pytest.mark.parametrize("records", [
+    # a title takes the session's last time, which the next record's timestamp made out of range
+    ['{"timestamp":"2026-01-02T03:04:06.000Z","type":"event_msg","payload":{"type":"thread_name_updated",'
+     '"thread_name":"t"}}', _CODEX_USER % '"timestamp":1e300,'],
+    # a record without a timestamp takes that of the one before, which made nothing itself
+    [_CODEX_USER % '"timestamp":"2026-01-02T03:04:06.000Z",',
+     '{"timestamp":1e300,"type":"event_msg","payload":{"type":"token_count"}}', _CODEX_USER % ""],
+])
+def test_codex_time_out_of_range_names_the_line_it_is_on(home: Path, records: list[str]) -> None:
+    # omp fails both ("Invalid Date", oracle); ours named the line of the item whose time failed,
+    # a line whose own timestamp is fine or absent, not the line holding 1e300
+    path = _codex(home, *records)
+    result = _run("codex", "--all")
+    assert result.exit_code == 1
+    assert f"{path}:3: RangeError: Invalid time value" in result.output

@@ -146,8 +146,8 @@ def _coalesce(*values: Any) -> Any:
 
 class _Item(dict[str, Any]):
     """A converted record (omp's ``ConvertedRecord``): message, following, model, rollback, title,
-    timestamp, compaction; a key is there only when omp's object has it. ``line``: the line of
-    the record it came from (for an error's message)."""
+    timestamp, compaction; a key is there only when omp's object has it. ``line``: the line whose
+    timestamp its time is, or its record's when it has no time (for an error's message)."""
 
     line = 0
 
@@ -383,9 +383,14 @@ def convert_codex(info: ForeignSession) -> Converted:
     names: dict[str, str] = {}
     model = "codex"
     fallback = info.created_ms
+    fallback_line = 0  # the line whose timestamp the fallback comes from (0: none, the session's creation)
     title = info.title
     for record, line in records:
-        timestamp = timestamp_millis(record.get("timestamp"), fallback)
+        own = timestamp_millis(record.get("timestamp"), math.nan)
+        # timestamp_millis(..., fallback); a time out of range is blamed on the line it is written on
+        timestamp, time_line = (own, line) if own == own else (fallback, fallback_line or line)
+        if timestamp > fallback + 1:
+            fallback_line = time_line
         fallback = _js_max(fallback + 1, timestamp)
         payload = record.get("payload")
         if not isinstance(payload, dict):
@@ -407,14 +412,14 @@ def convert_codex(info: ForeignSession) -> Converted:
         _tally(record, item, out.kinds, out.problems, info.path, line)
         if item is None:
             continue
-        item.line = line
+        item.line = time_line if "timestamp" in item or "message" in item else line
         if item.get("rollback"):
             _rollback(items, item["rollback"])
         else:
             items.append(item)
         if "following" in item:
             following = _Item(message=item["following"])
-            following.line = line
+            following.line = time_line
             items.append(following)
         if item.get("title"):
             title = item["title"]
@@ -429,7 +434,9 @@ def convert_codex(info: ForeignSession) -> Converted:
             timestamp_text = to_iso(stamp)
         except ValueError:
             raise FormatError("RangeError: Invalid time value (omp cannot import this session)",
-                              path=info.path, line=item.line) from None
+                              # an item without a time of its own takes the last: blame where it is from
+                              path=info.path, line=item.line if message is not None or "timestamp" in item
+                              else fallback_line or item.line) from None
         entry: dict[str, Any] | None = None
         if message is not None:
             entry = {"type": "message", "id": entry_id, "parentId": parent, "timestamp": timestamp_text,
