@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from omp_session.cli._group import cli
 from omp_session.js import codec
@@ -224,3 +226,42 @@ def test_codex_time_out_of_range_names_the_line_it_is_on(home: Path, records: li
     result = _run("codex", "--all")
     assert result.exit_code == 1
     assert f"{path}:3: RangeError: Invalid time value" in result.output
+
+
+def _raw_or_str(text: str) -> Any:
+    from omp_session.foreign.lines import raw_text
+
+    token = json.dumps(text, ensure_ascii=False).encode("utf-8", "surrogatepass")
+    try:
+        token.decode("utf-8")
+    except UnicodeDecodeError:  # a lone surrogate: never a RawText
+        return text
+    return raw_text(token)
+
+
+_LEAVES = st.one_of(st.none(), st.booleans(), st.integers(min_value=-2**80, max_value=2**80), st.floats(),
+                    st.sampled_from([-0.0, 1e400, 2**53 + 1, "\ud800", "__proto__"]), st.text(),
+                    st.text().map(_raw_or_str))
+_KEYS = st.one_of(st.text(max_size=4), st.sampled_from(["__proto__", "1", "0", "data", "text"]))
+
+
+def _same(a: Any, b: Any) -> bool:
+    if type(a) is not type(b):
+        return False
+    if type(a) is dict:
+        return list(a) == list(b) and all(_same(a[k], b[k]) for k in a)
+    if type(a) is list:
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    if type(a) is float:
+        return repr(a) == repr(b)
+    return bool(a == b)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.recursive(_LEAVES, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_KEYS, inner, max_size=4),
+                    max_leaves=30))
+def test_materialize_with_its_own_stack_gives_what_the_recursive_one_gives(value: Any) -> None:
+    # the path taken past Python's stack: the same types, key order, numbers and strings
+    from omp_session.foreign.lines import _materialize, _materialize_deep
+
+    assert _same(_materialize_deep(value), _materialize(value))
