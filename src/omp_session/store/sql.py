@@ -306,6 +306,11 @@ class SqlStorage:
                 f"the body would be {size:,} bytes, more than the server's max_allowed_packet ({limit:,})"))
 
     def _check_key(self, path: str) -> None:
+        try:  # a file name of bytes that are not UTF-8 (surrogates, os.fsdecode's) is no text key
+            path.encode("utf-8")
+        except UnicodeEncodeError as e:
+            raise PersistenceError(path.encode("utf-8", "backslashreplace").decode(), "storing the session",
+                                   ValueError("the key is not valid UTF-8 and an SQL store keeps text")) from e
         if self.dialect.name == "mysql" and len(path) > 512:
             raise PersistenceError(path, "storing the session", ValueError(
                 "the key is longer than omp's VARCHAR(512) path column"))
