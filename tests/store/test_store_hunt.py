@@ -13,7 +13,7 @@ from omp_session.format.title import build_title_slot
 from omp_session.ops.sync import SyncState, sync
 from omp_session.store import open_store, parse_store_url
 from omp_session.store.base import FileStorage
-from stores.sqlutil import SQL_BACKENDS, drop_table, fresh_table, store_url
+from stores.sqlutil import SQL_BACKENDS, drop_table, fresh_table, raw_execute, store_url
 
 SLOT = build_title_slot("hunt ✓", "auto", "2026-01-01T00:00:00.000Z")
 HEADER = SLOT + b'{"type":"session","version":3,"id":"0197","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/w"}\n'
@@ -56,3 +56,39 @@ def test_a_session_whose_name_is_not_utf8_fails_alone_in_a_sync_to_sql(sql_url: 
     assert [(name, action) for name, action, _ in items] == [
         ("--w--/a.jsonl", "copied"), ("--w--/b\udcff.jsonl", "failed"), ("--w--/c.jsonl", "copied")]
     assert "not valid UTF-8" in items[1][2] and "\n" not in items[1][2]
+
+
+# ----- MariaDB: a session copied whole past max_allowed_packet -------------------------------------
+
+
+def _quoted_line(n: int) -> bytes:
+    """One JSONL line of ``n`` bytes (LF included) of which nearly all are escaped by the driver."""
+    head, tail = b'{"type":"custom","data":"', b'"}\n'
+    return head + b'\\"' * ((n - len(head) - len(tail)) // 2) + tail
+
+
+@pytest.mark.db
+def test_a_sync_into_mysql_fails_only_the_session_too_large_to_copy(tmp_path: Path) -> None:
+    """A session copied whole (``replace``) whose INSERT is longer than the server's
+    ``max_allowed_packet`` made MariaDB drop the connection ("MySQL server has gone away"): the
+    whole sync ended on it, and every session after it was never synced (``sync --watch``
+    reconnected and failed on it again for ever). The body here is smaller than the limit, but the
+    statement that carries it, escaped, is not. Now that session is ``failed`` and the rest copied."""
+    limit = int(raw_execute("mysql", "SELECT @@max_allowed_packet")[0][0])
+    source = tmp_path / "source"
+    (source / "--w--").mkdir(parents=True)
+    big = HEADER + _quoted_line(limit * 3 // 4)
+    assert len(big) < limit
+    (source / "--w--" / "a-big.jsonl").write_bytes(big)
+    (source / "--w--" / "b-small.jsonl").write_bytes(HEADER)
+    table = fresh_table()
+    url = store_url("mysql", table, tmp_path / "unused.db")
+    try:
+        items = _sync(source, url, tmp_path)
+        assert [(name, action) for name, action, _ in items] == [("--w--/a-big.jsonl", "failed"),
+                                                                 ("--w--/b-small.jsonl", "copied")]
+        assert "max_allowed_packet" in items[0][2]
+        rows = raw_execute("mysql", f"SELECT path FROM {table}")
+        assert [r[0].rsplit("/", 1)[1] for r in rows] == ["b-small.jsonl"]
+    finally:
+        drop_table("mysql", table)

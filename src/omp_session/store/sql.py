@@ -305,6 +305,21 @@ class SqlStorage:
             raise PersistenceError(path, action, ValueError(
                 f"the body would be {size:,} bytes, more than the server's max_allowed_packet ({limit:,})"))
 
+    def _check_packet(self, cur: Any, path: str, sql: str, params: Sequence[Any], limit: int | None,
+                      action: str) -> None:
+        """MySQL: the statement carrying ``params``, as the driver escapes them, must fit in one
+        ``max_allowed_packet``; a longer one makes the server drop the connection ("MySQL server
+        has gone away"), which ended the whole sync."""
+        if limit is None:
+            return
+        # no value grows past 8 bytes a character once encoded and escaped: measured only when near
+        if len(sql) + sum(8 * len(p) + 64 if isinstance(p, str) else 64 for p in params) < limit:
+            return
+        size = len(cur.mogrify(sql, params).encode("utf-8")) + 1  # the command byte
+        if size > limit:
+            raise PersistenceError(path, action, ValueError(
+                f"the statement would be {size:,} bytes, more than the server's max_allowed_packet ({limit:,})"))
+
     def _check_key(self, path: str) -> None:
         try:  # a file name of bytes that are not UTF-8 (surrogates, os.fsdecode's) is no text key
             path.encode("utf-8")
@@ -344,7 +359,9 @@ class SqlStorage:
             if int(row[0]) and row[1] != "\n":
                 line = b"\n" + line  # never glue the new line onto a cut one
             self._check_fits(path, int(row[0]) + len(line), limit, "appending an entry")
-            cur.execute(self._q["append"], (self._text(path, line, "appending an entry"), self._mtime(), path))
+            params = (self._text(path, line, "appending an entry"), self._mtime(), path)
+            self._check_packet(cur, path, self._q["append"], params, limit, "appending an entry")
+            cur.execute(self._q["append"], params)
         return len(line)
 
     def append_if_size(self, path: str, expected_size: int, data: bytes) -> bool:
@@ -353,12 +370,15 @@ class SqlStorage:
         self._check_key(path)
         text = self._text(path, data, "appending entries")
         # only ever written at expected_size, so this is the body's size if it is written at all
-        self._check_fits(path, expected_size + len(data), self._concat_limit(path), "appending entries")
+        limit = self._concat_limit(path)
+        self._check_fits(path, expected_size + len(data), limit, "appending entries")
         attempt = 0
         while True:
             try:
                 with self._tx("appending entries", path) as cur:
-                    cur.execute(self._q["append_if_size"], (text, self._mtime(), path, expected_size))
+                    params = (text, self._mtime(), path, expected_size)
+                    self._check_packet(cur, path, self._q["append_if_size"], params, limit, "appending entries")
+                    cur.execute(self._q["append_if_size"], params)
                     # MySQL counts the matched row (FOUND_ROWS) even when ``data`` is empty
                     return bool(cur.rowcount == 1)
             except StoreError as e:
@@ -374,17 +394,22 @@ class SqlStorage:
         self._check_key(path)
         text = self._text(path, body, "rewriting the session")
         title = _title_columns(body)
+        limit = self._concat_limit(path)
         with self._tx("rewriting the session", path) as cur:
             if expected_size is None:
+                params: tuple[Any, ...] = (path, text, self._mtime(), *title)
+                self._check_packet(cur, path, self._q["insert"], params, limit, "rewriting the session")
                 try:
-                    cur.execute(self._q["insert"], (path, text, self._mtime(), *title))
+                    cur.execute(self._q["insert"], params)
                     written = cur.rowcount == 1
                 except self.driver_errors as e:
                     if not self._is_duplicate_key(e):
                         raise
                     written = False
             else:
-                cur.execute(self._q["replace_if_size"], (text, self._mtime(), *title, path, expected_size))
+                params = (text, self._mtime(), *title, path, expected_size)
+                self._check_packet(cur, path, self._q["replace_if_size"], params, limit, "rewriting the session")
+                cur.execute(self._q["replace_if_size"], params)
                 written = cur.rowcount == 1
             if not written:
                 cur.execute(self._q["stat"], (path,))
