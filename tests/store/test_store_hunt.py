@@ -92,3 +92,56 @@ def test_a_sync_into_mysql_fails_only_the_session_too_large_to_copy(tmp_path: Pa
         assert [r[0].rsplit("/", 1)[1] for r in rows] == ["b-small.jsonl"]
     finally:
         drop_table("mysql", table)
+
+
+# ----- --prefer target, then the source moves on ---------------------------------------------------
+
+
+def _line_of(text: str) -> bytes:
+    return b'{"type":"message","id":"m","message":{"role":"user","content":"' + text.encode() + b'"}}\n'
+
+
+def _run(source: Path, target: Path, state: Path, prefer: str | None = None) -> list[tuple[str, str]]:
+    report = sync(FileStorage(), FileStorage(), source_root=str(source), target_root=str(target),
+                  state=SyncState(state), prefer=prefer)
+    return [(i.action, i.reason) for i in report.items]
+
+
+def test_a_version_kept_by_prefer_target_is_not_overwritten_when_the_source_grows(tmp_path: Path) -> None:
+    """``--prefer target`` kept the target's version and recorded it as synced; the record then
+    held one hash, the target's, so when omp next appended to the source the target looked
+    unchanged and the source changed: the target's version was "replaced" by a plain sync,
+    silently, with no backup. The two sides have diverged since that conflict: it is one again."""
+    source, target, state = tmp_path / "a", tmp_path / "b", tmp_path / "record.json"
+    (source / "--p--").mkdir(parents=True)
+    (target / "--p--").mkdir(parents=True)
+    (source / "--p--" / "s.jsonl").write_bytes(HEADER + _line_of("source version"))
+    kept = HEADER + _line_of("target version, kept on purpose")
+    (target / "--p--" / "s.jsonl").write_bytes(kept)
+    assert [a for a, _ in _run(source, target, state)] == ["conflict"]
+    assert [a for a, _ in _run(source, target, state, prefer="target")] == ["kept"]
+    assert [a for a, _ in _run(source, target, state)] == ["unchanged"]
+    with (source / "--p--" / "s.jsonl").open("ab") as f:
+        f.write(_line_of("one more"))
+    assert [a for a, _ in _run(source, target, state)] == ["conflict"]
+    assert (target / "--p--" / "s.jsonl").read_bytes() == kept
+    # and --prefer source still settles it (a file target keeps the backup)
+    assert [a for a, _ in _run(source, target, state, prefer="source")] == ["replaced"]
+    assert (target / "--p--" / "s.jsonl").read_bytes() == (source / "--p--" / "s.jsonl").read_bytes()
+    assert [a for a, _ in _run(source, target, state)] == ["unchanged"]
+
+
+def test_a_version_kept_by_prefer_target_survives_a_touched_source(tmp_path: Path) -> None:
+    """The source only touched (same bytes, a new time): nothing changed on either side, so the
+    kept version stays — it used to be "replaced" by the source's."""
+    source, target, state = tmp_path / "a", tmp_path / "b", tmp_path / "record.json"
+    (source / "--p--").mkdir(parents=True)
+    (target / "--p--").mkdir(parents=True)
+    (source / "--p--" / "s.jsonl").write_bytes(HEADER + _line_of("source version"))
+    kept = HEADER + _line_of("target version, kept on purpose")
+    (target / "--p--" / "s.jsonl").write_bytes(kept)
+    assert [a for a, _ in _run(source, target, state, prefer="target")] == ["kept"]
+    os.utime(source / "--p--" / "s.jsonl", ns=(1_800_000_000_000_000_000, 1_800_000_000_000_000_000))
+    assert [a for a, _ in _run(source, target, state)] == ["kept"]
+    assert [a for a, _ in _run(source, target, state)] == ["unchanged"]  # noted: nothing read again
+    assert (target / "--p--" / "s.jsonl").read_bytes() == kept

@@ -97,7 +97,13 @@ class _Record:
     source_mtime: float
     target_size: int
     target_mtime: float
-    sha256: str
+    sha256: str  # of the target's bytes
+    # of the source's, when --prefer target left the two different on purpose (else "": the same)
+    source_sha256: str = ""
+
+    @property
+    def source_sha(self) -> str:
+        return self.source_sha256 or self.sha256
 
 
 class SyncState:
@@ -117,8 +123,10 @@ class SyncState:
         if self.path is None:
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        # the source's hash only when it differs: a record older versions read as they wrote it
         data = {"version": 1, "sessions": {k: [r.source_size, r.source_mtime, r.target_size, r.target_mtime,
-                                                r.sha256] for k, r in sorted(self.records.items())}}
+                                                r.sha256, *([r.source_sha256] if r.source_sha256 else [])]
+                                            for k, r in sorted(self.records.items())}}
         fd, tmp = tempfile.mkstemp(prefix=".sync.", suffix=".tmp", dir=self.path.parent)
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as f:
@@ -157,8 +165,8 @@ class _Sync:
         if (record is not None and found is not None and (src.size, src.mtime_ms) == (record.source_size,
                 record.source_mtime) and (found.size, found.mtime_ms) == (record.target_size, record.target_mtime)):
             item = SyncItem(src.path, key, "unchanged")
-            if self.dry_run or abs(found.mtime_ms - src.mtime_ms) < 1:
-                return item
+            if self.dry_run or abs(found.mtime_ms - src.mtime_ms) < 1 or record.source_sha256:
+                return item  # (a version kept by --prefer target keeps its own time)
             return self._settle(src, key, record.sha256, record.source_size, item)  # an older version's stamp
         try:
             body = self.source.read(src.path)
@@ -192,14 +200,22 @@ class _Sync:
             delta, slot = body[size:], body[:TITLE_SLOT_BYTES]
             return self._write(src, key, body, "titled", lambda: self._retitle(key, size, delta, slot, body),
                                len(delta) + TITLE_SLOT_BYTES)
-        source_changed = record is None or _sha(body) != record.sha256
+        source_changed = record is None or _sha(body) != record.source_sha
         target_changed = record is None or _sha(current) != record.sha256
-        if not target_changed:
+        # --prefer target left the two different: the target's version is not the source's to replace
+        kept_on_purpose = record is not None and record.source_sha != record.sha256
+        if not target_changed and not kept_on_purpose:
             return self._write(src, key, body, "replaced", lambda: self.target.replace(key, body, size), len(body),
                                reason="the source was rewritten")
         if not source_changed:
+            if record is not None and kept_on_purpose and not target_changed:  # only the source's time moved
+                item = SyncItem(src.path, key, "kept", reason="--prefer target kept the target's version")
+                return item if self.dry_run else self._settle(
+                    src, key, record.sha256, src.size if len(body) == src.size else -1, item, stamp=False,
+                    source_sha=record.source_sha)
             return SyncItem(src.path, key, "kept", reason="the target changed since the last sync, the source did not")
-        why = "both changed since the last sync" if record is not None else \
+        why = "both changed since the last sync" if record is not None and target_changed else \
+            "the source changed since --prefer target kept the target's version" if kept_on_purpose else \
             "the two differ and there is no record of a previous sync to tell which changed"
         if self.prefer == "source":
             return self._overwrite(src, key, body, current, why)
@@ -210,7 +226,7 @@ class _Sync:
                 return item
             # the target's version counts as synced: the next run sees nothing to do
             source_size = src.size if len(body) == src.size else -1
-            return self._settle(src, key, _sha(current), source_size, item, stamp=False)
+            return self._settle(src, key, _sha(current), source_size, item, stamp=False, source_sha=_sha(body))
         return SyncItem(src.path, key, "conflict", reason=why)
 
     def _overwrite(self, src: StoredFile, key: str, body: bytes, current: bytes, why: str) -> SyncItem:
@@ -273,7 +289,7 @@ class _Sync:
         return self._settle(src, key, _sha(body), src.size if len(body) == src.size else -1, item)
 
     def _settle(self, src: StoredFile, key: str, sha: str, source_size: int, item: SyncItem, *,
-                stamp: bool = True) -> SyncItem:
+                stamp: bool = True, source_sha: str = "") -> SyncItem:
         """Give the target the source's modification time and record what both sides are now."""
         after = self.target.stat(key)
         if after is not None and stamp and abs(after.mtime_ms - src.mtime_ms) >= 1:
@@ -281,7 +297,8 @@ class _Sync:
             if set_mtime is not None and set_mtime(key, src.mtime_ms, after.size):
                 after = self.target.stat(key)
         if after is not None:
-            self.state.records[key] = _Record(source_size, src.mtime_ms, after.size, after.mtime_ms, sha)
+            self.state.records[key] = _Record(source_size, src.mtime_ms, after.size, after.mtime_ms, sha,
+                                              "" if source_sha == sha else source_sha)
         return item
 
 
