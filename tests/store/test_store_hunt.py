@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from omp_session.errors import StoreError
 from omp_session.format.title import build_title_slot
-from omp_session.ops.sync import SyncState, sync
+from omp_session.ops.sync import SyncState, sync, sync_urls
 from omp_session.store import open_store, parse_store_url
 from omp_session.store.base import FileStorage
 from stores.sqlutil import SQL_BACKENDS, drop_table, fresh_table, raw_execute, store_url
@@ -145,3 +146,28 @@ def test_a_version_kept_by_prefer_target_survives_a_touched_source(tmp_path: Pat
     assert [a for a, _ in _run(source, target, state)] == ["kept"]
     assert [a for a, _ in _run(source, target, state)] == ["unchanged"]  # noted: nothing read again
     assert (target / "--p--" / "s.jsonl").read_bytes() == kept
+
+
+# ----- a target inside the source ------------------------------------------------------------------
+
+
+def test_sync_refuses_a_target_inside_the_source(tmp_path: Path) -> None:
+    """``sync --from file:DIR --to file:DIR/backup`` copied DIR/backup's own files too, one level
+    deeper each run (backup/backup/backup/…), for ever; ``sync --watch`` refused it, ``sync`` did
+    not. The same for one SQL table or Redis prefix whose target root is under the source root."""
+    src = tmp_path / "sessions"
+    (src / "--p--").mkdir(parents=True)
+    (src / "--p--" / "a.jsonl").write_bytes(HEADER)
+    db = tmp_path / "s.db"
+    for source, target in ((f"file:{src}", f"file:{src}/backup"),
+                           (f"sqlite:{db}?root=/r", f"sqlite:{db}?root=/r/backup")):
+        if source.startswith("sqlite:"):
+            sync_urls(f"file:{src}", source, use_state=False)
+        with pytest.raises(StoreError, match="inside the source"):
+            sync_urls(source, target, use_state=False)
+    assert not (src / "backup").exists()
+    # beside it, or another bucket than the one synced, is fine
+    assert [i.action for i in sync_urls(f"file:{src}", f"file:{tmp_path}/backup", use_state=False).items] == \
+        ["copied"]
+    assert [i.action for i in sync_urls(f"file:{src}", f"sqlite:{db}?root=/r/backup", use_state=False).items] == \
+        ["copied"]

@@ -42,11 +42,15 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from omp_session.errors import PersistenceError, SessionError, StoreError, WriteConflictError
 from omp_session.format.title import TITLE_SLOT_BYTES, parse_title_slot
 from omp_session.store.atomic import copy_mode, write_new_file
 from omp_session.store.base import FileStorage, SessionStorage, StoredFile, conflict_message
+
+if TYPE_CHECKING:
+    from omp_session.store.url import StoreURL
 
 __all__ = ["SyncItem", "SyncReport", "SyncState", "state_path", "sync", "sync_urls"]
 
@@ -354,6 +358,23 @@ def sync(source: SessionStorage, target: SessionStorage, *, source_root: str, ta
     return report
 
 
+def _refuse_nested(src: StoreURL, dst: StoreURL, prefix: str) -> None:
+    """A target root inside what is synced, in the same store (one folder tree, one table, one Redis
+    prefix), would have each run copy the copies the run before made, one level deeper."""
+    if src.kind != dst.kind:
+        return
+    if src.kind == "file":
+        inside = (os.path.realpath(dst.root).rstrip("/") + "/").startswith(os.path.realpath(prefix).rstrip("/") + "/")
+    else:
+        def where(u: StoreURL) -> tuple[str, list[tuple[str, str]]]:
+            return u.location, sorted((k, v) for k, v in u.options.items() if k not in ("timeout", "root"))
+
+        inside = where(src) == where(dst) and dst.root.startswith(prefix)
+    if inside:
+        raise StoreError(f"{dst.name}: the target is inside the source {prefix.rstrip('/')}: each sync would copy "
+                         "the copies of the one before again, one level deeper")
+
+
 def sync_urls(source_url: str, target_url: str, *, project: str | None = None, since_ms: float | None = None,
               dry_run: bool = False, progress: Callable[[int, int, SyncItem], None] | None = None,
               use_state: bool = True, prefer: str | None = None, timeout: float | None = None,
@@ -376,6 +397,8 @@ def sync_urls(source_url: str, target_url: str, *, project: str | None = None, s
     if (src_url.kind, src_url.location, src_url.root, src_opts) == \
             (dst_url.kind, dst_url.location, dst_url.root, dst_opts):
         raise StoreError(f"{src_url.name}: the source and the target are the same store")
+    bucket = project_dir_name(project) if project is not None else None
+    _refuse_nested(src_url, dst_url, src_url.root + (bucket + "/" if bucket else ""))
     source = open_store(src_url, create=False, timeout=timeout)
     try:
         try:
@@ -385,7 +408,6 @@ def sync_urls(source_url: str, target_url: str, *, project: str | None = None, s
         try:
             pair = f"{src_url.name}?{src_opts}", f"{dst_url.name}?{dst_opts}"
             state = SyncState(state_path(pair[0], pair[1], cache_dir()) if use_state else None)
-            bucket = project_dir_name(project) if project is not None else None
             report = sync(source, target, source_root=src_url.root, target_root=dst_url.root, state=state,
                           bucket=bucket, since_ms=since_ms, dry_run=dry_run, progress=progress, prefer=prefer)
         finally:
