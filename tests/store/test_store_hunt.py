@@ -171,3 +171,38 @@ def test_sync_refuses_a_target_inside_the_source(tmp_path: Path) -> None:
         ["copied"]
     assert [i.action for i in sync_urls(f"file:{src}", f"sqlite:{db}?root=/r/backup", use_state=False).items] == \
         ["copied"]
+
+
+# ----- SQLite: reading while a writer is mid-transaction -------------------------------------------
+
+
+@pytest.mark.parametrize("create", [False, True])
+def test_an_sqlite_store_opens_and_reads_while_another_writer_holds_its_write_lock(
+        tmp_path: Path, create: bool) -> None:
+    """Opening an SQLite store checked its table inside ``BEGIN IMMEDIATE``, a write lock: a read
+    command (``show --store``, sync's source) waited for any writer mid-transaction (omp appending,
+    a sync copying a large session) up to 30 s, then failed with "database is locked" — where a
+    plain read goes through at once (and a database file the user may only read could not be opened
+    at all). The table is now checked with plain reads; only creating it takes the lock."""
+    import sqlite3
+
+    from omp_session.store.sqlite import SqliteStorage
+
+    db = tmp_path / "s.db"
+    key = "/r/--w--/a.jsonl"
+    first = SqliteStorage(str(db))
+    first.replace(key, HEADER, None)
+    first.close()
+    writer = sqlite3.connect(db, isolation_level=None)
+    try:
+        writer.execute("BEGIN IMMEDIATE")
+        writer.execute("UPDATE omp_session_files SET mtime_ms = mtime_ms WHERE 0")
+        store = SqliteStorage(str(db), create_table=create, timeout=0.5)
+        try:
+            assert store.read(key) == HEADER
+            assert [f.path for f in store.scan("/r/")] == [key]
+        finally:
+            store.close()
+    finally:
+        writer.execute("ROLLBACK")
+        writer.close()

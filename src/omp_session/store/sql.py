@@ -240,18 +240,30 @@ class SqlStorage:
             if cur is not None:
                 cur.close()
 
+    def _read_columns(self) -> dict[str, str]:
+        """The table's columns, read outside a transaction: SQLite's ``BEGIN IMMEDIATE`` is a write
+        lock, which a reader would wait for behind any writer (and could not take at all on a
+        database file it may only read)."""
+        cur = None
+        try:
+            cur = self._conn.cursor()
+            return self._columns(cur)
+        except self.driver_errors as e:
+            raise StoreError(f"{self.name}: checking the session table failed: {self.reason(e)}") from e
+        finally:
+            if cur is not None:
+                cur.close()
+
     def _prepare(self, create_table: bool) -> None:
         if create_table:
             # a table that is there already needs no CREATE: PostgreSQL checks the schema's CREATE
             # right even for CREATE TABLE IF NOT EXISTS, which a team member's role may not have
-            with self._tx("checking the session table") as cur:
-                present = self._columns(cur)
+            present = self._read_columns()
             create_table = not all(column in present for column in _EXPECTED_TYPES)
-        with self._tx("preparing the session table") as cur:
-            if create_table:
-                statements = self.dialect.create_table(self.table)
-                cur.execute(statements[0])
         if create_table:
+            statements = self.dialect.create_table(self.table)
+            with self._tx("preparing the session table") as cur:
+                cur.execute(statements[0])
             for alter in statements[1:]:
                 try:
                     with self._tx("adding the title columns") as cur:
@@ -259,8 +271,7 @@ class SqlStorage:
                 except StoreError as e:
                     if e.__cause__ is None or not self._is_duplicate_column(e.__cause__):
                         raise
-        with self._tx("checking the session table") as cur:
-            columns = self._columns(cur)
+        columns = self._read_columns()
         if not columns:
             raise StoreMissingError(f"{self.name}: there is no table {self.table} (omp creates it on first use; "
                              "open the store for writing to create it)")
