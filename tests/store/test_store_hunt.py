@@ -206,3 +206,36 @@ def test_an_sqlite_store_opens_and_reads_while_another_writer_holds_its_write_lo
     finally:
         writer.execute("ROLLBACK")
         writer.close()
+
+
+# ----- PostgreSQL: a database not in UTF8 ---------------------------------------------------------
+
+
+@pytest.mark.db
+def test_a_postgres_database_not_in_utf8_is_refused_at_open(monkeypatch: pytest.MonkeyPatch) -> None:
+    """In a LATIN1 database ``octet_length`` counts LATIN1 bytes ("é" is one): a session holding
+    one was copied, then every append to it was a conflict for ever (expected 219 bytes, found 218),
+    and a character LATIN1 lacks ended the whole sync. Such a database is refused when the store
+    opens, in one line; a UTF8 one opens as ever (seen live on a LATIN1 database; here the server's
+    reported encoding is changed, as a LATIN1 server reports it, on the built-in client)."""
+    import omp_session.store.postgres as postgres_module
+    from stores.sqlutil import POSTGRES_URL
+
+    monkeypatch.setenv("OMP_SESSION_PG_DRIVER", "wire")
+    table = fresh_table()
+    url = f"{POSTGRES_URL}?table={table}"
+    try:
+        open_store(url).close()  # UTF8: fine
+        real = postgres_module.connect
+
+        def latin1(conninfo: str, options: dict[str, object]) -> tuple[object, tuple[type[BaseException], ...]]:
+            conn, errors = real(conninfo, options)
+            conn.info.parameters["server_encoding"] = "LATIN1"
+            return conn, errors
+
+        monkeypatch.setattr(postgres_module, "connect", latin1)
+        for create in (True, False):
+            with pytest.raises(StoreError, match="encoding is LATIN1: omp's session table needs a UTF8 database"):
+                open_store(url, create=create)
+    finally:
+        drop_table("postgres", table)

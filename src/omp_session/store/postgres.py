@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from omp_session.errors import StoreError
+
 from .pg_connect import connect, driver_errors
 from .pg_options import libpq_options
 from .sql import DEFAULT_TABLE, Dialect, SqlStorage
@@ -50,6 +52,16 @@ class PostgresStorage(SqlStorage):
             self.driver_errors = driver_errors()  # psycopg's too, when it was the one that failed
             raise
         return conn
+
+    def _prepare(self, create_table: bool) -> None:
+        # sizes are the server's octet_length, which counts the database's encoding: in a LATIN1
+        # database "é" is one byte, so every size check against the UTF-8 body fails (each append a
+        # conflict for ever), and a character outside it fails the write. SQL_ASCII keeps the bytes
+        encoding = self._conn.info.parameter_status("server_encoding")
+        if encoding not in (None, "UTF8", "SQL_ASCII"):
+            raise StoreError(f"{self.name}: the database's encoding is {encoding}: omp's session table needs a "
+                             "UTF8 database (sizes are UTF-8 byte lengths; sessions hold any character)")
+        super()._prepare(create_table)
 
     def reason(self, error: BaseException) -> str:
         # libpq's messages span lines ("connection to server at ... failed: FATAL: ..."): keep the gist
