@@ -239,3 +239,26 @@ def test_a_postgres_database_not_in_utf8_is_refused_at_open(monkeypatch: pytest.
                 open_store(url, create=create)
     finally:
         drop_table("postgres", table)
+
+
+# ----- MariaDB: a table not in utf8mb4 -------------------------------------------------------------
+
+
+@pytest.mark.db
+@pytest.mark.parametrize("charset", ["latin1", "utf8mb3"])
+def test_a_mysql_table_not_in_utf8mb4_is_refused_at_open(charset: str) -> None:
+    """omp makes its table utf8mb4; one made otherwise (by hand, another program, an old MySQL's
+    ``utf8``) passed the column check: ``length(content)`` then counts that character set's bytes,
+    so a session with an "é" was copied and every append to it after was a conflict for ever, and
+    a character the set lacks ended the whole sync ("Incorrect string value"). Refused at open."""
+    table = fresh_table()
+    raw_execute("mysql", f"CREATE TABLE {table} (path VARCHAR(512) NOT NULL PRIMARY KEY, content LONGTEXT NOT NULL, "
+                         "mtime_ms BIGINT NOT NULL, title TEXT NULL, title_source VARCHAR(16) NULL, "
+                         f"title_updated_at VARCHAR(64) NULL) ENGINE=InnoDB DEFAULT CHARSET={charset}")
+    try:
+        url = store_url("mysql", table, Path("unused.db"))
+        for create in (True, False):
+            with pytest.raises(StoreError, match=f"{table}.content is in the character set {charset}, omp"):
+                open_store(url, create=create)
+    finally:
+        drop_table("mysql", table)

@@ -13,6 +13,8 @@ from typing import Any
 import pymysql  # type: ignore[import-untyped]
 from pymysql.constants import CLIENT  # type: ignore[import-untyped]
 
+from omp_session.errors import StoreError
+
 from .sql import DEFAULT_TABLE, Dialect, SqlStorage
 from .url import DEFAULT_TIMEOUT
 
@@ -42,6 +44,7 @@ class MysqlStorage(SqlStorage):
                  create_table: bool = True, timeout: float = DEFAULT_TIMEOUT) -> None:
         self._args = connect_args
         self.timeout = timeout
+        self._charsets: dict[str, str] = {}
         super().__init__(name, table, create_table=create_table)
 
     def _connect(self) -> Any:
@@ -67,6 +70,19 @@ class MysqlStorage(SqlStorage):
         return isinstance(error, pymysql.Error) and bool(error.args) and error.args[0] == _DUPLICATE_COLUMN
 
     def _columns(self, cur: Any) -> dict[str, str]:
-        cur.execute("SELECT column_name, data_type FROM information_schema.columns "
+        cur.execute("SELECT column_name, data_type, character_set_name FROM information_schema.columns "
                     "WHERE table_schema = DATABASE() AND table_name = %s", (self.table,))
-        return {str(r[0]).lower(): str(r[1]).lower() for r in cur.fetchall()}
+        rows = cur.fetchall()
+        self._charsets = {str(r[0]).lower(): str(r[2] or "").lower() for r in rows}
+        return {str(r[0]).lower(): str(r[1]).lower() for r in rows}
+
+    def _prepare(self, create_table: bool) -> None:
+        super()._prepare(create_table)
+        # sizes are length(content), in the column's character set: in latin1 or utf8mb3 an "é" or
+        # a 4-byte character counts otherwise than in the UTF-8 body (every append to such a session
+        # a conflict for ever), or cannot be stored at all ("Incorrect string value")
+        for column in ("content", "path"):
+            charset = self._charsets.get(column, "")
+            if charset != "utf8mb4":
+                raise StoreError(f"{self.name}: column {self.table}.{column} is in the character set {charset}, "
+                                 "omp 18.2.3 makes it utf8mb4: not omp's session table layout")
