@@ -262,3 +262,56 @@ def test_a_mysql_table_not_in_utf8mb4_is_refused_at_open(charset: str) -> None:
                 open_store(url, create=create)
     finally:
         drop_table("mysql", table)
+
+
+# ----- MariaDB: a statement of exactly max_allowed_packet bytes ---------------------------------
+
+
+@pytest.mark.db
+def test_a_copy_whose_statement_is_exactly_max_allowed_packet_fails_alone(tmp_path: Path) -> None:
+    """The statement check let through a statement of exactly ``max_allowed_packet`` bytes (its
+    command byte counted), which the server refuses as it refuses a longer one ("Got a packet
+    bigger than 'max_allowed_packet' bytes", error 1153): that one size still ended the whole sync
+    with a StoreError. A statement one byte shorter is stored."""
+    from stores.sqlutil import mysql_connect
+
+    limit = int(raw_execute("mysql", "SELECT @@max_allowed_packet")[0][0])
+    table = fresh_table()
+    url = store_url("mysql", table, tmp_path / "unused.db")
+    root = "/r"
+    insert = (f"INSERT INTO {table} (path, content, mtime_ms, title, title_source, title_updated_at) "
+              "VALUES (%s, %s, %s, %s, %s, %s)")
+    conn = mysql_connect()
+
+    def body_of(key: str, statement: int) -> bytes:
+        """A session (no title slot: NULL titles) whose INSERT, as the driver escapes it, is
+        ``statement`` bytes with its command byte (a 13-digit mtime, as now)."""
+        head, tail = b'{"type":"custom","data":"', b'"}\n'
+        with conn.cursor() as cur:
+            base = len(cur.mogrify(insert, (key, (head + tail).decode(), 1_800_000_000_000, None, None, None))
+                       .encode()) + 1
+        return head + b"x" * (statement - base) + tail
+
+    source = tmp_path / "source"
+    (source / "--w--").mkdir(parents=True)
+    try:
+        exact = body_of(f"{root}/--w--/a-exact.jsonl", limit)
+        below = body_of(f"{root}/--w--/b-below.jsonl", limit - 1)
+        assert len(exact) < limit
+        (source / "--w--" / "a-exact.jsonl").write_bytes(exact)
+        (source / "--w--" / "b-below.jsonl").write_bytes(below)
+        target = open_store(f"{url}&root={root}")
+        try:
+            report = sync(FileStorage(), target, source_root=str(source), target_root=root,
+                          state=SyncState(tmp_path / "record.json"))
+        finally:
+            target.close()
+        items = [(i.source.rsplit("/", 1)[1], i.action, i.reason) for i in report.items]
+        assert [(name, action) for name, action, _ in items] == [("a-exact.jsonl", "failed"),
+                                                                 ("b-below.jsonl", "copied")]
+        assert "max_allowed_packet" in items[0][2]
+        rows = raw_execute("mysql", f"SELECT path, length(content) FROM {table}")
+        assert [(r[0].rsplit("/", 1)[1], r[1]) for r in rows] == [("b-below.jsonl", len(below))]
+    finally:
+        conn.close()
+        drop_table("mysql", table)

@@ -318,18 +318,20 @@ class SqlStorage:
 
     def _check_packet(self, cur: Any, path: str, sql: str, params: Sequence[Any], limit: int | None,
                       action: str) -> None:
-        """MySQL: the statement carrying ``params``, as the driver escapes them, must fit in one
-        ``max_allowed_packet``; a longer one makes the server drop the connection ("MySQL server
-        has gone away"), which ended the whole sync."""
+        """MySQL: the statement carrying ``params``, as the driver escapes them, with its command
+        byte, must be shorter than ``max_allowed_packet``; the server refuses one of that many
+        bytes or more (error 1153, or it drops the connection: "MySQL server has gone away"),
+        which ended the whole sync."""
         if limit is None:
             return
         # no value grows past 8 bytes a character once encoded and escaped: measured only when near
         if len(sql) + sum(8 * len(p) + 64 if isinstance(p, str) else 64 for p in params) < limit:
             return
         size = len(cur.mogrify(sql, params).encode("utf-8")) + 1  # the command byte
-        if size > limit:
+        if size >= limit:  # the server refuses a packet of exactly max_allowed_packet bytes too
             raise PersistenceError(path, action, ValueError(
-                f"the statement would be {size:,} bytes, more than the server's max_allowed_packet ({limit:,})"))
+                f"the statement would be {size:,} bytes, and the server takes fewer than its max_allowed_packet "
+                f"({limit:,})"))
 
     def _check_key(self, path: str) -> None:
         try:  # a file name of bytes that are not UTF-8 (surrogates, os.fsdecode's) is no text key
