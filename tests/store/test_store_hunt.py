@@ -315,3 +315,40 @@ def test_a_copy_whose_statement_is_exactly_max_allowed_packet_fails_alone(tmp_pa
     finally:
         conn.close()
         drop_table("mysql", table)
+
+
+# ----- PostgreSQL: a SQL_ASCII database -----------------------------------------------------------
+
+
+@pytest.mark.db
+@pytest.mark.parametrize("driver", ["", "psycopg"])
+def test_a_postgres_sql_ascii_database_is_refused_at_open(monkeypatch: pytest.MonkeyPatch, driver: str) -> None:
+    """A SQL_ASCII database passed the encoding check (documented as read and written), but no
+    store of it ever opened: the built-in client leaves it to psycopg, which returns its text as
+    bytes, so the column check found no column "path" — after creating the table — and said it
+    was not omp's table. It is refused, before anything is created, as another encoding is."""
+    import uuid
+
+    import psycopg
+
+    from stores.sqlutil import POSTGRES_URL
+
+    monkeypatch.setenv("OMP_SESSION_PG_DRIVER", driver)
+    name = f"review_sql_ascii_{uuid.uuid4().hex[:12]}"
+    try:
+        with psycopg.connect(POSTGRES_URL, autocommit=True) as admin:
+            admin.execute(f"CREATE DATABASE {name} ENCODING 'SQL_ASCII' TEMPLATE template0 "
+                          "LC_COLLATE 'C' LC_CTYPE 'C'")
+    except psycopg.Error as e:
+        pytest.skip(f"cannot create a SQL_ASCII database: {e}")
+    url = POSTGRES_URL.rsplit("/", 1)[0] + f"/{name}"
+    try:
+        for create in (True, False):
+            with pytest.raises(StoreError, match="encoding is SQL_ASCII: omp's session table needs a UTF8"):
+                open_store(url, create=create)
+        with psycopg.connect(url, autocommit=True) as conn:
+            assert conn.execute("SELECT count(*) FROM information_schema.tables WHERE table_schema = "
+                                "current_schema()").fetchone() == (0,)
+    finally:
+        with psycopg.connect(POSTGRES_URL, autocommit=True) as admin:
+            admin.execute(f"DROP DATABASE IF EXISTS {name}")

@@ -56,9 +56,11 @@ class PostgresStorage(SqlStorage):
     def _prepare(self, create_table: bool) -> None:
         # sizes are the server's octet_length, which counts the database's encoding: in a LATIN1
         # database "é" is one byte, so every size check against the UTF-8 body fails (each append a
-        # conflict for ever), and a character outside it fails the write. SQL_ASCII keeps the bytes
+        # conflict for ever), and a character outside it fails the write. SQL_ASCII would keep the
+        # bytes, but its text reaches us as bytes (psycopg's; the built-in client leaves it to
+        # psycopg), so no store of it could ever open: refused too, before a table is made
         encoding = self._conn.info.parameter_status("server_encoding")
-        if encoding not in (None, "UTF8", "SQL_ASCII"):
+        if encoding not in (None, "UTF8"):
             raise StoreError(f"{self.name}: the database's encoding is {encoding}: omp's session table needs a "
                              "UTF8 database (sizes are UTF-8 byte lengths; sessions hold any character)")
         super()._prepare(create_table)
