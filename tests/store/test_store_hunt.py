@@ -352,3 +352,50 @@ def test_a_postgres_sql_ascii_database_is_refused_at_open(monkeypatch: pytest.Mo
     finally:
         with psycopg.connect(POSTGRES_URL, autocommit=True) as admin:
             admin.execute(f"DROP DATABASE IF EXISTS {name}")
+
+
+# ----- PostgreSQL: two openers making the table at once --------------------------------------------
+
+
+@pytest.mark.db
+def test_a_postgres_store_opens_when_another_process_makes_its_table_at_the_same_moment() -> None:
+    """Two syncs (or omp and a sync) starting together on a new database both found no table and
+    both ran omp's ``CREATE TABLE IF NOT EXISTS``: PostgreSQL does not make the second wait and
+    skip, it fails it with a unique violation in its catalog ("duplicate key value violates unique
+    constraint pg_type_typname_nsp_index"), so one of the two ended at once (seen 12 times in 15
+    with two processes). Here the other creator is held mid-transaction until ours waits for it."""
+    import threading
+    import time
+
+    import psycopg
+
+    from omp_session.store.sql import Dialect
+    from stores.sqlutil import POSTGRES_URL
+
+    table = fresh_table()
+    outcome: list[object] = []
+
+    def opener() -> None:
+        try:
+            open_store(f"{POSTGRES_URL}?table={table}").close()
+            outcome.append("opened")
+        except StoreError as e:
+            outcome.append(e)
+
+    ddl = Dialect("postgres", "%s", "%s", "", "", "", "", "", "").create_table(table)[0]
+    try:
+        with psycopg.connect(POSTGRES_URL) as other:  # a transaction until commit
+            other.execute(ddl)
+            thread = threading.Thread(target=opener)
+            thread.start()
+            deadline = time.monotonic() + 10
+            with psycopg.connect(POSTGRES_URL, autocommit=True) as watch:
+                while time.monotonic() < deadline and thread.is_alive() and not watch.execute(
+                        "SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE %s",
+                        (f"CREATE TABLE IF NOT EXISTS {table} %",)).fetchall():
+                    time.sleep(0.02)
+            other.commit()
+        thread.join(10)
+        assert outcome == ["opened"]
+    finally:
+        drop_table("postgres", table)

@@ -262,8 +262,14 @@ class SqlStorage:
             create_table = not all(column in present for column in _EXPECTED_TYPES)
         if create_table:
             statements = self.dialect.create_table(self.table)
-            with self._tx("preparing the session table") as cur:
-                cur.execute(statements[0])
+            try:
+                with self._tx("preparing the session table") as cur:
+                    cur.execute(statements[0])
+            except StoreError as e:
+                # another process made the table at the same moment: PostgreSQL fails the second
+                # CREATE TABLE IF NOT EXISTS (a unique violation in its catalog) rather than skip it
+                if e.__cause__ is None or not self._read_columns():
+                    raise
             for alter in statements[1:]:
                 try:
                     with self._tx("adding the title columns") as cur:
