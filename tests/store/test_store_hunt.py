@@ -399,3 +399,23 @@ def test_a_postgres_store_opens_when_another_process_makes_its_table_at_the_same
         assert outcome == ["opened"]
     finally:
         drop_table("postgres", table)
+
+
+@pytest.mark.db
+def test_a_mysql_table_whose_title_columns_are_not_utf8mb4_is_refused_at_open() -> None:
+    """Only ``path`` and ``content`` were checked: a table whose title columns are latin1 (its
+    default left latin1 while those two were converted, as the refusal above asks) opened, and the
+    first session titled with a character latin1 lacks ended the whole sync ("Incorrect string
+    value … for column title")."""
+    table = fresh_table()
+    raw_execute("mysql", f"CREATE TABLE {table} (path VARCHAR(512) CHARACTER SET utf8mb4 NOT NULL PRIMARY KEY, "
+                         "content LONGTEXT CHARACTER SET utf8mb4 NOT NULL, mtime_ms BIGINT NOT NULL, title TEXT NULL, "
+                         "title_source VARCHAR(16) NULL, title_updated_at VARCHAR(64) NULL) ENGINE=InnoDB "
+                         "DEFAULT CHARSET=latin1")
+    try:
+        url = store_url("mysql", table, Path("unused.db"))
+        for create in (True, False):
+            with pytest.raises(StoreError, match=f"{table}.title is in the character set latin1, omp"):
+                open_store(url, create=create)
+    finally:
+        drop_table("mysql", table)

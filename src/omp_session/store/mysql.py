@@ -80,8 +80,9 @@ class MysqlStorage(SqlStorage):
         super()._prepare(create_table)
         # sizes are length(content), in the column's character set: in latin1 or utf8mb3 an "é" or
         # a 4-byte character counts otherwise than in the UTF-8 body (every append to such a session
-        # a conflict for ever), or cannot be stored at all ("Incorrect string value")
-        for column in ("content", "path"):
+        # a conflict for ever), or cannot be stored at all ("Incorrect string value"; in a title
+        # column too, which ended the whole sync)
+        for column in ("content", "path", "title", "title_source", "title_updated_at"):
             charset = self._charsets.get(column, "")
             if charset != "utf8mb4":
                 raise StoreError(f"{self.name}: column {self.table}.{column} is in the character set {charset}, "
