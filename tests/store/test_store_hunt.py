@@ -419,3 +419,27 @@ def test_a_mysql_table_whose_title_columns_are_not_utf8mb4_is_refused_at_open() 
                 open_store(url, create=create)
     finally:
         drop_table("mysql", table)
+
+
+def test_sync_refuses_a_target_inside_the_source_when_one_url_spells_out_the_default_table(
+        tmp_path: Path) -> None:
+    """The nested-target check compared the URLs' options as written: naming omp's default table
+    (``table=omp_session_files``) or Redis prefix on one side only made the same table look like
+    another, and the copies were copied again one level deeper each run."""
+    src = tmp_path / "sessions"
+    (src / "--p--").mkdir(parents=True)
+    (src / "--p--" / "a.jsonl").write_bytes(HEADER)
+    db = tmp_path / "s.db"
+    sync_urls(f"file:{src}", f"sqlite:{db}?root=/r", use_state=False)
+    for source, target in ((f"sqlite:{db}?root=/r", f"sqlite:{db}?root=/r/backup&table=omp_session_files"),
+                           (f"sqlite:{db}?root=/r&table=omp_session_files", f"sqlite:{db}?root=/r/backup")):
+        with pytest.raises(StoreError, match="inside the source"):
+            sync_urls(source, target, use_state=False)
+    with pytest.raises(StoreError, match="inside the source"):
+        sync_urls("redis://127.0.0.1:6379/14?root=/r", "redis://127.0.0.1:6379/14?root=/r/b&prefix=omp:sessions:",
+                  use_state=False)
+    rows = open_store(f"sqlite:{db}?root=/r")
+    try:
+        assert [f.path for f in rows.scan("/r/")] == ["/r/--p--/a.jsonl"]
+    finally:
+        rows.close()

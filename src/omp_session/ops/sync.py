@@ -367,7 +367,12 @@ def _refuse_nested(src: StoreURL, dst: StoreURL, prefix: str) -> None:
         inside = (os.path.realpath(dst.root).rstrip("/") + "/").startswith(os.path.realpath(prefix).rstrip("/") + "/")
     else:
         def where(u: StoreURL) -> tuple[str, list[tuple[str, str]]]:
-            return u.location, sorted((k, v) for k, v in u.options.items() if k not in ("timeout", "root"))
+            # omp's default table or prefix named or not is one table or prefix
+            given = {"prefix": "omp:sessions:"} if u.kind == "redis" else {"table": "omp_session_files"}
+            given.update((k, v) for k, v in u.options.items() if k not in ("timeout", "root"))
+            if u.kind == "postgres" and "table" in given:  # omp inlines it unquoted: folded to lower case
+                given["table"] = given["table"].lower()
+            return u.location, sorted(given.items())
 
         inside = where(src) == where(dst) and dst.root.startswith(prefix)
     if inside:
