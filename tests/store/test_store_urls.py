@@ -24,6 +24,9 @@ BAD_URLS = [
     ("mysql://root:secret@[::1/test", "not a valid URL"),
     ("redis://127.0.0.1:6379/0?timeout=abc", "timeout"),
     ("postgresql://postgres@127.0.0.1/test?timeout=-1", "timeout"),
+    # redis-py lets ?db= win over the path: messages named database 13 while keys went to 12
+    ("redis://127.0.0.1:6379/13?db=12", "database twice"),
+    ("rediss://127.0.0.1:6379/0?db=0", "database twice"),
 ]
 
 

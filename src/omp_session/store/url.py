@@ -144,6 +144,9 @@ def parse_store_url(url: str) -> StoreURL:
         raise StoreError(f"{_redacted(url)}: unknown option {sorted(set(extra) - {'unix_socket'})[0]!r}")
     if kind == "redis" and set(extra) - _REDIS_OPTIONS:
         raise StoreError(f"{_redacted(url)}: unknown option {sorted(set(extra) - _REDIS_OPTIONS)[0]!r}")
+    if scheme in ("redis", "rediss") and "db" in extra and parts.path.strip("/"):
+        # redis-py takes the option over the path: the store named would not be the one written
+        raise StoreError(f"{_redacted(url)}: the database twice (the path and db=): give one")
     # the driver's options as they were written: libpq reads "+" as a plus and "%20" as a space,
     # which decoding and encoding again would turn into each other
     theirs = "&".join(piece for piece in parts.query.split("&")
