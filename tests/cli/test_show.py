@@ -250,13 +250,9 @@ def test_show_problems_row_names_three_codes_then_how_many_more() -> None:
     assert problems_line({"error": 0, "warning": 0, "info": 0}, []) == "none"
 
 
-def test_show_branch_cost_counts_the_side_calls_hanging_off_the_branch_as_stats_does(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # omp attaches a side call (model_usage: the title, auto-thinking) to the branch without making
-    # it part of it; stats' current view counts it, show's "cost (branch)" did not: every session
-    # with a generated title read two current costs
+def _with_side_calls(tmp_path: Path) -> Path:
+    """A side call (model_usage) hanging off the current branch, another off an abandoned one."""
     from builders import usage
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     side = {"input": 11000, "output": 5, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 11005,
             "cost": {"input": 0.011, "output": 0.0001, "cacheRead": 0, "cacheWrite": 0, "total": 0.0111}}
     records = [header("s1", cwd="/p"),
@@ -264,13 +260,23 @@ def test_show_branch_cost_counts_the_side_calls_hanging_off_the_branch_as_stats_
                entry("dddddddd", "aaaaaaaa", timestamp=stamp(2), type="model_usage", purpose="title",
                      provider="anthropic", model="haiku", usage=side),
                entry("bbbbbbbb", "aaaaaaaa", timestamp=stamp(3),
-                     message=assistant("hi", usage=usage(100, 20, 0.5))),
+                     message=assistant("hi", model="sonnet", usage=usage(100, 20, 0.5))),
                entry("eeeeeeee", "aaaaaaaa", timestamp=stamp(4), message=user("abandoned")),
                entry("ffffffff", "eeeeeeee", timestamp=stamp(5), type="model_usage", purpose="title",
                      provider="anthropic", model="haiku", usage=side),
                entry("cccccccc", "bbbbbbbb", timestamp=stamp(6), message=user("more"))]
     path = tmp_path / "s.jsonl"
     path.write_text(jsonl(records))
+    return path
+
+
+def test_show_branch_cost_counts_the_side_calls_hanging_off_the_branch_as_stats_does(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # omp attaches a side call (model_usage: the title, auto-thinking) to the branch without making
+    # it part of it; stats' current view counts it, show's "cost (branch)" did not: every session
+    # with a generated title read two current costs
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    path = _with_side_calls(tmp_path)
     code, out, _ = run("show", str(path), "--json")
     assert code == 0
     mine = json.loads(out)["usage"]
@@ -284,17 +290,7 @@ def test_show_branch_cost_counts_the_side_calls_hanging_off_the_branch_as_stats_
 
 
 def test_the_markdown_header_counts_the_branch_as_show_does(tmp_path: Path) -> None:
-    from builders import usage
-    side = {"input": 11000, "output": 5, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 11005,
-            "cost": {"input": 0.011, "output": 0.0001, "cacheRead": 0, "cacheWrite": 0, "total": 0.0111}}
-    records = [header("s1", cwd="/p"),
-               entry("aaaaaaaa", None, timestamp=stamp(1), message=user("hello")),
-               entry("dddddddd", "aaaaaaaa", timestamp=stamp(2), type="model_usage", purpose="title",
-                     provider="anthropic", model="haiku", usage=side),
-               entry("bbbbbbbb", "aaaaaaaa", timestamp=stamp(3),
-                     message=assistant("hi", model="sonnet", usage=usage(100, 20, 0.5)))]
-    path = tmp_path / "s.jsonl"
-    path.write_text(jsonl(records))
+    path = _with_side_calls(tmp_path)
     code, out, _ = run("export", str(path), "--format", "md", "-o", "-")
     assert code == 0
     head = out.split("\n## ")[0].splitlines()

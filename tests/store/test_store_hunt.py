@@ -251,14 +251,20 @@ def test_a_mysql_table_not_in_utf8mb4_is_refused_at_open(charset: str) -> None:
     ``utf8``) passed the column check: ``length(content)`` then counts that character set's bytes,
     so a session with an "é" was copied and every append to it after was a conflict for ever, and
     a character the set lacks ended the whole sync ("Incorrect string value"). Refused at open."""
+    _refused_at_open("path VARCHAR(512) NOT NULL PRIMARY KEY, content LONGTEXT NOT NULL, mtime_ms BIGINT NOT NULL, "
+                     "title TEXT NULL, title_source VARCHAR(16) NULL, title_updated_at VARCHAR(64) NULL",
+                     charset, f"content is in the character set {charset}, omp")
+
+
+def _refused_at_open(columns: str, charset: str, why: str) -> None:
+    """A MariaDB session table of ``columns`` (default character set ``charset``) is refused at
+    open, made or not, with ``<table>.<why>``."""
     table = fresh_table()
-    raw_execute("mysql", f"CREATE TABLE {table} (path VARCHAR(512) NOT NULL PRIMARY KEY, content LONGTEXT NOT NULL, "
-                         "mtime_ms BIGINT NOT NULL, title TEXT NULL, title_source VARCHAR(16) NULL, "
-                         f"title_updated_at VARCHAR(64) NULL) ENGINE=InnoDB DEFAULT CHARSET={charset}")
+    raw_execute("mysql", f"CREATE TABLE {table} ({columns}) ENGINE=InnoDB DEFAULT CHARSET={charset}")
     try:
         url = store_url("mysql", table, Path("unused.db"))
         for create in (True, False):
-            with pytest.raises(StoreError, match=f"{table}.content is in the character set {charset}, omp"):
+            with pytest.raises(StoreError, match=f"{table}.{why}"):
                 open_store(url, create=create)
     finally:
         drop_table("mysql", table)
@@ -407,18 +413,9 @@ def test_a_mysql_table_whose_title_columns_are_not_utf8mb4_is_refused_at_open() 
     default left latin1 while those two were converted, as the refusal above asks) opened, and the
     first session titled with a character latin1 lacks ended the whole sync ("Incorrect string
     value … for column title")."""
-    table = fresh_table()
-    raw_execute("mysql", f"CREATE TABLE {table} (path VARCHAR(512) CHARACTER SET utf8mb4 NOT NULL PRIMARY KEY, "
-                         "content LONGTEXT CHARACTER SET utf8mb4 NOT NULL, mtime_ms BIGINT NOT NULL, title TEXT NULL, "
-                         "title_source VARCHAR(16) NULL, title_updated_at VARCHAR(64) NULL) ENGINE=InnoDB "
-                         "DEFAULT CHARSET=latin1")
-    try:
-        url = store_url("mysql", table, Path("unused.db"))
-        for create in (True, False):
-            with pytest.raises(StoreError, match=f"{table}.title is in the character set latin1, omp"):
-                open_store(url, create=create)
-    finally:
-        drop_table("mysql", table)
+    _refused_at_open("path VARCHAR(512) CHARACTER SET utf8mb4 NOT NULL PRIMARY KEY, content LONGTEXT CHARACTER SET "
+                     "utf8mb4 NOT NULL, mtime_ms BIGINT NOT NULL, title TEXT NULL, title_source VARCHAR(16) NULL, "
+                     "title_updated_at VARCHAR(64) NULL", "latin1", "title is in the character set latin1, omp")
 
 
 def test_sync_refuses_a_target_inside_the_source_when_one_url_spells_out_the_default_table(
