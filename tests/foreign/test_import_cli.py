@@ -39,17 +39,6 @@ def _claude_session(home: Path, cwd: Path | str, sid: str = UUID, extra: bytes =
     return path
 
 
-@pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    home = tmp_path / "home"
-    (home / "proj").mkdir(parents=True)
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
-    monkeypatch.delenv("PI_CODING_AGENT_SESSION_DIR", raising=False)
-    monkeypatch.chdir(home / "proj")
-    return home
-
-
 def _run(*args: str) -> Any:
     return CliRunner().invoke(cli, ["import", *args], catch_exceptions=False)
 

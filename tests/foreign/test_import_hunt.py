@@ -20,17 +20,6 @@ CLAUDE_ID = "33333333-0000-4000-8000-000000000001"
 CODEX_ID = "0199a1b2-0000-7000-8000-000000000001"
 
 
-@pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    home = tmp_path / "home"
-    (home / "proj").mkdir(parents=True)
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
-    monkeypatch.delenv("PI_CODING_AGENT_SESSION_DIR", raising=False)
-    monkeypatch.chdir(home / "proj")
-    return home
-
-
 def _run(*args: str) -> Any:
     return CliRunner().invoke(cli, ["import", *args], catch_exceptions=False)
 

@@ -103,17 +103,6 @@ def _claude_home(home: Path, cwd: Path, sid: str = PROJ_UUID) -> Path:
     return path
 
 
-@pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    home = tmp_path / "home"
-    (home / "proj").mkdir(parents=True)
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
-    monkeypatch.delenv("PI_CODING_AGENT_SESSION_DIR", raising=False)
-    monkeypatch.chdir(home / "proj")
-    return home
-
-
 def _omp_sessions() -> list[Path]:
     root = Path(os.environ["PI_CODING_AGENT_DIR"]) / "sessions"
     return sorted(root.rglob("*.jsonl")) if root.exists() else []
