@@ -22,7 +22,7 @@ from typing import Any, BinaryIO
 import msgspec
 import orjson
 
-from omp_session.errors import JSONSyntaxError
+from omp_session.errors import JSONSyntaxError, SessionFileError
 from omp_session.js import codec
 from omp_session.js.codec import UNDEFINED
 
@@ -182,6 +182,27 @@ class _Source:
         self._data = data
         self._handle = handle
         self.size = len(data) if data is not None else size
+        self._path: str | None = None
+        self._identity: tuple[int, int] | None = None
+        if handle is not None:
+            st = os.fstat(handle.fileno())
+            self._path, self._identity = os.fsdecode(handle.name), (st.st_dev, st.st_ino)
+
+    def _fd(self) -> int:
+        """The file's descriptor; after :meth:`close`, the file opened again (omp's manager stays
+        usable after its close, and a session reads its big file as asked), unless it is no longer
+        the file read (renamed over, as omp rewrites it, or cut shorter)."""
+        if self._handle is not None:
+            return self._handle.fileno()
+        if self._path is None:
+            raise SessionFileError("<session>", "the session was closed")
+        handle = open(self._path, "rb")  # noqa: SIM115 - kept, as the first one was
+        st = os.fstat(handle.fileno())
+        if (st.st_dev, st.st_ino) != self._identity or st.st_size < self.size:
+            handle.close()
+            raise SessionFileError(self._path, "the session was closed and its file replaced since: open it again")
+        self._handle = handle
+        return handle.fileno()
 
     def read(self, start: int, end: int) -> bytes:
         end = min(end, self.size)
@@ -189,8 +210,7 @@ class _Source:
             return b""
         if self._data is not None:
             return self._data[start:end]
-        assert self._handle is not None
-        return os.pread(self._handle.fileno(), end - start, start)
+        return os.pread(self._fd(), end - start, start)
 
     @property
     def in_memory(self) -> bool:
@@ -202,8 +222,8 @@ class _Source:
 
     def read_into(self, buf: bytearray, start: int, length: int) -> int:
         """Read ``length`` bytes at ``start`` into the front of ``buf``; returns how many were read."""
-        assert self._handle is not None and _PREADV is not None
-        return int(_PREADV(self._handle.fileno(), [memoryview(buf)[:length]], start))
+        assert _PREADV is not None
+        return int(_PREADV(self._fd(), [memoryview(buf)[:length]], start))
 
     def find(self, sub: bytes, start: int, end: int | None = None) -> int:
         """Offset of ``sub`` in [start, end), reading a window at a time."""
