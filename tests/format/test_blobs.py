@@ -131,6 +131,18 @@ def test_store_whose_dir_was_removed_since_makes_it_again(tmp_path: Path) -> Non
     assert [p.name for p in root.iterdir() if p.name.endswith(".tmp")] == []
 
 
+def test_store_put_of_a_blob_it_holds_renews_its_time(tmp_path: Path) -> None:
+    # omp writes the blob again when it stores the same image, and `blobs gc` holds back a blob
+    # touched since its scan; an unchanged old blob put again (externalize) stayed old, so a gc
+    # whose scan ran before could delete the blob the new file references (found by a hunt)
+    store = BlobStore(tmp_path / "blobs")
+    sha = store.put(b"image bytes")
+    old = 1_000_000_000
+    os.utime(store.path(sha), (old, old))
+    assert store.put(b"image bytes") == sha
+    assert store.path(sha).stat().st_mtime > old + 10**8
+
+
 def test_store_repairs_damaged_blob_in_place(tmp_path: Path) -> None:
     store = BlobStore(tmp_path)
     data = b"original bytes"

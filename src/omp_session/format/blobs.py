@@ -206,7 +206,10 @@ class BlobStore:
         except FileNotFoundError:
             existing = None
         if existing == data:
-            pass
+            # omp writes it again, which renews its time: `blobs gc` holds back a blob touched
+            # since its scan, and the caller is about to reference this one
+            with contextlib.suppress(OSError):
+                os.utime(target)
         elif existing is not None:
             # A damaged blob: omp rewrites it in place, which also repairs any
             # sidecar hard-linked to it (a rename would leave that one stale).
