@@ -279,6 +279,7 @@ class _Staging:
     new_blobs: list[str] = field(default_factory=list)
     present_blobs: int = 0
     refs: set[str] = field(default_factory=set)
+    dry_run: bool = False  # nothing in the store is touched
 
 
 def _check_member(member: tarfile.TarInfo, expected: ManifestFile | None) -> None:
@@ -380,6 +381,12 @@ def _stage_blob(reader: _Reader, sha: str, expected: ManifestFile, staging: _Sta
         if _file_sha(str(existing)) != sha:
             raise PackError(f"{existing}: the blob already in the store is damaged (its content does not hash "
                             "to its name); remove it and unpack again. Nothing was unpacked")
+        # freshened as omp freshens a blob it stores again: a gc that found it unreferenced before
+        # the sessions were staged then keeps it (blobs gc keeps a blob younger than --min-age or
+        # touched since its scan)
+        if not staging.dry_run:
+            with contextlib.suppress(OSError):
+                os.utime(existing)
         staging.present_blobs += 1
         return
     dest = os.path.join(staging.blobs, sha)
@@ -597,7 +604,7 @@ def unpack(archive: str | os.PathLike[str], *, root: str | os.PathLike[str] | No
                 try:
                     prefix = f"{STAGING_PREFIX}{os.getpid()}-"
                     staging = _Staging(tempfile.mkdtemp(prefix=prefix, dir=base),
-                                       tempfile.mkdtemp(prefix=prefix, dir=blobs))
+                                       tempfile.mkdtemp(prefix=prefix, dir=blobs), dry_run=dry_run)
                 except OSError as e:
                     raise PackError(f"{base}: cannot write there ({e.strerror or e}); nothing was unpacked") from None
                 for k, t in enumerate(targets):
