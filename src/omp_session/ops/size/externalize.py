@@ -24,10 +24,11 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from itertools import repeat
-from typing import Any
+from typing import Any, Final
 
 from omp_session.errors import EditError, FormatError
 from omp_session.format.blobs import BLOB_PREFIX, BlobSink, BlobStore, b64encode, parse_blob_ref
@@ -47,6 +48,11 @@ __all__ = [
     "externalize_records",
     "write_session_copy",
 ]
+
+# the marks in a record written with whitespace around its colons (Python's json.dumps, by hand):
+# the byte marks know only omp's compact '"data":"' and '"result":"'
+_SPACED: Final = re.compile(rb'"(?:data|result)"[ \t\r]*:[ \t\r]*"|"image_url"[ \t\r]*:[ \t\r]*"data:image/')
+
 
 class _Recorder:
     """A blob sink that only remembers what omp would store: blobs are written after the walk,
@@ -267,7 +273,8 @@ def externalize_record(journal: Journal, i: int, raw: bytes, result: Externalize
     image = bool(marks & IMAGE)
     small = image and (b'"image"' in raw or b'"images"' in raw)
     candidate = len(raw) >= BLOB_EXTERNALIZE_MIN and bool(
-        marks & (DATA | RESULT) or (image and b'"image_url":"data:image/' in raw))
+        marks & (DATA | RESULT) or (image and b'"image_url":"data:image/' in raw)
+        or ((b'"data"' in raw or b'"result"' in raw or b'"image_url"' in raw) and _SPACED.search(raw)))
     if not small and not candidate:
         return None
     # a record nested deep allocates a container per level in every pass below; collections
