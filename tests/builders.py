@@ -16,6 +16,7 @@ in a one-line local helper::
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,8 @@ from click.testing import CliRunner, Result
 
 from omp_session.format.title import build_title_slot
 
+# the reference harness (the real omp): tests/reference, or OMP_ORACLE_DIR (docs/reference.md)
+ORACLE = Path(os.environ.get("OMP_ORACLE_DIR", Path(__file__).resolve().parent / "reference"))
 TS = "2026-01-01T00:00:00.000Z"
 """The default timestamp of headers, entries and title slots."""
 

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-ORACLE = Path(os.environ.get("OMP_ORACLE_DIR", Path(__file__).resolve().parents[1] / "tests" / "reference"))
+from builders import ORACLE
+
 TESTS = Path(__file__).resolve().parent
 
 # A folder or file below tests/ -> the marker every test in it gets.

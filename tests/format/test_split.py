@@ -12,8 +12,6 @@ import pytest
 from omp_session.format import reader
 from omp_session.format import split as scan_split
 
-ORACLE = Path(os.environ.get("OMP_ORACLE_DIR", Path(__file__).resolve().parents[2] / "tests" / "reference"))
-
 
 def snapshot(j: reader.Journal) -> tuple[Any, ...]:
     heads = [None if h is None else (h.role, h.provider, h.model) for h in j.heads]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from collections.abc import Callable
@@ -11,12 +10,11 @@ from pathlib import Path
 import pytest
 
 import omp_session
+from builders import ORACLE
 from omp_session.format.blobs import BlobStore
 from omp_session.js import codec
 from omp_session.model import context as full
 from omp_session.model.context import ContextError
-
-ORACLE = Path(os.environ.get("OMP_ORACLE_DIR", Path(__file__).resolve().parents[2] / "tests" / "reference"))
 
 
 @pytest.fixture(scope="module")

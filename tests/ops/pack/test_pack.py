@@ -22,8 +22,7 @@ import pytest
 from click.testing import CliRunner
 
 import omp_session
-from builders import assistant, entry, header, stamp, usage, user
-from conftest import ORACLE
+from builders import ORACLE, assistant, entry, header, stamp, usage, user
 from omp_session import SessionManager
 from omp_session.catalog.resolve import resolve_session
 from omp_session.cli import cli

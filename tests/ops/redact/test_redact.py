@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import re
 import subprocess
 from collections.abc import Callable
@@ -18,7 +17,7 @@ from click.testing import CliRunner
 
 import builders
 import omp_session
-from builders import assistant, invoke
+from builders import ORACLE, assistant, invoke
 from omp_session.cli.redact import redact as redact_cli
 from omp_session.diagnostics import Severity
 from omp_session.errors import PatternError, RedactError, SecretsFileError
@@ -27,8 +26,6 @@ from omp_session.ops.redact.detectors import Matcher, parse_secrets_file
 from omp_session.ops.redact.rewrite import RedactRules, redact, write_redacted
 from omp_session.ops.validate.check import validate
 from omp_session.write.manager import SessionManager
-
-ORACLE = Path(os.environ.get("OMP_ORACLE_DIR", Path(__file__).resolve().parents[3] / "tests" / "reference"))
 
 # One sample per built-in detector (made up, in each provider's shape).
 BUILTIN = {

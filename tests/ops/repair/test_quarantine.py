@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 import builders
+from builders import ORACLE
 from omp_session.catalog.listing import is_quarantine_name, list_all_sessions, list_sessions
 from omp_session.catalog.resolve import resolve_session
 from omp_session.cli.list import list_command
@@ -28,7 +29,6 @@ from omp_session.ops.validate.check import validate
 from omp_session.paths import project_dir_name, sessions_dir
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "repair"
-ORACLE = Path(os.environ.get("OMP_ORACLE_DIR", Path(__file__).resolve().parents[3] / "tests" / "reference"))
 SID = "019a2b3c-4d5e-7f60-8a1b-2c3d4e5f6071"
 NAME = f"2026-03-01T09-00-00-000Z_{SID}.jsonl"
 CWD = "/home/dev/proj"

@@ -12,7 +12,6 @@ import base64
 import contextlib
 import functools
 import json
-import os
 import random
 import shutil
 import subprocess
@@ -26,7 +25,7 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from builders import entry, user
+from builders import ORACLE, entry, user
 from omp_session.cli.repair import repair as repair_cmd
 from omp_session.diagnostics import Severity
 from omp_session.format.reader import scan_bytes
@@ -45,7 +44,6 @@ from omp_session.ops.repair.plan import (
 )
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "repair"
-ORACLE = Path(os.environ.get("OMP_ORACLE_DIR", Path(__file__).resolve().parents[3] / "tests" / "reference"))
 ADAPTER = Path(__file__).resolve().parents[2] / "conformance" / "adapter.py"
 HEADERLESS = "2026-03-01T09-00-00-000Z_019a2b3c-4d5e-7f60-8a1b-2c3d4e5f6071.jsonl"
 _REFS = ("id", "parentId", "targetId", "firstKeptEntryId", "providerReplayThroughEntryId")

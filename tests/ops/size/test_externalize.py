@@ -6,7 +6,6 @@ import base64
 import gzip
 import hashlib
 import json
-import os
 import random
 import subprocess
 from pathlib import Path
@@ -16,12 +15,11 @@ import pytest
 from click.testing import CliRunner
 
 import builders
-from builders import header, line, stamp, user
+from builders import ORACLE, header, line, stamp, user
 from omp_session.cli import cli
 from omp_session.errors import EditError, FormatError
 from omp_session.ops.size.externalize import externalize
 
-ORACLE = Path(os.environ.get("OMP_ORACLE_DIR", Path(__file__).resolve().parents[3] / "tests" / "reference"))
 SLOT_TS = "2026-01-01T00:00:00.000Z"
 
 

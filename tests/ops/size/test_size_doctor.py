@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -13,14 +12,12 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from builders import assistant, entry, header, stamp, usage, user, write_jsonl
+from builders import ORACLE, assistant, entry, header, stamp, usage, user, write_jsonl
 from omp_session.cli import cli
 from omp_session.errors import EditError, EntryNotFoundError
 from omp_session.ops.size.doctor import LONG_TOOL_OUTPUT_BYTES, analyze_size, biggest_sessions
 from omp_session.ops.size.externalize import externalize
 from omp_session.ops.size.prune import prune
-
-ORACLE = Path(os.environ.get("OMP_ORACLE_DIR", Path(__file__).resolve().parents[3] / "tests" / "reference"))
 
 
 def golden(path: Path) -> dict[str, Any]:

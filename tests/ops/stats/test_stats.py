@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 import builders
-from builders import usage
+from builders import ORACLE, usage
 from omp_session.cli import cli
 from omp_session.cli.stats import CSV_FIELDS
 from omp_session.errors import StatsOptionError
@@ -25,7 +25,6 @@ from omp_session.model.usage import usage_statistics
 from omp_session.ops.stats.group import parse_window, period_key, zone
 from omp_session.ops.stats.report import CACHE_NAME, StatsCache, read_file_usage, stats
 
-ORACLE = Path(os.environ.get("OMP_ORACLE_DIR", Path(__file__).resolve().parents[3] / "tests" / "reference"))
 TOKENS = ("input", "output", "cacheRead", "cacheWrite", "totalTokens")
 
 
