@@ -334,16 +334,6 @@ def _claude_sessions(home: Path, count: int) -> None:
                    "timestamp": f"2026-01-02T03:04:{n:02d}.000Z", "message": {"content": f"hello {n}"}}))
 
 
-@pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    home = tmp_path / "home"
-    (home / "proj").mkdir(parents=True)
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
-    monkeypatch.chdir(home / "proj")
-    return home
-
-
 def _files(root: Path) -> list[str]:
     return sorted(p.name for p in root.rglob("*") if p.is_file())
 

@@ -108,17 +108,24 @@ def _run(source: Path, target: Path, state: Path, prefer: str | None = None) -> 
     return [(i.action, i.reason) for i in report.items]
 
 
-def test_a_version_kept_by_prefer_target_is_not_overwritten_when_the_source_grows(tmp_path: Path) -> None:
-    """``--prefer target`` kept the target's version and recorded it as synced; the record then
-    held one hash, the target's, so when omp next appended to the source the target looked
-    unchanged and the source changed: the target's version was "replaced" by a plain sync,
-    silently, with no backup. The two sides have diverged since that conflict: it is one again."""
+def _diverged(tmp_path: Path) -> tuple[Path, Path, Path, bytes]:
+    """(source root, target root, sync record, the target's bytes): one session, different on
+    each side."""
     source, target, state = tmp_path / "a", tmp_path / "b", tmp_path / "record.json"
     (source / "--p--").mkdir(parents=True)
     (target / "--p--").mkdir(parents=True)
     (source / "--p--" / "s.jsonl").write_bytes(HEADER + _line_of("source version"))
     kept = HEADER + _line_of("target version, kept on purpose")
     (target / "--p--" / "s.jsonl").write_bytes(kept)
+    return source, target, state, kept
+
+
+def test_a_version_kept_by_prefer_target_is_not_overwritten_when_the_source_grows(tmp_path: Path) -> None:
+    """``--prefer target`` kept the target's version and recorded it as synced; the record then
+    held one hash, the target's, so when omp next appended to the source the target looked
+    unchanged and the source changed: the target's version was "replaced" by a plain sync,
+    silently, with no backup. The two sides have diverged since that conflict: it is one again."""
+    source, target, state, kept = _diverged(tmp_path)
     assert [a for a, _ in _run(source, target, state)] == ["conflict"]
     assert [a for a, _ in _run(source, target, state, prefer="target")] == ["kept"]
     assert [a for a, _ in _run(source, target, state)] == ["unchanged"]
@@ -135,12 +142,7 @@ def test_a_version_kept_by_prefer_target_is_not_overwritten_when_the_source_grow
 def test_a_version_kept_by_prefer_target_survives_a_touched_source(tmp_path: Path) -> None:
     """The source only touched (same bytes, a new time): nothing changed on either side, so the
     kept version stays — it used to be "replaced" by the source's."""
-    source, target, state = tmp_path / "a", tmp_path / "b", tmp_path / "record.json"
-    (source / "--p--").mkdir(parents=True)
-    (target / "--p--").mkdir(parents=True)
-    (source / "--p--" / "s.jsonl").write_bytes(HEADER + _line_of("source version"))
-    kept = HEADER + _line_of("target version, kept on purpose")
-    (target / "--p--" / "s.jsonl").write_bytes(kept)
+    source, target, state, kept = _diverged(tmp_path)
     assert [a for a, _ in _run(source, target, state, prefer="target")] == ["kept"]
     os.utime(source / "--p--" / "s.jsonl", ns=(1_800_000_000_000_000_000, 1_800_000_000_000_000_000))
     assert [a for a, _ in _run(source, target, state)] == ["kept"]
