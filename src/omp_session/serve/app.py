@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
 import socket
 import threading
 from collections.abc import AsyncIterator, Iterator
@@ -37,7 +36,7 @@ from . import pages
 from .blocks import blocks_section
 from .events import session_events
 from .security import ASGIApp, Guard, new_token
-from .sessions import Catalog, Query, QueryError, now_ms, row_json
+from .sessions import Catalog, Query, QueryError, now_ms, row_json, without_surrogates
 from .store_events import store_events
 from .store_filters import Namespaces, namespace_filters
 from .store_source import StoreCatalog, store_page, store_report, store_search
@@ -49,7 +48,6 @@ PER_PAGE: Final = 100
 MAX_PER_PAGE: Final = 100_000
 SEARCH_LIMIT: Final = 200  # hits on the search page (the JSON API keeps the CLI's 20 unless told)
 MAX_SEARCH_LIMIT: Final = pages.MAX_SEARCH_LIMIT  # more is cut to this: the limit goes to SQLite (64 bits)
-_SURROGATE: Final = re.compile("[\ud800-\udfff]")
 _STATIC_TYPES: Final = {".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8"}
 
 
@@ -98,7 +96,7 @@ def _encode_text(text: str) -> bytes:
     try:
         return text.encode("utf-8")
     except UnicodeEncodeError:
-        return _SURROGATE.sub("\ufffd", text).encode("utf-8")
+        return without_surrogates(text).encode("utf-8")
 
 
 async def _pieces_in_threads(page: SessionStream) -> AsyncIterator[bytes]:

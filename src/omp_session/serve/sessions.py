@@ -35,7 +35,7 @@ from omp_session.catalog.summaries import ListCache, SessionStats, is_archived
 from omp_session.js.date import to_iso
 
 __all__ = ["ACTIVE_MS", "SORTS", "STATS_WAIT", "Catalog", "Page", "Query", "QueryError", "Row", "ids_of", "now_ms",
-           "paged", "row_json", "url_word"]
+           "paged", "row_json", "url_word", "without_surrogates"]
 
 ACTIVE_MS: Final = 5 * 60 * 1000  # a session written to this recently is marked active
 SORTS: Final = ("modified", "created", "size", "messages", "title", "cost")
@@ -45,11 +45,15 @@ _SUFFIXES: Final = (".jsonl", ".jsonl.gz")
 _SURROGATE: Final = re.compile("[\ud800-\udfff]")
 
 
+def without_surrogates(text: str) -> str:
+    """``text`` with each lone surrogate (a damaged file's JSON escape, which has no UTF-8) as U+FFFD."""
+    return _SURROGATE.sub("\ufffd", text)
+
+
 def url_word(text: str) -> str:
-    """``text`` (an id) as one segment of a URL. A lone surrogate (a damaged file's JSON escape)
-    has no UTF-8: it goes as U+FFFD, the form :func:`ids_of` also files the row under (and
-    the search index keeps the id in)."""
-    return quote(_SURROGATE.sub("\ufffd", text), safe="")
+    """``text`` (an id) as one segment of a URL, lone surrogates as U+FFFD: the form :func:`ids_of`
+    also files the row under (and the search index keeps the id in)."""
+    return quote(without_surrogates(text), safe="")
 
 
 def ids_of(rows: Iterable[Row]) -> dict[str, Row]:
@@ -65,7 +69,7 @@ def ids_of(rows: Iterable[Row]) -> dict[str, Row]:
             if _SURROGATE.search(row.id):
                 damaged.append(row)
     for row in damaged:
-        by_id.setdefault(_SURROGATE.sub("\ufffd", row.id), row)
+        by_id.setdefault(without_surrogates(row.id), row)
     return by_id
 
 
