@@ -12,7 +12,6 @@ import sys
 
 import click
 
-from omp_session.errors import SessionError
 from omp_session.foreign.batch import Outcome, find_sessions, import_sessions, select_sessions
 from omp_session.foreign.sources import Source
 
@@ -102,11 +101,9 @@ def import_command(kind: str, sources: tuple[str, ...], all_projects: bool, proj
     if project is not None and all_projects:
         raise click.UsageError("choose one of --project and --all")
     source: Source = "claude" if kind == "claude" else "codex"
-    try:
-        here = os.getcwd()  # the project by default, and where a session whose project is gone lands
-    except OSError as e:  # the directory was removed under the shell
-        raise SessionError(f"the current directory cannot be read ({e.strerror or e}; was it removed?): "
-                           "run the import from an existing directory") from None
+    # the project by default, and where a session whose project is gone lands (read first: a folder
+    # removed under the shell is one line, cli/_errors.reported)
+    here = os.getcwd()
     found = find_sessions(source, [os.path.abspath(r) for r in roots])
     scope = project if project is not None else None if sources or all_projects else here
     chosen, unknown = select_sessions(found, wanted=sources, project=scope, since_ms=since)
